@@ -1,0 +1,51 @@
+// RT: capture thread.
+#include "acquisition/capture_loop.hpp"
+
+#include <thread>
+
+namespace vigil {
+
+CaptureLoop::CaptureLoop(Source& source, SpscQueue<Chunk*>& free_chunks, SpscQueue<Chunk*>& full_chunks,
+                         size_t chunk_bytes, uint32_t source_id)
+    : source_(source), free_(free_chunks), full_(full_chunks), scratch_memory_(chunk_bytes), source_id_(source_id) {
+  scratch_.data = scratch_memory_.data();
+  scratch_.capacity_bytes = chunk_bytes;
+}
+
+void CaptureLoop::run() noexcept {
+  uint64_t lost = 0;       // frames dropped since the last chunk handed over
+  Chunk* held = nullptr;   // a free chunk we took but have not handed over yet
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (!held) free_.pop(held);
+    Chunk& target = held ? *held : scratch_;
+    const ReadStatus status = source_.read(target);
+    if (status == ReadStatus::kEnd) break;
+    if (status == ReadStatus::kError) {
+      counters_.read_errors.fetch_add(1, std::memory_order_relaxed);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (!held) {
+      lost += target.header.frames;
+      counters_.chunks_dropped.fetch_add(1, std::memory_order_relaxed);
+      counters_.frames_dropped.fetch_add(target.header.frames, std::memory_order_relaxed);
+      continue;
+    }
+    ChunkHeader& h = held->header;
+    h.source_id = source_id_;
+    h.sequence = sequence_++;
+    h.flags = lost ? chunk_flags::kOverrunBefore : 0u;
+    h.frames_lost_before = lost;
+    lost = 0;
+    const uint32_t frames = h.frames;
+    // full_ has room for every pool chunk, so this push cannot fail.
+    full_.push(held);
+    held = nullptr;
+    counters_.chunks_captured.fetch_add(1, std::memory_order_relaxed);
+    counters_.frames_captured.fetch_add(frames, std::memory_order_relaxed);
+  }
+  // A chunk still held stays out of circulation: the pool owns its memory and nothing reads it.
+  finished_.store(true, std::memory_order_release);
+}
+
+}  // namespace vigil

@@ -1,0 +1,32 @@
+// Source: where chunks come from (synthetic, file, ALSA). Thread: read() runs on the capture thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "acquisition/chunk.hpp"
+
+namespace vigil {
+
+struct SourceFormat {
+  double rate_hz = 0;        // frames per second
+  uint32_t channels = 0;
+  SampleFormat format = SampleFormat::kInt16;
+  uint32_t chunk_frames = 0; // frames in every chunk read() delivers (the last one may be short)
+  float scale = 1.0f;        // multiplies a raw sample to give the engineering value
+};
+
+enum class ReadStatus { kOk, kEnd, kError };
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual SourceFormat format() const noexcept = 0;
+  virtual std::string_view kind() const noexcept = 0;
+  // Fills chunk.data and header fields first_frame, frames, channels, format, t_first_utc_ns,
+  // t_capture_mono_ns. Returns when the chunk is complete (paced sources wait for it).
+  // kEnd: nothing more will come (chunk not filled). RT-safe: no allocation, no locks.
+  virtual ReadStatus read(Chunk& chunk) noexcept = 0;
+};
+
+}  // namespace vigil

@@ -1,0 +1,100 @@
+// SyntheticSource: a deterministic test signal per channel (sines, noise, impulses, AE-like
+// bursts), paced in real time or rate_factor times faster. Thread: capture thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "acquisition/random.hpp"
+#include "acquisition/source.hpp"
+
+namespace vigil {
+
+struct SineSpec {
+  double freq_hz = 0;     // 0 <= f < rate/2
+  double amplitude = 0;   // fraction of full scale
+  double phase_rad = 0;
+};
+
+struct ImpulseSpec {       // single-sample spikes
+  double amplitude = 0;
+  double period_s = 0;     // > 0: one every period_s, starting at offset_s
+  double offset_s = 0;
+  std::vector<double> times_s;  // and/or at these times (ascending)
+};
+
+struct BurstSpec {         // AE-like burst: a * exp(-t/decay) * sin(2 pi f t), t from the onset
+  double amplitude = 0;
+  double freq_hz = 0;
+  double decay_s = 0.001;  // time constant; a burst lasts 10 of them
+  double rate_hz = 0;      // > 0: onsets as a Poisson process of this mean rate (seeded)
+  std::vector<double> times_s;  // and/or at these times (ascending)
+};
+
+struct ChannelSignal {
+  std::vector<SineSpec> sines;
+  double noise_rms = 0;    // white Gaussian noise, fraction of full scale
+  ImpulseSpec impulses;
+  BurstSpec bursts;
+};
+
+struct SyntheticSpec {
+  double rate_hz = 51200;
+  uint32_t channels = 4;
+  SampleFormat format = SampleFormat::kInt16;
+  uint32_t chunk_frames = 1024;
+  uint64_t seed = 1;
+  double rate_factor = 1.0;    // 1 = real time, 20 = twenty times faster, 0 = unpaced
+  double duration_s = 0;       // > 0: end after this much signal time
+  std::vector<ChannelSignal> signals;  // one per channel, or one for all channels
+};
+
+class SyntheticSource final : public Source {
+ public:
+  // Throws std::invalid_argument for a spec outside its ranges.
+  explicit SyntheticSource(SyntheticSpec spec);
+
+  SourceFormat format() const noexcept override;
+  std::string_view kind() const noexcept override { return "synthetic"; }
+  ReadStatus read(Chunk& chunk) noexcept override;
+
+  // Frames produced so far (the next chunk's first frame index).
+  uint64_t frames_produced() const noexcept { return next_frame_; }
+
+  // Fills `frames` frames of channel c's engineering values (before quantisation) into out,
+  // advancing that channel's state. Exposed for tests.
+  void generate_channel(uint32_t c, uint32_t frames, float* out) noexcept;
+
+ private:
+  static constexpr size_t kMaxActiveBursts = 32;
+  struct ActiveBurst {
+    uint64_t onset = 0;
+    bool active = false;
+  };
+  struct ChannelState {
+    const ChannelSignal* signal = nullptr;
+    Random noise{0};
+    Random burst_rng{0};
+    uint64_t next_frame = 0;
+    uint64_t next_impulse = UINT64_MAX;  // from period_s
+    uint64_t impulse_k = 0;              // impulses from period_s so far
+    size_t next_impulse_time = 0;        // index into times_s
+    uint64_t next_burst_poisson = UINT64_MAX;
+    size_t next_burst_time = 0;
+    std::array<ActiveBurst, kMaxActiveBursts> bursts{};
+  };
+
+  void start_burst(ChannelState& st, uint64_t onset) noexcept;
+
+  SyntheticSpec spec_;
+  std::vector<ChannelState> state_;
+  std::vector<float> scratch_;  // one channel of one chunk
+  uint64_t next_frame_ = 0;
+  uint64_t end_frame_ = UINT64_MAX;
+  int64_t start_mono_ns_ = 0;
+  int64_t start_utc_ns_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace vigil

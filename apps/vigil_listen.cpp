@@ -1,0 +1,290 @@
+// vigil-listen: receives vigild's VITA 49 data and JSON events over UDP, prints events and
+// per-second stream statistics (packets, samples/s, gaps), optionally records each stream.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "acquisition/clock.hpp"
+#include "pipeline/event_json.hpp"
+#include "pipeline/stream_monitor.hpp"
+#include "pipeline/vita49.hpp"
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+int open_udp(const std::string& bind_addr, uint16_t port, std::string& why) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  if (inet_pton(AF_INET, bind_addr.c_str(), &a.sin_addr) != 1) {
+    why = "--bind must be an IPv4 address, got '" + bind_addr + "'";
+    return -1;
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    why = std::string("socket: ") + std::strerror(errno);
+    return -1;
+  }
+  // Large receive buffers ride out bursts; FORCE works as root, the plain option up to rmem_max.
+  const int want = 16 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    why = "cannot bind " + bind_addr + ":" + std::to_string(port) + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string hex_id(uint32_t id) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", id);
+  return b;
+}
+
+struct Recorder {
+  std::filesystem::path dir;
+  std::map<uint32_t, std::ofstream> files;
+
+  void write(const vigil::vita49::Decoded& p) {
+    auto it = files.find(p.stream_id);
+    if (it == files.end()) {
+      it = files.emplace(p.stream_id, std::ofstream(dir / ("stream-" + hex_id(p.stream_id) + ".f32"),
+                                                    std::ios::binary | std::ios::trunc)).first;
+    }
+    for (size_t i = 0; i < p.samples; ++i) {
+      const float v = p.sample(i);  // host order; written little-endian on x86-64 and aarch64
+      it->second.write(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+  }
+
+  void write_sidecars(const vigil::StreamMonitor& mon) {
+    for (const auto& [id, s] : mon.streams()) {
+      if (!files.count(id)) continue;
+      files[id].flush();
+      const int64_t first_ns = int64_t(s.first_ts_int) * 1'000'000'000 + int64_t(s.first_ts_frac_ps / 1000);
+      json j = {{"stream_id", id},
+                {"stream_id_hex", hex_id(id)},
+                {"data_file", "stream-" + hex_id(id) + ".f32"},
+                {"format", "float32le"},
+                {"rate_hz", s.rate_hz},
+                {"samples", s.samples},
+                {"packets", s.packets},
+                {"gaps", s.gaps},
+                {"first_timestamp", vigil::rfc3339_utc(first_ns)},
+                {"first_ts_int", s.first_ts_int},
+                {"first_ts_frac_ps", s.first_ts_frac_ps}};
+      std::ofstream(dir / ("stream-" + hex_id(id) + ".json"), std::ios::trunc) << j.dump(1) << "\n";
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  po::options_description opts("vigil-listen options");
+  opts.add_options()
+    ("help,h", "show this help")
+    ("bind", po::value<std::string>()->default_value("127.0.0.1"), "IPv4 address to listen on")
+    ("data-port", po::value<uint16_t>()->default_value(4991), "UDP port of VITA 49 data (0: none)")
+    ("event-port", po::value<uint16_t>()->default_value(4992), "UDP port of JSON events (0: none)")
+    ("json", "print machine-readable JSON lines instead of text")
+    ("record", po::value<std::string>(), "write each data stream to DIR/stream-ID.f32 with a JSON sidecar")
+    ("count", po::value<uint64_t>(), "stop after N datagrams (data and events)")
+    ("seconds", po::value<double>(), "stop after S seconds")
+    ("quiet", "print only the final summary");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    std::cerr << "vigil-listen: " << e.what() << "\n" << opts;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << "vigil-listen: receive and check vigild's UDP streams.\n\n" << opts;
+    return 0;
+  }
+  const bool as_json = vm.count("json") > 0;
+  const bool quiet = vm.count("quiet") > 0;
+  const uint64_t max_count = vm.count("count") ? vm["count"].as<uint64_t>() : 0;
+  const double seconds = vm.count("seconds") ? vm["seconds"].as<double>() : 0;
+  if (vm.count("seconds") && !(seconds > 0)) {
+    std::cerr << "vigil-listen: --seconds must be > 0\n";
+    return 2;
+  }
+
+  Recorder recorder;
+  if (vm.count("record")) {
+    recorder.dir = vm["record"].as<std::string>();
+    std::error_code ec;
+    std::filesystem::create_directories(recorder.dir, ec);
+    if (ec) {
+      std::cerr << "vigil-listen: --record " << recorder.dir << ": " << ec.message() << "\n";
+      return 2;
+    }
+  }
+
+  std::vector<pollfd> fds;
+  std::string why;
+  int data_fd = -1, event_fd = -1;
+  const std::string bind_addr = vm["bind"].as<std::string>();
+  if (uint16_t p = vm["data-port"].as<uint16_t>()) {
+    if ((data_fd = open_udp(bind_addr, p, why)) < 0) {
+      std::cerr << "vigil-listen: data port: " << why << "\n";
+      return 1;
+    }
+    fds.push_back({data_fd, POLLIN, 0});
+  }
+  if (uint16_t p = vm["event-port"].as<uint16_t>()) {
+    if ((event_fd = open_udp(bind_addr, p, why)) < 0) {
+      std::cerr << "vigil-listen: event port: " << why << "\n";
+      return 1;
+    }
+    fds.push_back({event_fd, POLLIN, 0});
+  }
+  if (fds.empty()) {
+    std::cerr << "vigil-listen: nothing to listen on (both ports 0)\n";
+    return 2;
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  if (!quiet && !as_json)
+    std::cerr << "vigil-listen: data on " << bind_addr << ":" << vm["data-port"].as<uint16_t>() << ", events on "
+              << bind_addr << ":" << vm["event-port"].as<uint16_t>() << "\n";
+
+  vigil::StreamMonitor mon;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_tick;  // packets, samples at the last report
+  std::vector<uint8_t> buf(65536);
+  uint64_t datagrams = 0, malformed = 0, bad_events = 0;
+  const int64_t t0 = vigil::mono_now_ns();
+  int64_t next_report = t0 + 1'000'000'000;
+  int64_t last_report = t0;
+
+  auto report = [&](bool final_report) {
+    const int64_t now = vigil::mono_now_ns();
+    const double dt = double(now - last_report) / 1e9;
+    last_report = now;
+    json streams = json::array();
+    for (const auto& [id, s] : mon.streams()) {
+      auto& [lp, ls] = last_tick[id];
+      const double sps = dt > 0 ? double(s.samples - ls) / dt : 0.0;
+      streams.push_back({{"stream_id", id}, {"packets", s.packets}, {"samples", s.samples},
+                         {"samples_per_s", final_report ? 0.0 : sps}, {"gaps", s.gaps},
+                         {"timestamp_errors", s.timestamp_errors}, {"sample_loss_flags", s.sample_loss_flags},
+                         {"rate_hz", s.rate_hz}, {"new_packets", s.packets - lp}});
+      lp = s.packets;
+      ls = s.samples;
+    }
+    if (!recorder.dir.empty()) recorder.write_sidecars(mon);
+    if (quiet && !final_report) return;
+    if (as_json) {
+      std::cout << json{{"kind", final_report ? "summary" : "stats"}, {"elapsed_s", double(now - t0) / 1e9},
+                        {"datagrams", datagrams}, {"malformed", malformed}, {"events", mon.events()},
+                        {"event_gaps", mon.event_gaps()}, {"streams", streams}}.dump()
+                << std::endl;
+      return;
+    }
+    std::printf("%s %.1f s: %llu datagrams, %llu events (%llu seq gaps), %llu malformed\n",
+                final_report ? "summary" : "--", double(now - t0) / 1e9, (unsigned long long)datagrams,
+                (unsigned long long)mon.events(), (unsigned long long)mon.event_gaps(), (unsigned long long)malformed);
+    for (const json& s : streams)
+      std::printf("  stream %s: %llu packets, %.0f samples/s, %llu samples, gaps %llu, ts errors %llu, loss flags %llu\n",
+                  hex_id(s["stream_id"].get<uint32_t>()).c_str(), (unsigned long long)s["packets"].get<uint64_t>(),
+                  s["samples_per_s"].get<double>(), (unsigned long long)s["samples"].get<uint64_t>(),
+                  (unsigned long long)s["gaps"].get<uint64_t>(), (unsigned long long)s["timestamp_errors"].get<uint64_t>(),
+                  (unsigned long long)s["sample_loss_flags"].get<uint64_t>());
+    std::fflush(stdout);
+  };
+
+  while (!g_stop) {
+    const int64_t now = vigil::mono_now_ns();
+    if (seconds > 0 && now - t0 >= int64_t(seconds * 1e9)) break;
+    if (max_count && datagrams >= max_count) break;
+    if (now >= next_report) {
+      report(false);
+      next_report += 1'000'000'000;
+    }
+    const int r = poll(fds.data(), fds.size(), 50);
+    if (r < 0 && errno != EINTR) {
+      std::cerr << "vigil-listen: poll: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    for (const pollfd& p : fds) {
+      if (!(p.revents & POLLIN)) continue;
+      for (;;) {
+        if (max_count && datagrams >= max_count) break;
+        sockaddr_in from{};
+        socklen_t from_len = sizeof from;
+        const ssize_t n = recvfrom(p.fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+        if (n < 0) break;  // EAGAIN: drained
+        ++datagrams;
+        if (p.fd == data_fd) {
+          vigil::vita49::Decoded d;
+          if (!vigil::vita49::decode(buf.data(), size_t(n), d)) {
+            ++malformed;
+            continue;
+          }
+          mon.on_packet(d);
+          if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId) recorder.write(d);
+        } else {
+          json ev = json::parse(buf.begin(), buf.begin() + n, nullptr, false);
+          if (ev.is_discarded() || !ev.is_object() || !ev.contains("seq") || !ev["seq"].is_number_unsigned()) {
+            ++bad_events;
+            ++malformed;
+            continue;
+          }
+          char addr[INET_ADDRSTRLEN] = {};
+          inet_ntop(AF_INET, &from.sin_addr, addr, sizeof addr);
+          const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
+          mon.on_event_seq(sender, ev["seq"].get<uint64_t>());
+          if (quiet) continue;
+          if (as_json) {
+            std::cout << json{{"kind", "event"}, {"from", sender}, {"event", ev}}.dump() << std::endl;
+          } else if (ev.value("type", "") == "status") {
+            const json& l = ev.contains("latency_us") ? ev["latency_us"] : json::object();
+            std::printf("event status seq %llu: chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, "
+                        "latency p50/p99/max %llu/%llu/%llu us, send errors %llu\n",
+                        (unsigned long long)ev.value("seq", 0ull), (unsigned long long)ev.value("chunks_in", 0ull),
+                        (unsigned long long)ev.value("chunks_out", 0ull), (unsigned long long)ev.value("dropped_frames", 0ull),
+                        (unsigned long long)ev.value("deadline_misses", 0ull), (unsigned long long)l.value("p50", 0ull),
+                        (unsigned long long)l.value("p99", 0ull), (unsigned long long)l.value("max", 0ull),
+                        (unsigned long long)ev.value("send_errors", 0ull));
+          } else if (ev.value("type", "") == "alarm") {
+            std::printf("event alarm seq %llu: %s %s band '%s' channel %u: value %.4g, threshold %.4g at %s\n",
+                        (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(),
+                        ev.value("state", "").c_str(), ev.value("band", "").c_str(), ev.value("channel", 0u),
+                        ev.value("value", 0.0), ev.value("threshold", 0.0), ev.value("sample_time", "").c_str());
+          } else {
+            std::printf("event %s\n", ev.dump().c_str());
+          }
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  report(true);
+  for (const pollfd& p : fds) close(p.fd);
+  return 0;
+}

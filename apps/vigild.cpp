@@ -1,0 +1,134 @@
+// vigild: the service. Loads a config, runs capture -> graph -> UDP until SIGINT/SIGTERM,
+// --seconds, or the end of the source; then drains and exits 0.
+#include <boost/program_options.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "acquisition/clock.hpp"
+#include "config/config_loader.hpp"
+#include "pipeline/service.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+
+std::string default_config_path() {
+  for (const std::string& p : {std::string(VIGIL_INSTALL_CONFIG), std::string(VIGIL_SOURCE_DIR) + "/config/vigil.yaml"})
+    if (std::filesystem::exists(p)) return p;
+  return std::string(VIGIL_SOURCE_DIR) + "/config/vigil.yaml";
+}
+
+// Prints every error as FILE:LINE:COLUMN: message; returns whether the config is valid.
+std::optional<vigil::Settings> load(const std::string& path) {
+  vigil::ConfigResult r = vigil::load_config_file(path);
+  for (const auto& e : r.errors) std::cerr << vigil::format_error(path, e) << "\n";
+  return r.settings;
+}
+
+void log_status(const nlohmann::json& s) {
+  const nlohmann::json& out = s;
+  std::fprintf(stderr,
+               "vigild: chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, latency p50 %llu us "
+               "p99 %llu us max %llu us, send errors %llu\n",
+               (unsigned long long)s.value("chunks_in", 0ull), (unsigned long long)out.value("chunks_out", 0ull),
+               (unsigned long long)(s.value("dropped_frames", 0ull) + s.value("output_dropped_frames", 0ull)),
+               (unsigned long long)out.value("deadline_misses", 0ull),
+               (unsigned long long)out["latency_us"].value("p50", 0ull),
+               (unsigned long long)out["latency_us"].value("p99", 0ull),
+               (unsigned long long)out["latency_us"].value("max", 0ull),
+               (unsigned long long)out.value("send_errors", 0ull));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  po::options_description opts("vigild options");
+  opts.add_options()
+    ("help,h", "show this help")
+    ("version", "print the version")
+    ("config,c", po::value<std::string>(), "config file (default: the installed or in-tree config/vigil.yaml)")
+    ("check-config", po::value<std::string>(), "validate FILE, print FILE:LINE:COLUMN: message per error; exit 0 or 2")
+    ("seconds", po::value<double>(), "stop by itself after this many seconds")
+    ("log-interval", po::value<double>()->default_value(10.0), "seconds between status lines on stderr (0: none)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, opts), vm);
+    po::notify(vm);
+  } catch (const std::exception& e) {
+    std::cerr << "vigild: " << e.what() << "\n" << opts;
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << "vigild: capture, filter, detect, send over UDP.\n\n" << opts;
+    return kExitOk;
+  }
+  if (vm.count("version")) {
+    std::cout << "vigild " << VIGIL_VERSION << "\n";
+    return kExitOk;
+  }
+  if (vm.count("check-config")) {
+    const std::string path = vm["check-config"].as<std::string>();
+    if (!load(path)) return kExitUsage;
+    std::cout << path << ": ok\n";
+    return kExitOk;
+  }
+
+  const std::string path = vm.count("config") ? vm["config"].as<std::string>() : default_config_path();
+  std::optional<vigil::Settings> settings = load(path);
+  if (!settings) {
+    std::cerr << "vigild: " << path << " is not a valid config (errors above)\n";
+    return kExitUsage;
+  }
+  const double seconds = vm.count("seconds") ? vm["seconds"].as<double>() : 0.0;
+  const double log_interval = vm["log-interval"].as<double>();
+
+  // Block the stop signals before any thread starts so that only sigtimedwait() below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::unique_ptr<vigil::Service> service;
+  try {
+    service = std::make_unique<vigil::Service>(*settings);
+  } catch (const std::exception& e) {
+    std::cerr << "vigild: cannot start with " << path << ": " << e.what() << "\n";
+    return kExitFailure;
+  }
+  std::cerr << "vigild " << VIGIL_VERSION << ": config " << path << "\nvigild: " << service->describe() << "\n";
+  service->start();
+
+  const int64_t t_start = vigil::mono_now_ns();
+  int64_t next_log = t_start + int64_t(log_interval * 1e9);
+  const timespec tick{0, 100'000'000};
+  const char* why = "the source ended";
+  for (;;) {
+    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      why = sig == SIGINT ? "SIGINT" : "SIGTERM";
+      break;
+    }
+    if (service->finished()) break;
+    const int64_t now = vigil::mono_now_ns();
+    if (seconds > 0 && now - t_start >= int64_t(seconds * 1e9)) {
+      why = "--seconds elapsed";
+      break;
+    }
+    if (log_interval > 0 && now >= next_log) {
+      next_log = now + int64_t(log_interval * 1e9);
+      log_status(service->report());
+    }
+  }
+  std::cerr << "vigild: stopping (" << why << "): draining\n";
+  service->request_stop();
+  service->join();
+  log_status(service->report());
+  std::cerr << "vigild: stopped after " << double(vigil::mono_now_ns() - t_start) / 1e9 << " s\n";
+  return kExitOk;
+}

@@ -1,0 +1,515 @@
+// YAML -> Settings. Every check reports at the node it concerns (yaml-cpp marks are 0-based).
+#include "config/config_loader.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace vigil {
+namespace {
+
+std::string describe(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+template <typename T>
+std::string num_str(T v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+class Reader {
+ public:
+  std::vector<ConfigError> errors;
+
+  void error(const YAML::Mark& m, std::string msg) {
+    errors.push_back({m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, std::move(msg)});
+  }
+
+  // Reports every key of `map` not in `allowed`, at the key, with the nearest valid key.
+  void check_keys(const YAML::Node& map, const std::string& where, const std::vector<std::string>& allowed) {
+    for (const auto& kv : map) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string msg = "unknown key '" + key + "' in " + where;
+      const std::string near = nearest_key(key, allowed);
+      if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+      error(kv.first.Mark(), msg);
+    }
+  }
+
+  bool expect_map(const YAML::Node& n, const std::string& where) {
+    if (n.IsMap()) return true;
+    error(n.Mark(), where + ": expected a mapping, got " + describe(n));
+    return false;
+  }
+
+  // Reads map[key] as a number in [lo, hi] into out (left alone when absent and not required).
+  template <typename T>
+  bool number(const YAML::Node& map, const std::string& where, const char* key, T lo, T hi, T& out,
+              bool required = false) {
+    const YAML::Node n = map[key];
+    if (!n) {
+      if (required) error(map.Mark(), where + ": missing required key '" + key + "'");
+      return false;
+    }
+    T v{};
+    if (!n.IsScalar() || !YAML::convert<T>::decode(n, v) || (std::is_floating_point_v<T> && !std::isfinite(double(v)))) {
+      error(n.Mark(), where + "." + key + ": expected " +
+                          (std::is_integral_v<T> ? "an integer" : "a number") + ", got " + describe(n));
+      return false;
+    }
+    if (v < lo || v > hi) {
+      error(n.Mark(), where + "." + key + " must be " + num_str(lo) + ".." + num_str(hi) + ", got " + n.Scalar());
+      return false;
+    }
+    out = v;
+    return true;
+  }
+
+  bool boolean(const YAML::Node& map, const std::string& where, const char* key, bool& out) {
+    const YAML::Node n = map[key];
+    if (!n) return false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, out)) {
+      error(n.Mark(), where + "." + key + ": expected true or false, got " + describe(n));
+      return false;
+    }
+    return true;
+  }
+
+  bool string(const YAML::Node& map, const std::string& where, const char* key, std::string& out,
+              bool required = false) {
+    const YAML::Node n = map[key];
+    if (!n) {
+      if (required) error(map.Mark(), where + ": missing required key '" + key + "'");
+      return false;
+    }
+    if (!n.IsScalar() || n.Scalar().empty()) {
+      error(n.Mark(), where + "." + key + ": expected a non-empty string, got " + describe(n));
+      return false;
+    }
+    out = n.Scalar();
+    return true;
+  }
+
+  // A string that must be one of `choices`.
+  bool choice(const YAML::Node& map, const std::string& where, const char* key,
+              const std::vector<std::string>& choices, std::string& out, bool required = false) {
+    std::string v;
+    if (!string(map, where, key, v, required)) return false;
+    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      std::string list;
+      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+      std::string msg = where + "." + key + " must be one of " + list + ", got '" + v + "'";
+      const std::string near = nearest_key(v, choices);
+      if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+      error(map[key].Mark(), msg);
+      return false;
+    }
+    out = v;
+    return true;
+  }
+
+  bool number_list(const YAML::Node& map, const std::string& where, const char* key, double lo, double hi,
+                   std::vector<double>& out) {
+    const YAML::Node n = map[key];
+    if (!n) return false;
+    if (!n.IsSequence()) {
+      error(n.Mark(), where + "." + key + ": expected a list of numbers, got " + describe(n));
+      return false;
+    }
+    out.clear();
+    for (const auto& item : n) {
+      double v = 0;
+      if (!item.IsScalar() || !YAML::convert<double>::decode(item, v) || !std::isfinite(v)) {
+        error(item.Mark(), where + "." + key + ": expected a number, got " + describe(item));
+        return false;
+      }
+      if (v < lo || v > hi) {
+        error(item.Mark(), where + "." + key + " entries must be " + num_str(lo) + ".." + num_str(hi) +
+                               ", got " + item.Scalar());
+        return false;
+      }
+      if (!out.empty() && v < out.back()) {
+        error(item.Mark(), where + "." + key + " must be in ascending order");
+        return false;
+      }
+      out.push_back(v);
+    }
+    return true;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+void read_signal(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, ChannelSignal& s) {
+  if (!r.expect_map(n, where)) return;
+  r.check_keys(n, where, {"sines", "noise_rms", "impulses", "bursts"});
+  if (const YAML::Node sines = n["sines"]) {
+    if (!sines.IsSequence()) {
+      r.error(sines.Mark(), where + ".sines: expected a list, got " + describe(sines));
+    } else {
+      for (size_t i = 0; i < sines.size(); ++i) {
+        const std::string w = where + ".sines[" + std::to_string(i) + "]";
+        const YAML::Node sn = sines[i];
+        if (!r.expect_map(sn, w)) continue;
+        r.check_keys(sn, w, {"freq_hz", "amplitude", "phase_rad"});
+        SineSpec spec;
+        r.number(sn, w, "freq_hz", 0.0, nyquist, spec.freq_hz, true);
+        r.number(sn, w, "amplitude", -1e6, 1e6, spec.amplitude, true);
+        r.number(sn, w, "phase_rad", -1e3, 1e3, spec.phase_rad);
+        s.sines.push_back(spec);
+      }
+    }
+  }
+  r.number(n, where, "noise_rms", 0.0, 1e6, s.noise_rms);
+  if (const YAML::Node im = n["impulses"]) {
+    const std::string w = where + ".impulses";
+    if (r.expect_map(im, w)) {
+      r.check_keys(im, w, {"amplitude", "period_s", "offset_s", "times_s"});
+      r.number(im, w, "amplitude", -1e6, 1e6, s.impulses.amplitude, true);
+      r.number(im, w, "period_s", 0.0, 1e9, s.impulses.period_s);
+      r.number(im, w, "offset_s", 0.0, 1e9, s.impulses.offset_s);
+      r.number_list(im, w, "times_s", 0.0, 1e9, s.impulses.times_s);
+    }
+  }
+  if (const YAML::Node b = n["bursts"]) {
+    const std::string w = where + ".bursts";
+    if (r.expect_map(b, w)) {
+      r.check_keys(b, w, {"amplitude", "freq_hz", "decay_s", "rate_hz", "times_s"});
+      r.number(b, w, "amplitude", -1e6, 1e6, s.bursts.amplitude, true);
+      r.number(b, w, "freq_hz", 0.0, nyquist, s.bursts.freq_hz, true);
+      r.number(b, w, "decay_s", 1e-9, 1e3, s.bursts.decay_s);
+      r.number(b, w, "rate_hz", 0.0, 1e6, s.bursts.rate_hz);
+      r.number_list(b, w, "times_s", 0.0, 1e9, s.bursts.times_s);
+    }
+  }
+}
+
+void read_source(Reader& r, const YAML::Node& n, Settings& s) {
+  const std::string where = "source";
+  if (!r.expect_map(n, where)) return;
+  r.check_keys(n, where, {"kind", "rate_hz", "channels", "format", "chunk_frames", "seed", "rate_factor",
+                          "duration_s", "signals"});
+  r.choice(n, where, "kind", {"synthetic"}, s.source_kind);
+  SyntheticSpec& sp = s.synthetic;
+  r.number(n, where, "rate_hz", 1.0, 10e6, sp.rate_hz);
+  r.number<uint32_t>(n, where, "channels", 1, 1024, sp.channels);
+  std::string fmt;
+  if (r.choice(n, where, "format", {"int16", "int32", "float32"}, fmt)) sp.format = *parse_sample_format(fmt);
+  r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, sp.chunk_frames);
+  r.number<uint64_t>(n, where, "seed", 0, std::numeric_limits<uint64_t>::max(), sp.seed);
+  r.number(n, where, "rate_factor", 0.0, 10000.0, sp.rate_factor);
+  r.number(n, where, "duration_s", 0.0, 1e9, sp.duration_s);
+  sp.signals.clear();
+  if (const YAML::Node sig = n["signals"]) {
+    if (!sig.IsSequence()) {
+      r.error(sig.Mark(), "source.signals: expected a list (one entry per channel, or one for all), got " +
+                              describe(sig));
+    } else {
+      for (size_t i = 0; i < sig.size(); ++i) {
+        ChannelSignal cs;
+        read_signal(r, sig[i], "source.signals[" + std::to_string(i) + "]", sp.rate_hz / 2.0, cs);
+        sp.signals.push_back(std::move(cs));
+      }
+      if (sig.size() != 1 && sig.size() != sp.channels)
+        r.error(sig.Mark(), "source.signals: list " + std::to_string(sig.size()) +
+                                " entries for " + std::to_string(sp.channels) +
+                                " channels (give one per channel, or one for all)");
+    }
+  }
+}
+
+void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
+  const std::string where = "pipeline";
+  if (!r.expect_map(n, where)) return;
+  r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms"});
+  r.choice(n, where, "backend", {"auto", "cpu", "cuda"}, s.pipeline.backend);
+  r.number<uint32_t>(n, where, "pool_chunks", 2, 65536, s.pipeline.pool_chunks);
+  r.number<uint32_t>(n, where, "output_slots", 2, 65536, s.pipeline.output_slots);
+  r.number(n, where, "deadline_budget_ms", 0.0, 3.6e6, s.pipeline.deadline_budget_ms);
+}
+
+void read_band(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, BandSettings& b) {
+  if (!r.expect_map(n, where)) return;
+  r.check_keys(n, where, {"name", "type", "cutoff_hz", "low_hz", "high_hz"});
+  r.string(n, where, "name", b.name, true);
+  std::string type;
+  if (!r.choice(n, where, "type", {"lowpass", "highpass", "bandpass", "bandstop"}, type, true)) return;
+  b.type = *parse_filter_type(type);
+  if (b.type == FilterType::kLowpass || b.type == FilterType::kHighpass) {
+    if (n["low_hz"]) r.error(n["low_hz"].Mark(), where + ".low_hz: a " + type + " band takes cutoff_hz");
+    if (n["high_hz"]) r.error(n["high_hz"].Mark(), where + ".high_hz: a " + type + " band takes cutoff_hz");
+    r.number(n, where, "cutoff_hz", 1e-9, nyquist * (1 - 1e-9), b.f1_hz, true);
+  } else {
+    if (n["cutoff_hz"]) r.error(n["cutoff_hz"].Mark(), where + ".cutoff_hz: a " + type + " band takes low_hz and high_hz");
+    const bool lo = r.number(n, where, "low_hz", 1e-9, nyquist * (1 - 1e-9), b.f1_hz, true);
+    const bool hi = r.number(n, where, "high_hz", 1e-9, nyquist * (1 - 1e-9), b.f2_hz, true);
+    if (lo && hi && !(b.f2_hz > b.f1_hz))
+      r.error(n["high_hz"].Mark(), where + ".high_hz must be above low_hz (" + num_str(b.f1_hz) + "), got " +
+                                       n["high_hz"].Scalar());
+  }
+}
+
+void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
+  if (!r.expect_map(n, where)) return;
+  r.string(n, where, "name", st.name, true);
+  r.string(n, where, "input", st.input, true);
+  if (!r.choice(n, where, "kind", {"fir_bank", "band_rms"}, st.kind, true)) {
+    r.check_keys(n, where, {"name", "kind", "input"});
+    return;
+  }
+  if (st.kind == "fir_bank") {
+    r.check_keys(n, where, {"name", "kind", "input", "taps", "window", "kaiser_beta", "bands"});
+    FirBankSettings p;
+    r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
+    std::string win;
+    if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular"}, win))
+      p.window.kind = *parse_window_kind(win);
+    r.number(n, where, "kaiser_beta", 0.0, 50.0, p.window.kaiser_beta);
+    const YAML::Node bands = n["bands"];
+    if (!bands) {
+      r.error(n.Mark(), where + ": missing required key 'bands'");
+    } else if (!bands.IsSequence() || bands.size() == 0 || bands.size() > 256) {
+      r.error(bands.Mark(), where + ".bands: expected a list of 1..256 bands, got " + describe(bands));
+    } else {
+      std::set<std::string> names;
+      for (size_t i = 0; i < bands.size(); ++i) {
+        BandSettings b;
+        const std::string w = where + ".bands[" + std::to_string(i) + "]";
+        read_band(r, bands[i], w, nyquist, b);
+        if (!b.name.empty() && !names.insert(b.name).second)
+          r.error(bands[i]["name"].Mark(), w + ".name: band '" + b.name + "' is listed twice");
+        const bool odd_needed = b.type == FilterType::kHighpass || b.type == FilterType::kBandstop;
+        if (odd_needed && p.taps % 2 == 0)
+          r.error(bands[i]["type"].Mark(), w + ": a " + std::string(to_string(b.type)) +
+                                               " band needs an odd number of taps, got taps " + std::to_string(p.taps));
+        p.bands.push_back(b);
+      }
+    }
+    st.params = p;
+  } else {
+    r.check_keys(n, where, {"name", "kind", "input", "window_s", "threshold", "clear_threshold"});
+    BandRmsSettings p;
+    r.number(n, where, "window_s", 1e-6, 3600.0, p.window_s);
+    r.number(n, where, "threshold", 0.0, 1e12, p.threshold, true);
+    if (r.number(n, where, "clear_threshold", 0.0, 1e12, p.clear_threshold) && p.clear_threshold > p.threshold)
+      r.error(n["clear_threshold"].Mark(), where + ".clear_threshold must not exceed threshold (" +
+                                               num_str(p.threshold) + "), got " + n["clear_threshold"].Scalar());
+    if (p.clear_threshold < 0) p.clear_threshold = 0.9 * p.threshold;
+    st.params = p;
+  }
+}
+
+void read_endpoint(Reader& r, const YAML::Node& n, const std::string& where, Endpoint& ep) {
+  std::string text;
+  if (!r.string(n, where, "destination", text)) return;
+  std::string why;
+  if (!parse_endpoint(text, ep, why)) r.error(n["destination"].Mark(), where + ".destination: " + why);
+}
+
+void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
+  if (!n.IsSequence()) {
+    r.error(n.Mark(), "outputs: expected a list of outputs, got " + describe(n));
+    return;
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node o = n[i];
+    const std::string where = "outputs[" + std::to_string(i) + "]";
+    if (!r.expect_map(o, where)) continue;
+    std::string kind;
+    if (!r.choice(o, where, "kind", {"vita49", "events"}, kind, true)) continue;
+    if (kind == "vita49") {
+      r.check_keys(o, where, {"kind", "stream", "destination", "jumbo", "context_interval_s"});
+      DataOutputSettings d;
+      r.string(o, where, "stream", d.stream, true);
+      read_endpoint(r, o, where, d.destination);
+      r.boolean(o, where, "jumbo", d.jumbo);
+      r.number(o, where, "context_interval_s", 0.1, 3600.0, d.context_interval_s);
+      s.data_outputs.push_back(d);
+    } else {
+      r.check_keys(o, where, {"kind", "destination", "status_interval_s"});
+      EventOutputSettings e;
+      read_endpoint(r, o, where, e.destination);
+      r.number(o, where, "status_interval_s", 0.1, 3600.0, e.status_interval_s);
+      s.event_outputs.push_back(e);
+    }
+  }
+}
+
+// Cross-references: stage inputs, output streams, pool size.
+void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
+  std::set<std::string> names{"input"};
+  std::set<std::string> sample_streams{"input"};
+  const YAML::Node stages = root["stages"];
+  for (size_t i = 0; i < s.stages.size(); ++i) {
+    const StageSettings& st = s.stages[i];
+    const YAML::Node sn = stages[i];
+    if (st.name.empty()) continue;
+    if (names.count(st.name)) r.error(sn["name"].Mark(), "stages[" + std::to_string(i) + "].name: '" + st.name +
+                                                             "' is already used (names must be unique; 'input' is reserved)");
+    if (!st.input.empty() && !sample_streams.count(st.input)) {
+      std::vector<std::string> cands(sample_streams.begin(), sample_streams.end());
+      std::string msg = "stages[" + std::to_string(i) + "].input: no earlier stage with samples named '" + st.input + "'";
+      const std::string near = nearest_key(st.input, cands);
+      if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+      r.error(sn["input"].Mark(), msg);
+    }
+    names.insert(st.name);
+    if (st.kind == "fir_bank") sample_streams.insert(st.name);
+  }
+  const YAML::Node outs = root["outputs"];
+  size_t data_index = 0;
+  for (size_t i = 0; outs && outs.IsSequence() && i < outs.size(); ++i) {
+    if (!outs[i].IsMap() || !outs[i]["kind"] || outs[i]["kind"].Scalar() != "vita49") continue;
+    if (data_index >= s.data_outputs.size()) break;
+    const std::string& stream = s.data_outputs[data_index++].stream;
+    if (stream.empty() || sample_streams.count(stream)) continue;
+    std::vector<std::string> cands(sample_streams.begin(), sample_streams.end());
+    std::string msg = "outputs[" + std::to_string(i) + "].stream: no stream of samples named '" + stream + "'";
+    if (names.count(stream)) msg = "outputs[" + std::to_string(i) + "].stream: stage '" + stream + "' produces events, not samples";
+    const std::string near = nearest_key(stream, cands);
+    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    r.error(outs[i]["stream"].Mark(), msg);
+  }
+  const SyntheticSpec& sp = s.synthetic;
+  const uint64_t chunk_bytes = uint64_t(sp.chunk_frames) * sp.channels * bytes_per_sample(sp.format);
+  const uint64_t pool_bytes = chunk_bytes * s.pipeline.pool_chunks;
+  if (pool_bytes > kMaxPoolBytes) {
+    const YAML::Node at = root["source"] && root["source"]["chunk_frames"] ? root["source"]["chunk_frames"] : root["source"];
+    r.error(at ? at.Mark() : root.Mark(),
+            "source.chunk_frames: a chunk of " + std::to_string(chunk_bytes) + " bytes times pipeline.pool_chunks " +
+                std::to_string(s.pipeline.pool_chunks) + " is " + std::to_string(pool_bytes) +
+                " bytes, above the pool limit of " + std::to_string(kMaxPoolBytes) + " bytes");
+  }
+}
+
+}  // namespace
+
+std::string nearest_key(const std::string& word, const std::vector<std::string>& candidates) {
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto& c : candidates) {
+    const size_t d = distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  // Close enough to be a typo: at most a third of the word changed (and at least one edit allowed).
+  if (best_d > std::max<size_t>(1, std::max(word.size(), best.size()) / 3)) return "";
+  return best;
+}
+
+bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why) {
+  std::string host, port;
+  if (!text.empty() && text[0] == '[') {
+    const size_t close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      why = "expected [IPv6]:PORT, got '" + text + "'";
+      return false;
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos || text.find(':') != colon) {
+      why = "expected HOST:PORT (IPv6 as [ADDR]:PORT), got '" + text + "'";
+      return false;
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (host.empty()) {
+    why = "missing host in '" + text + "'";
+    return false;
+  }
+  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+      std::stoul(port) < 1 || std::stoul(port) > 65535) {
+    why = "port must be 1..65535, got '" + port + "'";
+    return false;
+  }
+  out.host = host;
+  out.port = uint16_t(std::stoul(port));
+  return true;
+}
+
+ConfigResult parse_config(const std::string& yaml_text, const std::string& path) {
+  ConfigResult result;
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    result.errors.push_back({e.mark.line + 1, e.mark.column + 1, "syntax error: " + e.msg});
+    return result;
+  }
+  Reader r;
+  Settings s;
+  s.path = path;
+  if (!root || root.IsNull()) {
+    r.error(YAML::Mark(), "the file is empty (expected a mapping with source, stages and outputs)");
+  } else if (r.expect_map(root, "top level")) {
+    r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs"});
+    if (root["source"]) read_source(r, root["source"], s);
+    if (root["pipeline"]) read_pipeline(r, root["pipeline"], s);
+    if (const YAML::Node stages = root["stages"]) {
+      if (!stages.IsSequence()) {
+        r.error(stages.Mark(), "stages: expected a list of stages, got " + describe(stages));
+      } else {
+        for (size_t i = 0; i < stages.size(); ++i) {
+          StageSettings st;
+          read_stage(r, stages[i], "stages[" + std::to_string(i) + "]", s.synthetic.rate_hz / 2.0, st);
+          s.stages.push_back(std::move(st));
+        }
+      }
+    }
+    if (root["outputs"]) read_outputs(r, root["outputs"], s);
+    if (r.errors.empty()) check_graph(r, root, s);
+  }
+  result.errors = std::move(r.errors);
+  std::stable_sort(result.errors.begin(), result.errors.end(), [](const ConfigError& a, const ConfigError& b) {
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+  });
+  if (result.errors.empty()) result.settings = std::move(s);
+  return result;
+}
+
+ConfigResult load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ConfigResult r;
+    r.errors.push_back({0, 0, "cannot read the file: " + std::string(std::strerror(errno))});
+    return r;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path);
+}
+
+std::string format_error(const std::string& path, const ConfigError& e) {
+  if (e.line == 0) return path + ": " + e.message;
+  return path + ":" + std::to_string(e.line) + ":" + std::to_string(e.column) + ": " + e.message;
+}
+
+}  // namespace vigil

@@ -1,0 +1,39 @@
+// Config loading and validation: YAML text -> Settings, or a list of errors with line and column.
+// Thread: main (start-up and reload); never on the real-time path.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/settings.hpp"
+
+namespace vigil {
+
+struct ConfigError {
+  int line = 0;    // 1-based; 0 when the error has no position (file unreadable)
+  int column = 0;  // 1-based
+  std::string message;
+};
+
+struct ConfigResult {
+  std::optional<Settings> settings;  // set when errors is empty
+  std::vector<ConfigError> errors;   // sorted by line, then column
+};
+
+// Parses and validates YAML text. `path` is only recorded in Settings::path.
+ConfigResult parse_config(const std::string& yaml_text, const std::string& path);
+
+// Reads and parses a file; an unreadable file gives one error with line 0.
+ConfigResult load_config_file(const std::string& path);
+
+// "FILE:LINE:COLUMN: message" (or "FILE: message" without a position).
+std::string format_error(const std::string& path, const ConfigError& e);
+
+// The nearest of `candidates` to `word` by edit distance, or "" when none is close.
+std::string nearest_key(const std::string& word, const std::vector<std::string>& candidates);
+
+// Splits "host:port" or "[v6]:port". Returns false with a reason when malformed.
+bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why);
+
+}  // namespace vigil

@@ -1,0 +1,78 @@
+// Settings: what a config file says, validated. Built by load_config(); read-only afterwards.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "acquisition/synthetic_source.hpp"
+#include "dsp/fir_design.hpp"
+#include "dsp/window.hpp"
+
+namespace vigil {
+
+struct BandSettings {
+  std::string name;
+  FilterType type = FilterType::kLowpass;
+  double f1_hz = 0;  // cutoff, or lower edge of a bandpass/bandstop
+  double f2_hz = 0;  // upper edge of a bandpass/bandstop
+};
+
+struct FirBankSettings {
+  uint32_t taps = 255;
+  WindowSpec window;
+  std::vector<BandSettings> bands;
+};
+
+struct BandRmsSettings {
+  double window_s = 0.1;        // RMS over consecutive windows of this length
+  double threshold = 0;         // raise when RMS > threshold
+  double clear_threshold = -1;  // clear when RMS < clear_threshold (hysteresis); default 0.9*threshold
+};
+
+struct StageSettings {
+  std::string name;
+  std::string kind;   // "fir_bank" | "band_rms"
+  std::string input;  // "input" or an earlier stage's name
+  std::variant<FirBankSettings, BandRmsSettings> params;
+};
+
+struct Endpoint {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+};
+
+struct DataOutputSettings {
+  std::string stream;            // "input" or a stage that outputs samples
+  Endpoint destination{"127.0.0.1", 4991};
+  bool jumbo = false;            // allow datagrams up to 8972 bytes instead of 1472
+  double context_interval_s = 2; // context packets at start and this often
+};
+
+struct EventOutputSettings {
+  Endpoint destination{"127.0.0.1", 4992};
+  double status_interval_s = 1;
+};
+
+struct PipelineSettings {
+  std::string backend = "auto";     // auto | cpu | cuda
+  uint32_t pool_chunks = 64;        // chunks in the capture pool
+  uint32_t output_slots = 64;       // processed chunks that may wait for the output thread
+  double deadline_budget_ms = 0;    // 0: one chunk period (at the pacing rate)
+};
+
+struct Settings {
+  std::string path;                 // the file these came from
+  std::string source_kind = "synthetic";
+  SyntheticSpec synthetic;
+  PipelineSettings pipeline;
+  std::vector<StageSettings> stages;
+  std::vector<DataOutputSettings> data_outputs;
+  std::vector<EventOutputSettings> event_outputs;
+};
+
+// Largest pool the loader accepts, in bytes (chunk bytes x pool_chunks).
+constexpr uint64_t kMaxPoolBytes = uint64_t(1) << 30;
+
+}  // namespace vigil

@@ -1,0 +1,60 @@
+// RT: pipeline thread (process).
+#include "pipeline/band_rms_stage.hpp"
+
+#include <cmath>
+
+#include "acquisition/clock.hpp"
+#include "acquisition/spsc_queue.hpp"
+#include "pipeline/event_record.hpp"
+
+namespace vigil {
+
+StreamFormat BandRmsStage::prepare(const StreamFormat& in, uint32_t) {
+  channels_ = in.channels;
+  rate_hz_ = in.rate_hz;
+  const auto window = uint64_t(std::max(1.0, std::round(settings_.window_s * in.rate_hz)));
+  lanes_.assign(size_t(in.bands) * in.channels, Lane{WindowedRms(window)});
+  StreamFormat out;
+  out.rate_hz = in.rate_hz;
+  out.channels = in.channels;
+  out.bands = 0;
+  return out;
+}
+
+StageStatus BandRmsStage::process(const Block& in, Block&, const Exec& exec) noexcept {
+  for (uint32_t b = 0; b < in.bands; ++b) {
+    for (uint32_t c = 0; c < in.channels; ++c) {
+      Lane& lane = lanes_[size_t(b) * channels_ + c];
+      lane.rms.push(in.lane(b, c), in.frames, [&](double rms, uint32_t i) {
+        lane.last = rms;
+        const bool raise = !lane.raised && rms > settings_.threshold;
+        const bool clear = lane.raised && rms < settings_.clear_threshold;
+        if (!raise && !clear) return;
+        lane.raised = raise;
+        EventRecord ev;
+        ev.kind = raise ? EventKind::kAlarmRaised : EventKind::kAlarmCleared;
+        ev.stage = stage_index_;
+        ev.band = uint16_t(b);
+        ev.channel = c;
+        ev.value = rms;
+        ev.threshold = raise ? settings_.threshold : settings_.clear_threshold;
+        ev.frame = exec.chunk.first_frame + i;
+        ev.t_utc_ns = exec.chunk.t_first_utc_ns + frames_to_ns(i, rate_hz_);
+        if (!exec.events || !exec.events->push(ev)) {
+          if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    }
+  }
+  return StageStatus::kOk;
+}
+
+void BandRmsStage::reset() noexcept {
+  for (Lane& l : lanes_) {
+    l.rms.reset();
+    l.raised = false;
+    l.last = 0;
+  }
+}
+
+}  // namespace vigil

@@ -1,0 +1,51 @@
+// Block and StreamFormat: what flows between stages (planar float32, band-major).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vigil {
+
+struct EventRecord;
+template <typename T>
+class SpscQueue;
+
+// A stream of samples: `bands` x `channels` lanes at one rate. bands == 0 means the stage emits
+// events only (a detector).
+struct StreamFormat {
+  double rate_hz = 0;
+  uint32_t channels = 0;
+  uint32_t bands = 0;
+  std::vector<std::string> band_names;  // bands entries ("" for the raw input)
+};
+
+// Lane (band b, channel c) is data + (b * channels + c) * stride, `frames` samples long.
+struct Block {
+  float* data = nullptr;
+  size_t stride = 0;  // floats between lanes (>= frames)
+  uint32_t frames = 0;
+  uint32_t channels = 0;
+  uint32_t bands = 0;
+  float* lane(uint32_t band, uint32_t channel) const noexcept {
+    return data + (size_t(band) * channels + channel) * stride;
+  }
+};
+
+// Where a block sits in time, from its chunk's header.
+struct ChunkInfo {
+  uint64_t first_frame = 0;
+  int64_t t_first_utc_ns = 0;
+  uint64_t sequence = 0;
+};
+
+// Everything process() may use besides its blocks.
+struct Exec {
+  ChunkInfo chunk;
+  SpscQueue<EventRecord>* events = nullptr;  // detectors push here (never block)
+  std::atomic<uint64_t>* events_dropped = nullptr;  // bumped when `events` is full
+};
+
+}  // namespace vigil

@@ -1,0 +1,27 @@
+// JSON event datagrams: one object per datagram with type, per-sender seq and RFC 3339 UTC time.
+// Thread: output thread (allocates; never on the pipeline thread).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace vigil {
+
+// "2026-11-21T21:21:21.123456789Z" for nanoseconds since the Unix epoch.
+std::string rfc3339_utc(int64_t utc_ns);
+
+// Parses what rfc3339_utc writes (and any fraction length, 'Z' only). False when malformed.
+bool parse_rfc3339_utc(const std::string& text, int64_t& utc_ns);
+
+class EventEncoder {
+ public:
+  // Adds "type", "seq" (0, 1, 2, ... per encoder) and "time" to body and serialises it.
+  std::string encode(const std::string& type, nlohmann::json body, int64_t utc_ns);
+  uint64_t next_seq() const noexcept { return seq_; }
+
+ private:
+  uint64_t seq_ = 0;
+};
+
+}  // namespace vigil

@@ -1,0 +1,85 @@
+#include "pipeline/graph.hpp"
+
+#include <stdexcept>
+
+#include "pipeline/band_rms_stage.hpp"
+#include "pipeline/fir_bank_stage.hpp"
+
+namespace vigil {
+
+Graph::Graph(const std::vector<StageSettings>& stages) {
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageSettings& s = stages[i];
+    Node n;
+    n.name = s.name;
+    n.input = s.input;
+    if (s.kind == "fir_bank")
+      n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params));
+    else if (s.kind == "band_rms")
+      n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
+    else
+      throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
+    nodes_.push_back(std::move(n));
+  }
+}
+
+Graph::~Graph() = default;
+
+int Graph::find_stream(const std::string& name) const noexcept {
+  for (size_t i = 0; i < streams_.size(); ++i)
+    if (streams_[i].name == name) return int(i);
+  return -1;
+}
+
+void Graph::prepare(const StreamFormat& input, uint32_t max_frames) {
+  streams_.clear();
+  buffers_.clear();
+  auto add_stream = [&](const std::string& name, const StreamFormat& f) {
+    const size_t lanes = size_t(f.bands) * f.channels;
+    buffers_.emplace_back(lanes * max_frames, 0.0f);
+    Stream s{name, f, Block{buffers_.back().data(), max_frames, 0, f.channels, f.bands}};
+    streams_.push_back(std::move(s));
+    return int(streams_.size() - 1);
+  };
+  // Reserve so Block pointers into buffers_ and streams_ stay valid.
+  buffers_.reserve(nodes_.size() + 1);
+  streams_.reserve(nodes_.size() + 1);
+  StreamFormat in = input;
+  in.bands = 1;
+  in.band_names = {""};
+  add_stream("input", in);
+  for (Node& n : nodes_) {
+    n.input_stream = find_stream(n.input);
+    if (n.input_stream < 0)
+      throw std::invalid_argument("stage '" + n.name + "': input '" + n.input + "' is not an earlier sample stream");
+    const StreamFormat out = n.stage->prepare(streams_[size_t(n.input_stream)].format, max_frames);
+    n.output_stream = out.bands > 0 ? add_stream(n.name, out) : -1;
+  }
+}
+
+StageStatus Graph::run(const Exec& exec) noexcept {
+  const uint32_t frames = streams_[0].block.frames;
+  StageStatus result = StageStatus::kOk;
+  for (Node& n : nodes_) {
+    const Block& in = streams_[size_t(n.input_stream)].block;
+    Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
+    out.frames = frames;
+    if (n.stage->process(in, out, exec) != StageStatus::kOk && result == StageStatus::kOk)
+      result = StageStatus::kFailed;
+  }
+  return result;
+}
+
+void Graph::reset() noexcept {
+  for (Node& n : nodes_) n.stage->reset();
+}
+
+const std::string& Graph::stage_input_band_name(size_t i, size_t band) const noexcept {
+  static const std::string kNone;
+  const Node& n = nodes_[i];
+  if (n.input_stream < 0) return kNone;
+  const auto& names = streams_[size_t(n.input_stream)].format.band_names;
+  return band < names.size() ? names[band] : kNone;
+}
+
+}  // namespace vigil

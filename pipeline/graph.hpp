@@ -1,0 +1,61 @@
+// Graph: the stages a config declares, in order, with their output buffers. Built and prepared on
+// the main thread; run() on the pipeline thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "pipeline/stage.hpp"
+
+namespace vigil {
+
+class Graph {
+ public:
+  // Builds (but does not prepare) the stages of `settings`. Throws on an unknown kind.
+  explicit Graph(const std::vector<StageSettings>& stages);
+  ~Graph();
+
+  // Prepares every stage for `input` and allocates all buffers. Off the real-time path.
+  void prepare(const StreamFormat& input, uint32_t max_frames);
+
+  // The block the pipeline converts each chunk into (stream "input").
+  Block& input_block() noexcept { return streams_[0].block; }
+
+  // Runs every stage on input_block() (frames already set). RT-safe. Returns the first failure.
+  StageStatus run(const Exec& exec) noexcept;
+
+  void reset() noexcept;
+
+  // Sample streams: index 0 is "input", then every stage that outputs samples.
+  struct Stream {
+    std::string name;
+    StreamFormat format;
+    Block block;
+  };
+  size_t stream_count() const noexcept { return streams_.size(); }
+  const Stream& stream(size_t i) const noexcept { return streams_[i]; }
+  // Index of a sample stream by name, or -1.
+  int find_stream(const std::string& name) const noexcept;
+
+  size_t stage_count() const noexcept { return nodes_.size(); }
+  const std::string& stage_name(size_t i) const noexcept { return nodes_[i].name; }
+  // Band name of lane `band` of stage i's input (for event text).
+  const std::string& stage_input_band_name(size_t i, size_t band) const noexcept;
+
+ private:
+  struct Node {
+    std::string name;
+    std::string input;
+    std::unique_ptr<Stage> stage;
+    int input_stream = -1;
+    int output_stream = -1;  // -1 for detectors
+    Block scratch;           // output block handed to detectors (empty)
+  };
+  std::vector<Node> nodes_;
+  std::vector<Stream> streams_;
+  std::vector<std::vector<float>> buffers_;  // one per stream
+};
+
+}  // namespace vigil

@@ -1,0 +1,36 @@
+// Counters shared between the pipeline and output threads and read by the status reporter.
+// Each is written by one thread only; readers use relaxed loads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "pipeline/latency_histogram.hpp"
+
+namespace vigil {
+
+struct PipelineCounters {
+  std::atomic<uint64_t> chunks_processed{0};
+  std::atomic<uint64_t> frames_processed{0};
+  std::atomic<uint64_t> stage_failures{0};
+  std::atomic<uint64_t> output_chunks_dropped{0};  // processed, but no free output slot
+  std::atomic<uint64_t> output_frames_dropped{0};
+  std::atomic<uint64_t> clipped_samples{0};
+  std::atomic<uint64_t> non_finite_samples{0};
+  std::atomic<uint64_t> events_dropped{0};         // event queue full
+  LatencyHistogram processing;                     // convert + graph, per chunk
+};
+
+struct OutputCounters {
+  std::atomic<uint64_t> chunks_sent{0};
+  std::atomic<uint64_t> frames_sent{0};
+  std::atomic<uint64_t> packets_sent{0};
+  std::atomic<uint64_t> context_packets_sent{0};
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> send_errors{0};            // includes a full socket buffer (EAGAIN)
+  std::atomic<uint64_t> events_sent{0};
+  std::atomic<uint64_t> deadline_misses{0};
+  LatencyHistogram end_to_end;                     // last frame captured -> chunk's packets sent
+};
+
+}  // namespace vigil

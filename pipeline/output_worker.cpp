@@ -1,0 +1,215 @@
+// RT-adjacent: output thread. Data packets are built in one preallocated buffer; JSON events
+// allocate, which is acceptable here: they are rare and this thread never holds up capture.
+#include "pipeline/output_worker.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "acquisition/clock.hpp"
+#include "acquisition/spsc_queue.hpp"
+#include "pipeline/vita49.hpp"
+
+namespace vigil {
+
+OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::vector<int> stream_of_output,
+                           SpscQueue<OutputSlot*>& full_slots, SpscQueue<OutputSlot*>& free_slots,
+                           SpscQueue<EventRecord>& events, Options options)
+    : graph_(graph), full_slots_(full_slots), free_slots_(free_slots), events_(events), options_(std::move(options)) {
+  for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
+    DataOutput d;
+    d.settings = settings.data_outputs[o];
+    d.sender = std::make_unique<UdpSender>(io_, d.settings.destination);
+    d.stream = stream_of_output[o];
+    d.output_index = uint32_t(o);
+    const StreamFormat& f = graph_.stream(size_t(d.stream)).format;
+    d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
+    d.context_counts.assign(size_t(f.bands) * f.channels, 0);
+    data_.push_back(std::move(d));
+  }
+  for (const EventOutputSettings& e : settings.event_outputs)
+    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0});
+  packet_.resize(vita49::kMaxJumboDatagram);
+}
+
+OutputWorker::~OutputWorker() = default;
+
+void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
+  const StreamFormat& f = graph_.stream(size_t(out.stream)).format;
+  vita49::ContextPacket p;
+  vita49::split_ps(__int128(last_utc_ns_) * 1000, p.ts_int, p.ts_frac_ps);
+  p.changed = changed;
+  p.sample_rate_hz = f.rate_hz;
+  for (uint32_t b = 0; b < f.bands; ++b) {
+    for (uint32_t c = 0; c < f.channels; ++c) {
+      const size_t lane = size_t(b) * f.channels + c;
+      p.stream_id = stream_id(out.output_index, b, c);
+      p.packet_count = out.context_counts[lane];
+      out.context_counts[lane] = uint8_t((out.context_counts[lane] + 1) & 0xF);
+      const size_t n = vita49::encode_context(p, packet_.data(), packet_.size());
+      if (out.sender->send(packet_.data(), n)) {
+        counters_.context_packets_sent.fetch_add(1, std::memory_order_relaxed);
+        counters_.bytes_sent.fetch_add(n, std::memory_order_relaxed);
+      } else {
+        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
+void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
+  const ChunkHeader& h = slot.header;
+  last_utc_ns_ = h.t_first_utc_ns;
+  const int64_t now = mono_now_ns();
+  const auto rate = static_cast<unsigned __int128>(options_.rate_hz);
+  const bool integral_rate = double(rate) == options_.rate_hz;
+  for (size_t o = 0; o < data_.size(); ++o) {
+    DataOutput& out = data_[o];
+    if (now >= out.next_context_mono_ns) {
+      send_context(out, out.next_context_mono_ns == 0);
+      out.next_context_mono_ns = now + int64_t(out.settings.context_interval_s * 1e9);
+    }
+    const StreamFormat& f = graph_.stream(size_t(out.stream)).format;
+    const size_t per_packet =
+        vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
+    for (uint32_t b = 0; b < f.bands; ++b) {
+      for (uint32_t c = 0; c < f.channels; ++c) {
+        const size_t lane = size_t(b) * f.channels + c;
+        const float* samples = slot.data[o].data() + lane * slot.stride;
+        vita49::DataPacket p;
+        p.stream_id = stream_id(out.output_index, b, c);
+        p.over_range = (h.flags & chunk_flags::kClipped) != 0;
+        for (size_t k = 0; k < slot.frames; k += per_packet) {
+          const size_t n = std::min(per_packet, size_t(slot.frames) - k);
+          // Timestamp of the packet's first sample: exact picoseconds for integer rates.
+          const __int128 offset_ps = integral_rate ? __int128(k) * 1'000'000'000'000 / __int128(rate)
+                                                   : __int128(double(k) * 1e12 / options_.rate_hz);
+          vita49::split_ps(__int128(h.t_first_utc_ns) * 1000 + offset_ps, p.ts_int, p.ts_frac_ps);
+          p.sample_loss = k == 0 && (h.flags & chunk_flags::kOverrunBefore) != 0;
+          p.packet_count = out.packet_counts[lane];
+          out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
+          const size_t bytes = vita49::encode_data(p, samples + k, n, packet_.data(), packet_.size());
+          if (out.sender->send(packet_.data(), bytes)) {
+            counters_.packets_sent.fetch_add(1, std::memory_order_relaxed);
+            counters_.bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
+          } else {
+            counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+          }
+        }
+      }
+    }
+  }
+  const int64_t done = mono_now_ns();
+  counters_.end_to_end.record_ns(done - h.t_capture_mono_ns);
+  if (done > h.t_capture_mono_ns + options_.deadline_budget_ns)
+    counters_.deadline_misses.fetch_add(1, std::memory_order_relaxed);
+  counters_.chunks_sent.fetch_add(1, std::memory_order_relaxed);
+  counters_.frames_sent.fetch_add(slot.frames, std::memory_order_relaxed);
+}
+
+void OutputWorker::send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept {
+  if (event_outputs_.empty()) return;
+  try {
+    const std::string text = encoder_.encode(type, std::move(body), utc_ns);
+    for (EventOutput& e : event_outputs_) {
+      if (e.sender->send(text.data(), text.size())) {
+        counters_.events_sent.fetch_add(1, std::memory_order_relaxed);
+        counters_.bytes_sent.fetch_add(text.size(), std::memory_order_relaxed);
+      } else {
+        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  } catch (...) {  // out of memory while formatting: the event is lost, and counted
+    counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
+  try {
+    nlohmann::json body;
+    body["state"] = ev.kind == EventKind::kAlarmRaised ? "raised" : "cleared";
+    body["rule"] = "band_rms";
+    body["stage"] = graph_.stage_name(ev.stage);
+    body["band"] = graph_.stage_input_band_name(ev.stage, ev.band);
+    body["channel"] = ev.channel;
+    body["value"] = ev.value;
+    body["threshold"] = ev.threshold;
+    body["frame"] = ev.frame;
+    body["sample_time"] = rfc3339_utc(ev.t_utc_ns);
+    send_event("alarm", std::move(body), utc_now_ns());
+  } catch (...) {
+    counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+nlohmann::json OutputWorker::status_json(bool final_report) const {
+  nlohmann::json j = options_.status_fields ? options_.status_fields() : nlohmann::json::object();
+  j["final"] = final_report;
+  j["uptime_s"] = double(mono_now_ns() - start_mono_ns_) / 1e9;
+  j["chunks_out"] = counters_.chunks_sent.load(std::memory_order_relaxed);
+  j["frames_out"] = counters_.frames_sent.load(std::memory_order_relaxed);
+  j["packets_sent"] = counters_.packets_sent.load(std::memory_order_relaxed);
+  j["context_packets_sent"] = counters_.context_packets_sent.load(std::memory_order_relaxed);
+  j["bytes_sent"] = counters_.bytes_sent.load(std::memory_order_relaxed);
+  j["send_errors"] = counters_.send_errors.load(std::memory_order_relaxed);
+  j["events_sent"] = counters_.events_sent.load(std::memory_order_relaxed);
+  j["deadline_misses"] = counters_.deadline_misses.load(std::memory_order_relaxed);
+  const LatencyHistogram& l = counters_.end_to_end;
+  j["latency_us"] = {{"p50", l.quantile_us(0.5)}, {"p99", l.quantile_us(0.99)}, {"max", l.max_us()}};
+  return j;
+}
+
+void OutputWorker::housekeeping(bool final_report) noexcept {
+  const int64_t now = mono_now_ns();
+  for (EventOutput& e : event_outputs_) {
+    if (!final_report && now < e.next_status_mono_ns) continue;
+    e.next_status_mono_ns = now + int64_t(e.settings.status_interval_s * 1e9);
+    try {
+      const std::string text = encoder_.encode("status", status_json(final_report), utc_now_ns());
+      if (e.sender->send(text.data(), text.size()))
+        counters_.events_sent.fetch_add(1, std::memory_order_relaxed);
+      else
+        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+    } catch (...) {
+      counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void OutputWorker::run() noexcept {
+  start_mono_ns_ = mono_now_ns();
+  for (EventOutput& e : event_outputs_) e.next_status_mono_ns = start_mono_ns_ + int64_t(e.settings.status_interval_s * 1e9);
+  try {
+    send_event("start", {{"version", VIGIL_VERSION}, {"rate_hz", options_.rate_hz}}, utc_now_ns());
+  } catch (...) {
+  }
+  auto drain = [&] {
+    bool did = false;
+    EventRecord ev;
+    while (events_.pop(ev)) {
+      send_event_record(ev);
+      did = true;
+    }
+    OutputSlot* slot = nullptr;
+    if (full_slots_.pop(slot)) {
+      send_slot(*slot);
+      free_slots_.push(slot);  // cannot fail: the free queue holds every slot
+      did = true;
+    }
+    return did;
+  };
+  for (;;) {
+    const bool did = drain();
+    housekeeping(false);
+    if (did) continue;
+    // upstream_finished() acquires what the pipeline thread released when it finished.
+    if (options_.upstream_finished && options_.upstream_finished()) {
+      while (drain()) {
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  housekeeping(true);
+}
+
+}  // namespace vigil

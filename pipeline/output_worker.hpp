@@ -1,0 +1,87 @@
+// OutputWorker: the output thread's body. Turns output slots into VITA 49 data packets, event
+// records into JSON datagrams, sends periodic context packets and status events, and measures
+// end-to-end latency and deadlines. Sending never waits (failures are counted).
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "pipeline/event_json.hpp"
+#include "pipeline/event_record.hpp"
+#include "pipeline/graph.hpp"
+#include "pipeline/metrics.hpp"
+#include "pipeline/output_slot.hpp"
+#include "pipeline/udp_sender.hpp"
+
+namespace vigil {
+
+class OutputWorker {
+ public:
+  struct Options {
+    double rate_hz = 0;
+    int64_t deadline_budget_ns = 0;
+    std::function<nlohmann::json()> status_fields;  // counters of the other threads
+    std::function<bool()> upstream_finished;        // the pipeline thread has finished
+  };
+
+  // stream_of_output: graph stream index per data output. Opens and resolves every socket now
+  // (throws std::runtime_error naming the output on failure).
+  OutputWorker(const Settings& settings, const Graph& graph, std::vector<int> stream_of_output,
+               SpscQueue<OutputSlot*>& full_slots, SpscQueue<OutputSlot*>& free_slots,
+               SpscQueue<EventRecord>& events, Options options);
+  ~OutputWorker();
+
+  // Thread: output. Returns when upstream has finished and everything queued has been sent,
+  // after a final status event.
+  void run() noexcept;
+  const OutputCounters& counters() const noexcept { return counters_; }
+  nlohmann::json status_json(bool final_report) const;
+
+ private:
+  struct DataOutput {
+    DataOutputSettings settings;
+    std::unique_ptr<UdpSender> sender;
+    int stream = -1;
+    uint32_t output_index = 0;
+    std::vector<uint8_t> packet_counts;  // 4-bit counter per lane
+    std::vector<uint8_t> context_counts;
+    int64_t next_context_mono_ns = 0;
+  };
+  struct EventOutput {
+    EventOutputSettings settings;
+    std::unique_ptr<UdpSender> sender;
+    int64_t next_status_mono_ns = 0;
+  };
+
+  void send_slot(const OutputSlot& slot) noexcept;
+  void send_context(DataOutput& out, bool changed) noexcept;
+  void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
+  void send_event_record(const EventRecord& ev) noexcept;
+  void housekeeping(bool final_report) noexcept;
+
+  const Graph& graph_;
+  SpscQueue<OutputSlot*>& full_slots_;
+  SpscQueue<OutputSlot*>& free_slots_;
+  SpscQueue<EventRecord>& events_;
+  Options options_;
+  boost::asio::io_context io_;
+  std::vector<DataOutput> data_;
+  std::vector<EventOutput> event_outputs_;
+  EventEncoder encoder_;
+  std::vector<uint8_t> packet_;  // one datagram being built
+  int64_t last_utc_ns_ = 0;      // signal time of the newest chunk sent (context timestamps)
+  int64_t start_mono_ns_ = 0;
+  OutputCounters counters_;
+};
+
+// Stream id of lane (band, channel) of data output `output_index` (see docs/PROTOCOL.md).
+constexpr uint32_t stream_id(uint32_t output_index, uint32_t band, uint32_t channel) noexcept {
+  return (output_index & 0xFF) << 24 | (band & 0xFFF) << 12 | (channel & 0xFFF);
+}
+
+}  // namespace vigil

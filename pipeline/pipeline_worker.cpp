@@ -1,0 +1,104 @@
+// RT: pipeline thread.
+#include "pipeline/pipeline_worker.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "acquisition/clock.hpp"
+
+namespace vigil {
+
+PipelineWorker::PipelineWorker(Graph& graph, const SourceFormat& format, const CaptureLoop& capture,
+                               SpscQueue<Chunk*>& full_chunks, SpscQueue<Chunk*>& free_chunks,
+                               SpscQueue<OutputSlot*>& free_slots, SpscQueue<OutputSlot*>& full_slots,
+                               SpscQueue<EventRecord>& events, std::vector<int> stream_of_output)
+    : graph_(graph), format_(format), capture_(capture), full_chunks_(full_chunks), free_chunks_(free_chunks),
+      free_slots_(free_slots), full_slots_(full_slots), events_(events),
+      stream_of_output_(std::move(stream_of_output)), convert_counts_(format.channels) {}
+
+void PipelineWorker::run() noexcept {
+  unsigned idle = 0;
+  for (;;) {
+    Chunk* chunk = nullptr;
+    if (full_chunks_.pop(chunk)) {
+      process(*chunk);
+      idle = 0;
+      continue;
+    }
+    // finished() is an acquire that pairs with the capture loop's release: once it reads true,
+    // every chunk the capture thread pushed is visible, so one more empty pop means drained.
+    if (capture_.finished()) {
+      if (full_chunks_.pop(chunk)) {
+        process(*chunk);
+        continue;
+      }
+      break;
+    }
+    // Nothing yet: spin briefly, then sleep in short steps (latency cost <= 50 us).
+    if (++idle < 64)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  finished_.store(true, std::memory_order_release);
+}
+
+void PipelineWorker::process(Chunk& chunk) noexcept {
+  const int64_t t0 = mono_now_ns();
+  ChunkHeader header = chunk.header;
+  Block& in = graph_.input_block();
+  in.frames = std::min<uint32_t>(header.frames, uint32_t(in.stride));
+  std::fill(convert_counts_.begin(), convert_counts_.end(), ConvertCounts{});
+  convert_to_planar(chunk.data, header.format, in.frames, in.channels, format_.scale, in.data, in.stride,
+                    convert_counts_.data());
+  // The samples are ours now: give the chunk back to the capture thread first.
+  free_chunks_.push(&chunk);  // cannot fail: the free queue holds every pool chunk
+
+  uint64_t clipped = 0, non_finite = 0;
+  for (const ConvertCounts& c : convert_counts_) {
+    clipped += c.clipped;
+    non_finite += c.non_finite;
+  }
+  if (clipped) header.flags |= chunk_flags::kClipped;
+  if (non_finite) header.flags |= chunk_flags::kNonFinite;
+  counters_.clipped_samples.fetch_add(clipped, std::memory_order_relaxed);
+  counters_.non_finite_samples.fetch_add(non_finite, std::memory_order_relaxed);
+
+  Exec exec;
+  exec.chunk = {header.first_frame, header.t_first_utc_ns, header.sequence};
+  exec.events = &events_;
+  exec.events_dropped = &counters_.events_dropped;
+  if (graph_.run(exec) != StageStatus::kOk) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);
+
+  OutputSlot* slot = nullptr;
+  if (!stream_of_output_.empty()) {
+    if (free_slots_.pop(slot)) {
+      slot->header = header;
+      if (output_lost_frames_) {  // tell the receiver, through the trailer, what it never got
+        slot->header.flags |= chunk_flags::kOverrunBefore;
+        slot->header.frames_lost_before += output_lost_frames_;
+        output_lost_frames_ = 0;
+      }
+      slot->frames = in.frames;
+      for (size_t o = 0; o < stream_of_output_.size(); ++o) {
+        const Block& b = graph_.stream(size_t(stream_of_output_[o])).block;
+        for (uint32_t lane = 0; lane < b.bands * b.channels; ++lane)
+          std::copy_n(b.data + lane * b.stride, in.frames, slot->data[o].data() + lane * slot->stride);
+      }
+    } else {
+      counters_.output_chunks_dropped.fetch_add(1, std::memory_order_relaxed);
+      counters_.output_frames_dropped.fetch_add(in.frames, std::memory_order_relaxed);
+      output_lost_frames_ += in.frames;
+    }
+  }
+  const int64_t t1 = mono_now_ns();
+  counters_.processing.record_ns(t1 - t0);
+  counters_.chunks_processed.fetch_add(1, std::memory_order_relaxed);
+  counters_.frames_processed.fetch_add(in.frames, std::memory_order_relaxed);
+  if (slot) {
+    slot->t_processed_mono_ns = t1;
+    full_slots_.push(slot);  // cannot fail: the queue holds every slot
+  }
+}
+
+}  // namespace vigil

@@ -1,0 +1,49 @@
+// PipelineWorker: the pipeline thread's body. Pops captured chunks, converts them to planar
+// float, returns the chunk to the pool at once, runs the graph, and hands the requested streams
+// to the output thread in a preallocated slot (dropped and counted when none is free).
+#pragma once
+
+#include <atomic>
+#include <vector>
+
+#include "acquisition/capture_loop.hpp"
+#include "dsp/sample_convert.hpp"
+#include "pipeline/event_record.hpp"
+#include "pipeline/graph.hpp"
+#include "pipeline/metrics.hpp"
+#include "pipeline/output_slot.hpp"
+
+namespace vigil {
+
+class PipelineWorker {
+ public:
+  // stream_of_output: for each data output, the graph stream index it sends.
+  PipelineWorker(Graph& graph, const SourceFormat& format, const CaptureLoop& capture,
+                 SpscQueue<Chunk*>& full_chunks, SpscQueue<Chunk*>& free_chunks,
+                 SpscQueue<OutputSlot*>& free_slots, SpscQueue<OutputSlot*>& full_slots,
+                 SpscQueue<EventRecord>& events, std::vector<int> stream_of_output);
+
+  // Thread: pipeline. Returns once the capture loop has finished and every chunk is processed.
+  void run() noexcept;
+  bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
+  const PipelineCounters& counters() const noexcept { return counters_; }
+
+ private:
+  void process(Chunk& chunk) noexcept;
+
+  Graph& graph_;
+  SourceFormat format_;
+  const CaptureLoop& capture_;
+  SpscQueue<Chunk*>& full_chunks_;
+  SpscQueue<Chunk*>& free_chunks_;
+  SpscQueue<OutputSlot*>& free_slots_;
+  SpscQueue<OutputSlot*>& full_slots_;
+  SpscQueue<EventRecord>& events_;
+  std::vector<int> stream_of_output_;
+  std::vector<ConvertCounts> convert_counts_;
+  uint64_t output_lost_frames_ = 0;  // dropped for want of a slot since the last slot sent
+  PipelineCounters counters_;
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace vigil

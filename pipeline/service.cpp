@@ -1,0 +1,137 @@
+#include "pipeline/service.hpp"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "acquisition/synthetic_source.hpp"
+
+namespace vigil {
+
+namespace {
+constexpr size_t kEventQueueCapacity = 4096;
+}
+
+Service::Service(const Settings& settings) : settings_(settings) {
+  if (settings_.pipeline.backend == "cuda")
+    throw std::runtime_error("pipeline.backend: the cuda backend is not built into the pipeline yet; "
+                             "use 'cpu' or 'auto'");
+  backend_ = "cpu";  // 'auto' resolves to cpu until the CUDA stages land
+
+  source_ = std::make_unique<SyntheticSource>(settings_.synthetic);
+  format_ = source_->format();
+  const size_t chunk_bytes = size_t(format_.chunk_frames) * format_.channels * bytes_per_sample(format_.format);
+  const uint32_t pool_chunks = settings_.pipeline.pool_chunks;
+  pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes);
+  free_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
+  full_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
+  for (uint32_t i = 0; i < pool_chunks; ++i) free_chunks_->push(&pool_->chunk(i));
+
+  graph_ = std::make_unique<Graph>(settings_.stages);
+  StreamFormat input;
+  input.rate_hz = format_.rate_hz;
+  input.channels = format_.channels;
+  graph_->prepare(input, format_.chunk_frames);
+
+  std::vector<int> stream_of_output;
+  for (const DataOutputSettings& d : settings_.data_outputs) {
+    const int s = graph_->find_stream(d.stream);
+    if (s < 0) throw std::runtime_error("outputs: stream '" + d.stream + "' does not exist");
+    stream_of_output.push_back(s);
+  }
+
+  const uint32_t n_slots = settings_.pipeline.output_slots;
+  slots_.resize(n_slots);
+  free_slots_ = std::make_unique<SpscQueue<OutputSlot*>>(n_slots);
+  full_slots_ = std::make_unique<SpscQueue<OutputSlot*>>(n_slots);
+  for (OutputSlot& slot : slots_) {
+    slot.stride = format_.chunk_frames;
+    for (int s : stream_of_output) {
+      const StreamFormat& f = graph_->stream(size_t(s)).format;
+      slot.data.emplace_back(size_t(f.bands) * f.channels * format_.chunk_frames, 0.0f);
+    }
+    free_slots_->push(&slot);
+  }
+  events_ = std::make_unique<SpscQueue<EventRecord>>(kEventQueueCapacity);
+
+  capture_ = std::make_unique<CaptureLoop>(*source_, *free_chunks_, *full_chunks_, chunk_bytes);
+  pipeline_ = std::make_unique<PipelineWorker>(*graph_, format_, *capture_, *full_chunks_, *free_chunks_, *free_slots_,
+                                               *full_slots_, *events_, stream_of_output);
+
+  OutputWorker::Options opt;
+  opt.rate_hz = format_.rate_hz;
+  double budget_ms = settings_.pipeline.deadline_budget_ms;
+  if (budget_ms <= 0) {
+    const double factor = settings_.synthetic.rate_factor > 0 ? settings_.synthetic.rate_factor : 1.0;
+    budget_ms = 1e3 * format_.chunk_frames / format_.rate_hz / factor;  // one chunk period, as paced
+  }
+  opt.deadline_budget_ns = int64_t(budget_ms * 1e6);
+  opt.status_fields = [this] { return status_json(); };
+  opt.upstream_finished = [this] { return pipeline_->finished(); };
+  output_ = std::make_unique<OutputWorker>(settings_, *graph_, stream_of_output, *full_slots_, *free_slots_,
+                                           *events_, std::move(opt));
+}
+
+Service::~Service() {
+  request_stop();
+  join();
+}
+
+void Service::start() {
+  output_thread_ = std::thread([this] {
+    output_->run();
+    output_done_.store(true, std::memory_order_release);
+  });
+  pipeline_thread_ = std::thread([this] { pipeline_->run(); });
+  capture_thread_ = std::thread([this] { capture_->run(); });
+}
+
+void Service::request_stop() noexcept {
+  if (capture_) capture_->request_stop();
+}
+
+bool Service::finished() const noexcept { return output_done_.load(std::memory_order_acquire); }
+
+void Service::join() {
+  for (std::thread* t : {&capture_thread_, &pipeline_thread_, &output_thread_})
+    if (t->joinable()) t->join();
+}
+
+nlohmann::json Service::status_json() const {
+  const CaptureCounters& cap = capture_->counters();
+  const PipelineCounters& pc = pipeline_->counters();
+  nlohmann::json j;
+  j["source"] = {{"kind", std::string(source_->kind())},
+                 {"state", capture_->finished() ? "stopped" : "running"},
+                 {"rate_hz", format_.rate_hz},
+                 {"channels", format_.channels}};
+  j["backend"] = backend_;
+  j["chunks_in"] = cap.chunks_captured.load(std::memory_order_relaxed);
+  j["frames_in"] = cap.frames_captured.load(std::memory_order_relaxed);
+  j["dropped_chunks"] = cap.chunks_dropped.load(std::memory_order_relaxed);
+  j["dropped_frames"] = cap.frames_dropped.load(std::memory_order_relaxed);
+  j["read_errors"] = cap.read_errors.load(std::memory_order_relaxed);
+  j["chunks_processed"] = pc.chunks_processed.load(std::memory_order_relaxed);
+  j["output_dropped_chunks"] = pc.output_chunks_dropped.load(std::memory_order_relaxed);
+  j["output_dropped_frames"] = pc.output_frames_dropped.load(std::memory_order_relaxed);
+  j["stage_failures"] = pc.stage_failures.load(std::memory_order_relaxed);
+  j["clipped_samples"] = pc.clipped_samples.load(std::memory_order_relaxed);
+  j["non_finite_samples"] = pc.non_finite_samples.load(std::memory_order_relaxed);
+  j["events_dropped"] = pc.events_dropped.load(std::memory_order_relaxed);
+  const LatencyHistogram& p = pc.processing;
+  j["processing_us"] = {{"p50", p.quantile_us(0.5)}, {"p99", p.quantile_us(0.99)}, {"max", p.max_us()}};
+  return j;
+}
+
+nlohmann::json Service::report() const { return output_->status_json(finished()); }
+
+std::string Service::describe() const {
+  std::ostringstream s;
+  s << "source " << source_->kind() << " " << format_.channels << " ch @ " << format_.rate_hz << " Hz, "
+    << to_string(format_.format) << ", " << format_.chunk_frames << " frames/chunk, pool " << pool_->count()
+    << " chunks (" << pool_->allocator_name() << "), backend " << backend_ << ", " << graph_->stage_count()
+    << " stages, " << settings_.data_outputs.size() << " data outputs, " << settings_.event_outputs.size()
+    << " event outputs";
+  return s.str();
+}
+
+}  // namespace vigil

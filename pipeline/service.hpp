@@ -1,0 +1,57 @@
+// Service: builds the whole chain from Settings (source, pool, queues, graph, workers) and runs
+// its three threads. Thread: constructed, started, stopped and joined from the main thread.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acquisition/capture_loop.hpp"
+#include "acquisition/chunk_pool.hpp"
+#include "acquisition/source.hpp"
+#include "config/settings.hpp"
+#include "pipeline/graph.hpp"
+#include "pipeline/output_worker.hpp"
+#include "pipeline/pipeline_worker.hpp"
+
+namespace vigil {
+
+class Service {
+ public:
+  // Builds and prepares everything; throws std::exception with what failed (no thread runs yet).
+  explicit Service(const Settings& settings);
+  ~Service();
+
+  void start();
+  // Stops capture; the pipeline and output threads drain what is in flight and finish.
+  void request_stop() noexcept;
+  // True once every thread has finished (the source ended or a stop was requested).
+  bool finished() const noexcept;
+  void join();
+
+  nlohmann::json status_json() const;   // capture and pipeline fields of a status event
+  nlohmann::json report() const;        // the whole status event body, output counters included
+  const std::string& backend() const noexcept { return backend_; }
+  std::string describe() const;         // one line for the log
+
+ private:
+  Settings settings_;
+  std::string backend_;
+  std::unique_ptr<Source> source_;
+  SourceFormat format_;
+  std::unique_ptr<ChunkPool> pool_;
+  std::unique_ptr<SpscQueue<Chunk*>> free_chunks_, full_chunks_;
+  std::vector<OutputSlot> slots_;
+  std::unique_ptr<SpscQueue<OutputSlot*>> free_slots_, full_slots_;
+  std::unique_ptr<SpscQueue<EventRecord>> events_;
+  std::unique_ptr<Graph> graph_;
+  std::unique_ptr<CaptureLoop> capture_;
+  std::unique_ptr<PipelineWorker> pipeline_;
+  std::unique_ptr<OutputWorker> output_;
+  std::thread capture_thread_, pipeline_thread_, output_thread_;
+  std::atomic<bool> output_done_{false};
+};
+
+}  // namespace vigil

@@ -1,0 +1,45 @@
+#include "pipeline/udp_sender.hpp"
+
+#include <boost/asio/ip/address.hpp>
+#include <stdexcept>
+
+namespace vigil {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+
+UdpSender::UdpSender(asio::io_context& io, const Endpoint& destination) : socket_(io) {
+  boost::system::error_code ec;
+  udp::resolver resolver(io);
+  const auto results = resolver.resolve(udp::v4(), destination.host, std::to_string(destination.port), ec);
+  if (ec || results.empty()) {
+    const auto v6 = resolver.resolve(udp::v6(), destination.host, std::to_string(destination.port), ec);
+    if (ec || v6.empty())
+      throw std::runtime_error("output " + destination.host + ":" + std::to_string(destination.port) +
+                               ": cannot resolve host: " + ec.message());
+    endpoint_ = *v6.begin();
+  } else {
+    endpoint_ = *results.begin();
+  }
+  socket_.open(endpoint_.protocol(), ec);
+  if (ec) throw std::runtime_error("output " + this->destination() + ": cannot open a UDP socket: " + ec.message());
+  socket_.non_blocking(true, ec);
+  // A larger send buffer absorbs a chunk's burst of packets; the kernel caps it at wmem_max.
+  socket_.set_option(asio::socket_base::send_buffer_size(4 << 20), ec);
+}
+
+bool UdpSender::send(const void* data, size_t bytes) noexcept {
+  boost::system::error_code ec;
+  const size_t sent = socket_.send_to(asio::buffer(data, bytes), endpoint_, 0, ec);
+  if (ec) {
+    last_error_ = ec;
+    return false;
+  }
+  return sent == bytes;
+}
+
+std::string UdpSender::destination() const {
+  return endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port());
+}
+
+}  // namespace vigil
