@@ -1,0 +1,170 @@
+// Every kind of config error points at the right line and column.
+#include "config/config_loader.hpp"
+
+#include <gtest/gtest.h>
+
+namespace vigil {
+namespace {
+
+const char* kValid = R"(source:
+  kind: synthetic
+  rate_hz: 51200
+  channels: 2
+  chunk_frames: 256
+stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 63
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 1000}
+      - {name: high, type: highpass, cutoff_hz: 1000}
+  - name: alarm
+    kind: band_rms
+    input: bands
+    threshold: 0.5
+outputs:
+  - kind: vita49
+    stream: bands
+    destination: 127.0.0.1:5000
+  - kind: events
+    destination: "[::1]:5001"
+)";
+
+// Replaces the first occurrence of `from` in kValid.
+std::string edit(const std::string& from, const std::string& to) {
+  std::string s = kValid;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+void expect_one_error(const std::string& yaml, int line, int column, const std::string& fragment) {
+  const ConfigResult r = parse_config(yaml, "test.yaml");
+  ASSERT_FALSE(r.settings.has_value());
+  ASSERT_EQ(r.errors.size(), 1u) << (r.errors.empty() ? "" : format_error("test.yaml", r.errors[0]));
+  const ConfigError& e = r.errors[0];
+  EXPECT_EQ(e.line, line) << e.message;
+  EXPECT_EQ(e.column, column) << e.message;
+  EXPECT_NE(e.message.find(fragment), std::string::npos) << "message: " << e.message;
+}
+
+TEST(ConfigLoader, ValidFileLoads) {
+  const ConfigResult r = parse_config(kValid, "test.yaml");
+  ASSERT_TRUE(r.errors.empty()) << format_error("test.yaml", r.errors[0]);
+  const Settings& s = *r.settings;
+  EXPECT_EQ(s.synthetic.channels, 2u);
+  EXPECT_EQ(s.synthetic.rate_hz, 51200);
+  ASSERT_EQ(s.stages.size(), 2u);
+  const auto& fir = std::get<FirBankSettings>(s.stages[0].params);
+  EXPECT_EQ(fir.taps, 63u);
+  ASSERT_EQ(fir.bands.size(), 2u);
+  EXPECT_EQ(fir.bands[1].type, FilterType::kHighpass);
+  const auto& rms = std::get<BandRmsSettings>(s.stages[1].params);
+  EXPECT_DOUBLE_EQ(rms.threshold, 0.5);
+  EXPECT_DOUBLE_EQ(rms.clear_threshold, 0.45);  // default 0.9 x threshold
+  ASSERT_EQ(s.data_outputs.size(), 1u);
+  EXPECT_EQ(s.data_outputs[0].destination.port, 5000);
+  ASSERT_EQ(s.event_outputs.size(), 1u);
+  EXPECT_EQ(s.event_outputs[0].destination.host, "::1");
+}
+
+TEST(ConfigLoader, TheShippedDefaultConfigIsValid) {
+  const ConfigResult r = load_config_file(std::string(VIGIL_SOURCE_DIR) + "/config/vigil.yaml");
+  EXPECT_TRUE(r.errors.empty()) << format_error("vigil.yaml", r.errors[0]);
+}
+
+TEST(ConfigLoader, SyntaxErrorHasLineAndColumn) {
+  // yaml-cpp notices the unclosed flow sequence of line 4 at the ':' of line 5 (column 15).
+  expect_one_error(edit("  channels: 2", "  channels: [2"), 5, 15, "syntax error");
+}
+
+TEST(ConfigLoader, UnknownKeySuggestsTheNearest) {
+  expect_one_error(edit("  channels: 2", "  chanels: 2"), 4, 3, "did you mean 'channels'?");
+  expect_one_error(edit("    taps: 63", "    tapz: 63"), 10, 5, "did you mean 'taps'?");
+  expect_one_error(edit("stages:", "stagse:"), 6, 1, "did you mean 'stages'?");
+}
+
+TEST(ConfigLoader, UnknownKeyFarFromAnyGetsNoSuggestion) {
+  const ConfigResult r = parse_config(edit("  channels: 2", "  channels: 2\n  xyzzyplugh: 1"), "t.yaml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 5);
+  EXPECT_EQ(r.errors[0].message.find("did you mean"), std::string::npos);
+}
+
+TEST(ConfigLoader, WrongTypes) {
+  expect_one_error(edit("  channels: 2", "  channels: two"), 4, 13, "expected an integer, got 'two'");
+  expect_one_error(edit("  rate_hz: 51200", "  rate_hz: [1]"), 3, 12, "expected a number");
+  expect_one_error(edit("    threshold: 0.5", "    threshold: high"), 17, 16, "expected a number");
+}
+
+TEST(ConfigLoader, ValuesOutOfRange) {
+  expect_one_error(edit("  channels: 2", "  channels: 0"), 4, 13, "source.channels must be 1..1024, got 0");
+  expect_one_error(edit("  rate_hz: 51200", "  rate_hz: 0"), 3, 12, "source.rate_hz must be");
+  expect_one_error(edit("    taps: 63", "    taps: 0"), 10, 11, "taps must be 1..65536, got 0");
+  expect_one_error(edit("    taps: 63", "    taps: 1000000000"), 10, 11, "taps must be 1..65536");
+  expect_one_error(edit("cutoff_hz: 1000}\n      - {name: high", "cutoff_hz: 30000}\n      - {name: high"), 12, 47,
+                   "cutoff_hz must be");
+  expect_one_error(edit("127.0.0.1:5000", "127.0.0.1:70000"), 21, 18, "port must be 1..65535");
+}
+
+TEST(ConfigLoader, ChunkLargerThanThePoolLimit) {
+  expect_one_error(edit("  chunk_frames: 256", "  chunk_frames: 1048576\npipeline:\n  pool_chunks: 1024"), 5, 17,
+                   "above the pool limit");
+}
+
+TEST(ConfigLoader, GraphReferences) {
+  expect_one_error(edit("    input: bands", "    input: bandz"), 16, 12, "no earlier stage with samples named 'bandz' (did you mean 'bands'?)");
+  expect_one_error(edit("    stream: bands", "    stream: alarm"), 20, 13, "produces events, not samples");
+  expect_one_error(edit("  - name: alarm", "  - name: bands"), 14, 11, "already used");
+}
+
+TEST(ConfigLoader, BandRules) {
+  expect_one_error(edit("    taps: 63", "    taps: 64"), 13, 28, "needs an odd number of taps");
+  expect_one_error(edit("{name: high, type: highpass", "{name: low, type: highpass"), 13, 16, "listed twice");
+  expect_one_error(edit("type: lowpass", "type: lowpas"), 12, 27, "did you mean 'lowpass'?");
+}
+
+TEST(ConfigLoader, SeveralErrorsAreAllReportedInOrder) {
+  std::string y = edit("  channels: 2", "  channels: 0");
+  y.replace(y.find("    taps: 63"), 12, "    taps: -1");
+  const ConfigResult r = parse_config(y, "t.yaml");
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].line, 4);
+  EXPECT_EQ(r.errors[1].line, 10);
+  EXPECT_EQ(format_error("t.yaml", r.errors[0]).rfind("t.yaml:4:13: ", 0), 0u);
+}
+
+TEST(ConfigLoader, EmptyAndUnreadableFiles) {
+  const ConfigResult empty = parse_config("", "e.yaml");
+  ASSERT_EQ(empty.errors.size(), 1u);
+  EXPECT_NE(empty.errors[0].message.find("empty"), std::string::npos);
+  const ConfigResult missing = load_config_file("/nonexistent/vigil.yaml");
+  ASSERT_EQ(missing.errors.size(), 1u);
+  EXPECT_EQ(missing.errors[0].line, 0);
+  EXPECT_EQ(format_error("/nonexistent/vigil.yaml", missing.errors[0]).rfind("/nonexistent/vigil.yaml: cannot read", 0), 0u);
+}
+
+TEST(ConfigLoader, Endpoints) {
+  Endpoint ep;
+  std::string why;
+  EXPECT_TRUE(parse_endpoint("localhost:4991", ep, why));
+  EXPECT_EQ(ep.host, "localhost");
+  EXPECT_EQ(ep.port, 4991);
+  EXPECT_TRUE(parse_endpoint("[fe80::1]:1", ep, why));
+  EXPECT_EQ(ep.host, "fe80::1");
+  EXPECT_FALSE(parse_endpoint("localhost", ep, why));
+  EXPECT_FALSE(parse_endpoint(":4991", ep, why));
+  EXPECT_FALSE(parse_endpoint("host:0", ep, why));
+  EXPECT_FALSE(parse_endpoint("host:abc", ep, why));
+  EXPECT_FALSE(parse_endpoint("::1:4991", ep, why));
+}
+
+TEST(ConfigLoader, NearestKey) {
+  EXPECT_EQ(nearest_key("chanels", {"channels", "format"}), "channels");
+  EXPECT_EQ(nearest_key("zzzzzz", {"rate_hz"}), "");
+  EXPECT_EQ(nearest_key("rate_h", {"rate_hz"}), "rate_hz");
+}
+
+}  // namespace
+}  // namespace vigil

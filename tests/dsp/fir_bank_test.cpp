@@ -1,0 +1,89 @@
+#include "dsp/fir_bank.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "../support/reference_data.hpp"
+#include "../support/tolerances.hpp"
+
+namespace vigil {
+namespace {
+
+TEST(FirBank, MatchesScipyLfilterReference) {
+  const auto h64 = test::read_f64("fir63_h.bin");
+  const auto x64 = test::read_f64("input_x.bin");
+  const auto y64 = test::read_f64("fir63_lfilter_y.bin");
+  const std::vector<float> h(h64.begin(), h64.end()), x(x64.begin(), x64.end());
+  FirBank bank({h}, 1, uint32_t(x.size()));
+  std::vector<float> y(x.size(), -999.0f);
+  bank.process(x.data(), x.size(), uint32_t(x.size()), y.data(), y.size());
+  double max_ref = 0;
+  for (double v : y64) max_ref = std::max(max_ref, std::fabs(v));
+  const double tol = test::kFirOutputRel * std::max(1.0, max_ref);
+  for (size_t n = 0; n < y.size(); ++n) ASSERT_NEAR(y[n], y64[n], tol) << "sample " << n;
+}
+
+TEST(FirBank, StreamingInRandomChunksEqualsOneCall) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  const uint32_t channels = 3, total = 20000;
+  std::vector<std::vector<float>> taps = {std::vector<float>(255), std::vector<float>(17), std::vector<float>(1)};
+  for (auto& t : taps) for (auto& v : t) v = nd(rng);
+  std::vector<float> x(size_t(channels) * total);
+  for (auto& v : x) v = nd(rng);
+
+  FirBank whole(taps, channels, total);
+  std::vector<float> y_whole(size_t(3) * channels * total);
+  whole.process(x.data(), total, total, y_whole.data(), total);
+
+  const uint32_t max_chunk = 777;
+  FirBank streamed(taps, channels, max_chunk);
+  std::vector<float> in(size_t(channels) * max_chunk), out(size_t(3) * channels * max_chunk);
+  std::uniform_int_distribution<uint32_t> size_dist(0, max_chunk);
+  for (uint32_t at = 0; at < total;) {
+    const uint32_t n = std::min(size_dist(rng), total - at);
+    for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], n, &in[size_t(c) * max_chunk]);
+    std::fill(out.begin(), out.end(), -999.0f);
+    streamed.process(in.data(), max_chunk, n, out.data(), max_chunk);
+    for (uint32_t lane = 0; lane < 3 * channels; ++lane)
+      for (uint32_t i = 0; i < n; ++i)
+        ASSERT_EQ(out[size_t(lane) * max_chunk + i], y_whole[size_t(lane) * total + at + i])
+            << "lane " << lane << " sample " << at + i;
+    at += n;
+  }
+}
+
+TEST(FirBank, ImpulseGivesTapsAndResetForgetsHistory) {
+  const std::vector<float> taps = {0.5f, -0.25f, 0.125f, 2.0f};
+  FirBank bank({taps}, 1, 8);
+  std::vector<float> x = {1, 0, 0, 0, 0, 0, 0, 0}, y(8);
+  bank.process(x.data(), 8, 8, y.data(), 8);
+  EXPECT_EQ(y, (std::vector<float>{0.5f, -0.25f, 0.125f, 2.0f, 0, 0, 0, 0}));
+  // An impulse at the very end: its tail continues into the next call...
+  std::vector<float> tail = {0, 0, 0, 0, 0, 0, 0, 1};
+  bank.process(tail.data(), 8, 8, y.data(), 8);
+  std::vector<float> zeros(8, 0.0f);
+  bank.process(zeros.data(), 8, 3, y.data(), 8);
+  EXPECT_EQ(y[0], -0.25f);
+  EXPECT_EQ(y[2], 2.0f);
+  // ...unless reset() drops it.
+  bank.process(tail.data(), 8, 8, y.data(), 8);
+  bank.reset();
+  bank.process(zeros.data(), 8, 3, y.data(), 8);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[2], 0.0f);
+}
+
+TEST(FirBank, RejectsBadParameters) {
+  EXPECT_THROW(FirBank({}, 1, 8), std::invalid_argument);
+  EXPECT_THROW(FirBank({{}}, 1, 8), std::invalid_argument);
+  EXPECT_THROW(FirBank({{1.0f}}, 0, 8), std::invalid_argument);
+  EXPECT_THROW(FirBank({{1.0f}}, 1, 0), std::invalid_argument);
+  EXPECT_THROW(FirBank({std::vector<float>(65537, 0.0f)}, 1, 8), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vigil

@@ -1,0 +1,95 @@
+#include "dsp/fir_design.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <numbers>
+
+#include "../support/reference_data.hpp"
+#include "../support/tolerances.hpp"
+
+namespace vigil {
+namespace {
+
+double gain_at(const std::vector<double>& h, double f_over_rate) {
+  std::complex<double> acc = 0;
+  for (size_t n = 0; n < h.size(); ++n)
+    acc += h[n] * std::polar(1.0, -2 * std::numbers::pi * f_over_rate * double(n));
+  return std::abs(acc);
+}
+
+TEST(FirDesign, LowpassEqualsScipyFirwin) {
+  // firwin(63, 0.2): cutoff 0.2 x Nyquist; with rate 2 Hz, Nyquist is 1 Hz and cutoff 0.2 Hz.
+  const std::vector<double> ref = test::read_f64("fir63_h.bin");
+  ASSERT_EQ(ref.size(), 63u);
+  const std::vector<double> h = design_fir({FilterType::kLowpass, 63, 0.2, 0, 2.0, {WindowKind::kHamming}});
+  ASSERT_EQ(h.size(), 63u);
+  for (size_t i = 0; i < h.size(); ++i) EXPECT_NEAR(h[i], ref[i], test::kFirDesignAbs) << "tap " << i;
+}
+
+TEST(FirDesign, EachTypeHasUnitGainWhereFirwinScales) {
+  const double rate = 48000;
+  const auto lp = design_fir({FilterType::kLowpass, 101, 3000, 0, rate, {WindowKind::kHann}});
+  const auto hp = design_fir({FilterType::kHighpass, 101, 3000, 0, rate, {WindowKind::kBlackman}});
+  const auto bp = design_fir({FilterType::kBandpass, 101, 4000, 8000, rate, {WindowKind::kKaiser, 6.0}});
+  const auto bs = design_fir({FilterType::kBandstop, 101, 4000, 8000, rate, {WindowKind::kHamming}});
+  EXPECT_NEAR(gain_at(lp, 0.0), 1.0, 1e-12);
+  EXPECT_NEAR(gain_at(hp, 0.5), 1.0, 1e-12);
+  EXPECT_NEAR(gain_at(bp, 6000 / rate), 1.0, 1e-12);
+  EXPECT_NEAR(gain_at(bs, 0.0), 1.0, 1e-12);
+  // And they reject what they should: 40 dB down well inside each stop band.
+  EXPECT_LT(gain_at(lp, 10000 / rate), 0.01);
+  EXPECT_LT(gain_at(hp, 500 / rate), 0.01);
+  EXPECT_LT(gain_at(bp, 1000 / rate), 0.01);
+  EXPECT_LT(gain_at(bs, 6000 / rate), 0.01);
+  // Linear phase: symmetric taps.
+  for (size_t i = 0; i < 101; ++i) EXPECT_NEAR(bp[i], bp[100 - i], 1e-15);
+}
+
+TEST(FirDesign, WindowsHaveTheirTextbookValues) {
+  const auto hann = make_window({WindowKind::kHann}, 5);
+  const std::vector<double> want_hann = {0, 0.5, 1, 0.5, 0};
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(hann[i], want_hann[i], 1e-15);
+  const auto hamming = make_window({WindowKind::kHamming}, 3);
+  EXPECT_NEAR(hamming[0], 0.08, 1e-15);
+  EXPECT_NEAR(hamming[1], 1.0, 1e-15);
+  const auto blackman = make_window({WindowKind::kBlackman}, 3);
+  EXPECT_NEAR(blackman[0], 0.0, 1e-15);
+  EXPECT_NEAR(blackman[1], 1.0, 1e-15);
+  // scipy.signal.windows.kaiser(5, 8.6)[0] = 1/I0(8.6) = 0.0003... ; centre 1.
+  const auto kaiser = make_window({WindowKind::kKaiser, 8.6}, 5);
+  EXPECT_NEAR(kaiser[2], 1.0, 1e-15);
+  EXPECT_NEAR(kaiser[0], 1.0 / bessel_i0(8.6), 1e-15);
+  EXPECT_NEAR(bessel_i0(0.0), 1.0, 1e-15);
+  EXPECT_NEAR(bessel_i0(1.0), 1.2660658777520082, 1e-14);  // Abramowitz & Stegun table 9.8
+  EXPECT_EQ(make_window({WindowKind::kHann}, 1), std::vector<double>{1.0});
+}
+
+TEST(FirDesign, KaiserBetaFollowsKaisersFormula) {
+  EXPECT_NEAR(kaiser_beta_for_attenuation(60), 0.1102 * (60 - 8.7), 1e-12);
+  EXPECT_NEAR(kaiser_beta_for_attenuation(30), 0.5842 * std::pow(9.0, 0.4) + 0.07886 * 9.0, 1e-12);
+  EXPECT_EQ(kaiser_beta_for_attenuation(20), 0.0);
+}
+
+TEST(FirDesign, RejectsBadParameters) {
+  const WindowSpec w{WindowKind::kHamming};
+  EXPECT_THROW(design_fir({FilterType::kLowpass, 0, 1000, 0, 48000, w}), std::invalid_argument);
+  EXPECT_THROW(design_fir({FilterType::kLowpass, 65537, 1000, 0, 48000, w}), std::invalid_argument);
+  EXPECT_THROW(design_fir({FilterType::kLowpass, 31, 0, 0, 48000, w}), std::invalid_argument);
+  EXPECT_THROW(design_fir({FilterType::kLowpass, 31, 24000, 0, 48000, w}), std::invalid_argument);
+  EXPECT_THROW(design_fir({FilterType::kLowpass, 31, 1000, 0, 0, w}), std::invalid_argument);
+  EXPECT_THROW(design_fir({FilterType::kHighpass, 32, 1000, 0, 48000, w}), std::invalid_argument);
+  EXPECT_THROW(design_fir({FilterType::kBandstop, 32, 1000, 2000, 48000, w}), std::invalid_argument);
+  EXPECT_THROW(design_fir({FilterType::kBandpass, 31, 2000, 1000, 48000, w}), std::invalid_argument);
+  EXPECT_THROW(make_window({WindowKind::kKaiser, -1.0}, 5), std::invalid_argument);
+  EXPECT_THROW(make_window({WindowKind::kHann}, 0), std::invalid_argument);
+  try {
+    design_fir({FilterType::kHighpass, 32, 1000, 0, 48000, w});
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("odd number of taps, got 32"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vigil
