@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "acquisition/clock.hpp"
+#include "apps/cli_args.hpp"
 #include "pipeline/event_json.hpp"
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
 
-namespace po = boost::program_options;
 using nlohmann::json;
 
 namespace {
@@ -103,41 +103,43 @@ struct Recorder {
 }  // namespace
 
 int main(int argc, char** argv) {
-  po::options_description opts("vigil-listen options");
-  opts.add_options()
-    ("help,h", "show this help")
-    ("bind", po::value<std::string>()->default_value("127.0.0.1"), "IPv4 address to listen on")
-    ("data-port", po::value<uint16_t>()->default_value(4991), "UDP port of VITA 49 data (0: none)")
-    ("event-port", po::value<uint16_t>()->default_value(4992), "UDP port of JSON events (0: none)")
-    ("json", "print machine-readable JSON lines instead of text")
-    ("record", po::value<std::string>(), "write each data stream to DIR/stream-ID.f32 with a JSON sidecar")
-    ("count", po::value<uint64_t>(), "stop after N datagrams (data and events)")
-    ("seconds", po::value<double>(), "stop after S seconds")
-    ("quiet", "print only the final summary");
-  po::variables_map vm;
+  vigil::CliArgs args({
+      {"help", false, "show this help", ""},
+      {"bind", true, "IPv4 address to listen on", "127.0.0.1"},
+      {"data-port", true, "UDP port of VITA 49 data (0: none)", "4991"},
+      {"event-port", true, "UDP port of JSON events (0: none)", "4992"},
+      {"json", false, "print machine-readable JSON lines instead of text", ""},
+      {"record", true, "write each data stream to DIR/stream-ID.f32 with a JSON sidecar", ""},
+      {"count", true, "stop after N datagrams (data and events; 0: no limit)", "0"},
+      {"seconds", true, "stop after S seconds (0: run until a signal)", "0"},
+      {"quiet", false, "print only the final summary", ""},
+  });
+  uint64_t max_count = 0;
+  double seconds = 0;
+  uint16_t data_port = 0, event_port = 0;
   try {
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
+    args.parse(argc, argv);
+    max_count = uint64_t(args.number("count", 0, 1e18));
+    seconds = args.number("seconds", 0, 1e9);
+    data_port = uint16_t(args.number("data-port", 0, 65535));
+    event_port = uint16_t(args.number("event-port", 0, 65535));
   } catch (const std::exception& e) {
-    std::cerr << "vigil-listen: " << e.what() << "\n" << opts;
+    std::cerr << "vigil-listen: " << e.what() << "\n";
     return 2;
   }
-  if (vm.count("help")) {
-    std::cout << "vigil-listen: receive and check vigild's UDP streams.\n\n" << opts;
+  if (args.has("help")) {
+    std::cout << "usage: vigil-listen [--data-port P] [--event-port P] [--json] [--record DIR] [--seconds S]\n\n"
+              << "Receives vigild's VITA 49 data and JSON events; prints events and per-second stream\n"
+              << "statistics (packets, samples/s, gaps by the VITA packet counter and the event seq).\n\n"
+              << args.help();
     return 0;
   }
-  const bool as_json = vm.count("json") > 0;
-  const bool quiet = vm.count("quiet") > 0;
-  const uint64_t max_count = vm.count("count") ? vm["count"].as<uint64_t>() : 0;
-  const double seconds = vm.count("seconds") ? vm["seconds"].as<double>() : 0;
-  if (vm.count("seconds") && !(seconds > 0)) {
-    std::cerr << "vigil-listen: --seconds must be > 0\n";
-    return 2;
-  }
+  const bool as_json = args.has("json");
+  const bool quiet = args.has("quiet");
 
   Recorder recorder;
-  if (vm.count("record")) {
-    recorder.dir = vm["record"].as<std::string>();
+  if (args.has("record")) {
+    recorder.dir = args.get("record");
     std::error_code ec;
     std::filesystem::create_directories(recorder.dir, ec);
     if (ec) {
@@ -149,15 +151,15 @@ int main(int argc, char** argv) {
   std::vector<pollfd> fds;
   std::string why;
   int data_fd = -1, event_fd = -1;
-  const std::string bind_addr = vm["bind"].as<std::string>();
-  if (uint16_t p = vm["data-port"].as<uint16_t>()) {
+  const std::string bind_addr = args.get("bind");
+  if (uint16_t p = data_port) {
     if ((data_fd = open_udp(bind_addr, p, why)) < 0) {
       std::cerr << "vigil-listen: data port: " << why << "\n";
       return 1;
     }
     fds.push_back({data_fd, POLLIN, 0});
   }
-  if (uint16_t p = vm["event-port"].as<uint16_t>()) {
+  if (uint16_t p = event_port) {
     if ((event_fd = open_udp(bind_addr, p, why)) < 0) {
       std::cerr << "vigil-listen: event port: " << why << "\n";
       return 1;
@@ -171,8 +173,8 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   if (!quiet && !as_json)
-    std::cerr << "vigil-listen: data on " << bind_addr << ":" << vm["data-port"].as<uint16_t>() << ", events on "
-              << bind_addr << ":" << vm["event-port"].as<uint16_t>() << "\n";
+    std::cerr << "vigil-listen: data on " << bind_addr << ":" << data_port << ", events on " << bind_addr << ":"
+              << event_port << "\n";
 
   vigil::StreamMonitor mon;
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_tick;  // packets, samples at the last report
@@ -210,9 +212,10 @@ int main(int argc, char** argv) {
                 final_report ? "summary" : "--", double(now - t0) / 1e9, (unsigned long long)datagrams,
                 (unsigned long long)mon.events(), (unsigned long long)mon.event_gaps(), (unsigned long long)malformed);
     for (const json& s : streams)
-      std::printf("  stream %s: %llu packets, %.0f samples/s, %llu samples, gaps %llu, ts errors %llu, loss flags %llu\n",
+      std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, ts errors %llu, loss flags %llu\n",
                   hex_id(s["stream_id"].get<uint32_t>()).c_str(), (unsigned long long)s["packets"].get<uint64_t>(),
-                  s["samples_per_s"].get<double>(), (unsigned long long)s["samples"].get<uint64_t>(),
+                  final_report ? "total" : (std::to_string(std::llround(s["samples_per_s"].get<double>())) + " samples/s").c_str(),
+                  (unsigned long long)s["samples"].get<uint64_t>(),
                   (unsigned long long)s["gaps"].get<uint64_t>(), (unsigned long long)s["timestamp_errors"].get<uint64_t>(),
                   (unsigned long long)s["sample_loss_flags"].get<uint64_t>());
     std::fflush(stdout);

@@ -1,6 +1,5 @@
 // vigild: the service. Loads a config, runs capture -> graph -> UDP until SIGINT/SIGTERM,
 // --seconds, or the end of the source; then drains and exits 0.
-#include <boost/program_options.hpp>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -8,10 +7,9 @@
 #include <string>
 
 #include "acquisition/clock.hpp"
+#include "apps/cli_args.hpp"
 #include "config/config_loader.hpp"
 #include "pipeline/service.hpp"
-
-namespace po = boost::program_options;
 
 namespace {
 
@@ -47,45 +45,45 @@ void log_status(const nlohmann::json& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  po::options_description opts("vigild options");
-  opts.add_options()
-    ("help,h", "show this help")
-    ("version", "print the version")
-    ("config,c", po::value<std::string>(), "config file (default: the installed or in-tree config/vigil.yaml)")
-    ("check-config", po::value<std::string>(), "validate FILE, print FILE:LINE:COLUMN: message per error; exit 0 or 2")
-    ("seconds", po::value<double>(), "stop by itself after this many seconds")
-    ("log-interval", po::value<double>()->default_value(10.0), "seconds between status lines on stderr (0: none)");
-  po::variables_map vm;
+  vigil::CliArgs args({
+      {"help", false, "show this help", ""},
+      {"version", false, "print the version", ""},
+      {"config", true, "config file (default: the installed or in-tree config/vigil.yaml)", ""},
+      {"check-config", true, "validate FILE, print FILE:LINE:COLUMN: message per error; exit 0 or 2", ""},
+      {"seconds", true, "stop by itself after this many seconds (0: run until a signal)", "0"},
+      {"log-interval", true, "seconds between status lines on stderr (0: none)", "10"},
+  });
+  double seconds = 0, log_interval = 0;
   try {
-    po::store(po::parse_command_line(argc, argv, opts), vm);
-    po::notify(vm);
+    args.parse(argc, argv);
+    seconds = args.number("seconds", 0, 1e9);
+    log_interval = args.number("log-interval", 0, 1e6);
   } catch (const std::exception& e) {
-    std::cerr << "vigild: " << e.what() << "\n" << opts;
+    std::cerr << "vigild: " << e.what() << "\n";
     return kExitUsage;
   }
-  if (vm.count("help")) {
-    std::cout << "vigild: capture, filter, detect, send over UDP.\n\n" << opts;
+  if (args.has("help")) {
+    std::cout << "usage: vigild [--config FILE] [--seconds S]\n       vigild --check-config FILE\n\n"
+              << "Captures, filters, detects and sends data and events over UDP.\n\n" << args.help();
     return kExitOk;
   }
-  if (vm.count("version")) {
+  if (args.has("version")) {
     std::cout << "vigild " << VIGIL_VERSION << "\n";
     return kExitOk;
   }
-  if (vm.count("check-config")) {
-    const std::string path = vm["check-config"].as<std::string>();
+  if (args.has("check-config")) {
+    const std::string path = args.get("check-config");
     if (!load(path)) return kExitUsage;
     std::cout << path << ": ok\n";
     return kExitOk;
   }
 
-  const std::string path = vm.count("config") ? vm["config"].as<std::string>() : default_config_path();
+  const std::string path = args.has("config") ? args.get("config") : default_config_path();
   std::optional<vigil::Settings> settings = load(path);
   if (!settings) {
     std::cerr << "vigild: " << path << " is not a valid config (errors above)\n";
     return kExitUsage;
   }
-  const double seconds = vm.count("seconds") ? vm["seconds"].as<double>() : 0.0;
-  const double log_interval = vm["log-interval"].as<double>();
 
   // Block the stop signals before any thread starts so that only sigtimedwait() below sees them.
   sigset_t stop_signals;

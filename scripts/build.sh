@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds Vigil into ./build (Release with debug info).
+# Environment: VIGIL_CUDA=AUTO|ON|OFF (default AUTO), VIGIL_CUDA_ARCH (e.g. 90; default 87;90),
+# BUILD_DIR (default build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir="${BUILD_DIR:-build}"
+args=(-S . -B "$build_dir" -G Ninja -DVIGIL_CUDA="${VIGIL_CUDA:-AUTO}")
+[ -n "${VIGIL_CUDA_ARCH:-}" ] && args+=(-DCMAKE_CUDA_ARCHITECTURES="$VIGIL_CUDA_ARCH")
+cmake "${args[@]}" >/dev/null
+cmake --build "$build_dir" -j "$(nproc)"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds, then runs vigild on its built-in
+# default config (synthetic 4-channel signal at 51.2 kHz, real time, UDP to 127.0.0.1:4991/4992)
+# with vigil-listen showing what arrives. Runs for SECONDS (default 15) or until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-15}"
+scripts/install-deps.sh
+scripts/build.sh
+build_dir="${BUILD_DIR:-build}"
+"$build_dir/apps/vigil-listen" --seconds "$((seconds + 2))" &
+listen_pid=$!
+trap 'kill $listen_pid 2>/dev/null || true' EXIT
+sleep 0.3
+"$build_dir/apps/vigild" --seconds "$seconds" --log-interval 5
+wait $listen_pid

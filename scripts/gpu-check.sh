@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# On the GPU test machine (H100/H200, CUDA 13, no ALSA/libsndfile/libsystemd headers): builds for
+# sm_90, runs the whole test suite (CUDA tests included, none may skip), the CUDA tests under
+# compute-sanitizer memcheck and racecheck, and the benchmarks. Results go to $OUT (or ./gpu-out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-gpu-out}"
+mkdir -p "$out"
+build=build-gpu
+status=0
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nvcc --version | tail -2
+} | tee "$out/device.txt"
+cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=ON -DVIGIL_ALSA=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_BUILD_TYPE=Release >"$out/configure.log" 2>&1 || { cat "$out/configure.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+(cd "$build" && ctest --output-on-failure -j 8) >"$out/ctest.log" 2>&1 || status=1
+tail -15 "$out/ctest.log"
+if grep -q "Skipped" "$out/ctest.log"; then
+  echo "gpu-check: a test skipped on the GPU machine:"; grep "Skipped" "$out/ctest.log"; status=1
+fi
+if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck; do
+    for t in "$build"/tests/*cuda_test; do
+      "$cs" --tool "$tool" --error-exitcode 3 "$t" >"$out/sanitizer-$tool.log" 2>&1 || { echo "gpu-check: $tool failed on $t"; status=1; }
+      tail -3 "$out/sanitizer-$tool.log"
+    done
+  done
+else
+  echo "gpu-check: compute-sanitizer not found" | tee -a "$out/ctest.log"; status=1
+fi
+for b in "$build"/bench/*_bench; do
+  "$b" --benchmark_repetitions=15 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/$(basename "$b").json" --benchmark_out_format=json 2>&1 | tee "$out/$(basename "$b").txt" | grep -E "median|Run on|CPU"
+done
+exit $status
