@@ -35,6 +35,17 @@ uint32_t header_word(PacketType type, bool trailer, uint8_t count, size_t words)
          uint32_t(count & 0xF) << 16 | uint32_t(words);
 }
 
+// Header, stream id, class id and both timestamps: the prologue every packet we send starts with.
+void put_prologue(uint8_t*& w, PacketType type, bool trailer, uint8_t count, size_t words, uint32_t stream_id,
+                  uint16_t packet_class, uint32_t ts_int, uint64_t ts_frac_ps) noexcept {
+  put32(w, header_word(type, trailer, count, words));
+  put32(w, stream_id);
+  put32(w, kOui);
+  put32(w, uint32_t(kInfoClass) << 16 | packet_class);
+  put32(w, ts_int);
+  put64(w, ts_frac_ps);
+}
+
 // Data item format word pair for real float32 samples, processing-efficient packing.
 constexpr uint64_t kFloat32PayloadFormat = uint64_t(0x0Eu << 24 | 31u << 6 | 31u) << 32;
 
@@ -44,12 +55,8 @@ size_t encode_data(const DataPacket& p, const float* samples, size_t n, uint8_t*
   const size_t bytes = kDataOverheadBytes + 4 * n;
   if (n == 0 || bytes > cap || bytes / 4 > 0xFFFF) return 0;
   uint8_t* w = out;
-  put32(w, header_word(PacketType::kSignalDataWithStreamId, true, p.packet_count, bytes / 4));
-  put32(w, p.stream_id);
-  put32(w, kOui);
-  put32(w, uint32_t(kInfoClass) << 16 | kPacketClassFloat32);
-  put32(w, p.ts_int);
-  put64(w, p.ts_frac_ps);
+  put_prologue(w, PacketType::kSignalDataWithStreamId, true, p.packet_count, bytes / 4, p.stream_id,
+               kPacketClassFloat32, p.ts_int, p.ts_frac_ps);
   for (size_t i = 0; i < n; ++i) put32(w, std::bit_cast<uint32_t>(samples[i]));
   uint32_t trailer = kTrailerValidDataEnable | kTrailerValidData | kTrailerOverRangeEnable | kTrailerSampleLossEnable;
   if (p.over_range) trailer |= kTrailerOverRange;
@@ -61,12 +68,8 @@ size_t encode_data(const DataPacket& p, const float* samples, size_t n, uint8_t*
 size_t encode_context(const ContextPacket& p, uint8_t* out, size_t cap) noexcept {
   if (cap < kContextBytes) return 0;
   uint8_t* w = out;
-  put32(w, header_word(PacketType::kContext, false, p.packet_count, kContextBytes / 4));
-  put32(w, p.stream_id);
-  put32(w, kOui);
-  put32(w, uint32_t(kInfoClass) << 16 | kPacketClassContext);
-  put32(w, p.ts_int);
-  put64(w, p.ts_frac_ps);
+  put_prologue(w, PacketType::kContext, false, p.packet_count, kContextBytes / 4, p.stream_id, kPacketClassContext,
+               p.ts_int, p.ts_frac_ps);
   put32(w, (p.changed ? kCifChange : 0u) | kCifSampleRate | kCifPayloadFormat);
   // Fields follow in descending CIF0 bit order: sample rate (bit 21), then payload format (bit 15).
   put64(w, uint64_t(int64_t(p.sample_rate_hz * double(1 << 20) + 0.5)));  // Hz, radix point at bit 20
