@@ -270,9 +270,10 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     return;
   }
   if (st.kind == "fir_bank") {
-    r.check_keys(n, where, {"name", "kind", "input", "taps", "window", "kaiser_beta", "bands"});
+    r.check_keys(n, where, {"name", "kind", "input", "taps", "window", "kaiser_beta", "bands", "max_latency_frames"});
     FirBankSettings p;
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
+    r.number<uint32_t>(n, where, "max_latency_frames", 0, 1u << 20, p.max_latency_frames);
     std::string win;
     if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular"}, win))
       p.window.kind = *parse_window_kind(win);

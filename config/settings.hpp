@@ -21,6 +21,7 @@ struct BandSettings {
 
 struct FirBankSettings {
   uint32_t taps = 255;
+  uint32_t max_latency_frames = 0;  // the FFT forms may delay by up to this; 0 = one chunk
   WindowSpec window;
   std::vector<BandSettings> bands;
 };

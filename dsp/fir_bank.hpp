@@ -24,6 +24,13 @@ class FirBank {
   void process(const float* in, size_t in_stride, uint32_t frames, float* out,
                size_t out_stride) noexcept;
 
+  // Stages new taps (same band count, each 1..65536 long; a longer filter than the longest so far
+  // is refused because the history would not hold it). Not RT-safe (allocates). The next
+  // crossfade_frames outputs blend linearly from the old to the new filters, computed on the same
+  // input, so they stay between the two filters' outputs. Throws std::invalid_argument.
+  void set_taps(std::vector<std::vector<float>> band_taps, uint32_t crossfade_frames = 256);
+  bool crossfade_pending() const noexcept { return fade_total_ > 0; }
+
   // Forget the history (as if no input had been seen).
   void reset() noexcept;
 
@@ -39,6 +46,10 @@ class FirBank {
   uint32_t max_frames_;
   size_t history_;             // longest filter - 1
   std::vector<float> work_;    // per channel: [history_ past samples | max_frames_ new samples]
+  // Crossfade state (set_taps).
+  std::vector<std::vector<float>> next_taps_, next_reversed_;
+  std::vector<float> fade_scratch_;  // max_frames_ outputs of the new filter
+  uint32_t fade_total_ = 0, fade_done_ = 0;
 };
 
 }  // namespace vigil

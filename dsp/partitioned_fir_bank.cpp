@@ -1,71 +1,105 @@
-// RT: process() on the pipeline thread. The CMAC loop runs on split real/imag arrays so the
-// compiler vectorises it for any SIMD width (SSE/AVX on x86-64, NEON on Jetson).
+// RT: process() on the pipeline thread.
 #include "dsp/partitioned_fir_bank.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
 namespace vigil {
 namespace {
 
-uint32_t partitions_for(size_t taps, uint32_t block) { return uint32_t((taps + block - 1) / block); }
+[[noreturn]] void reject(const std::string& what) { throw std::invalid_argument("PartitionedFirBank: " + what); }
 
-uint32_t checked_partition(uint32_t partition) {
-  if (partition < 16 || partition > 65536 || (partition & (partition - 1)))
-    throw std::invalid_argument("PartitionedFirBank: partition must be a power of two 16..65536, got " +
-                                std::to_string(partition));
-  return partition;
+uint32_t partitions_for(size_t taps, uint32_t partition) { return uint32_t((taps + partition - 1) / partition); }
+
+bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
+
+const PartitionLayout& checked(const PartitionLayout& l) {
+  if (l.block < 1) reject("block must be >= 1, got 0");
+  if (l.partition < 1) reject("partition must be >= 1, got 0");
+  if (!power_of_two(l.fft_size) || l.fft_size < 32 || l.fft_size > (1u << 22))
+    reject("fft_size must be a power of two 32..4194304, got " + std::to_string(l.fft_size));
+  if (uint64_t(l.partition) + l.block - 1 > l.fft_size)
+    reject("fft_size " + std::to_string(l.fft_size) + " is smaller than partition + block - 1 = " +
+           std::to_string(uint64_t(l.partition) + l.block - 1));
+  return l;
 }
 
 }  // namespace
 
+PartitionLayout PartitionedFirBank::uniform(uint32_t block) {
+  if (block < 16 || block > 65536 || !power_of_two(block))
+    reject("uniform block must be a power of two 16..65536, got " + std::to_string(block));
+  return {block, block, 2 * block};
+}
+
+PartitionLayout PartitionedFirBank::single_block(size_t max_taps, uint32_t fft_size) {
+  if (max_taps < 1 || max_taps >= fft_size)
+    reject("single_block needs 1 <= taps < fft_size, got taps " + std::to_string(max_taps) + ", fft_size " +
+           std::to_string(fft_size));
+  return {uint32_t(fft_size - max_taps + 1), uint32_t(max_taps), fft_size};
+}
+
+uint32_t PartitionedFirBank::best_fft_size(size_t max_taps, uint32_t max_block) {
+  uint32_t best = 0;
+  double best_cost = 0;
+  for (uint64_t n = 32; n <= (1u << 22); n *= 2) {
+    if (n <= max_taps) continue;
+    const uint64_t hop = n - max_taps + 1;
+    if (hop > max_block) break;
+    const double cost = double(n) * std::log2(double(n)) / double(hop);
+    if (!best || cost < best_cost) {
+      best = uint32_t(n);
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
-                                       uint32_t partition, FftPlanning planning)
+                                       PartitionLayout layout, FftPlanning planning)
     : bands_(uint32_t(band_taps.size())),
       channels_(channels),
-      block_(checked_partition(partition)),
-      parts_(0),
-      bins_(size_t(partition) + 1),
-      stride_((size_t(partition) + 1 + 15) / 16 * 16),
-      fft_(2 * size_t(block_), planning) {
-  if (band_taps.empty() || band_taps.size() > 256)
-    throw std::invalid_argument("PartitionedFirBank: bands must be 1..256, got " + std::to_string(band_taps.size()));
-  if (channels < 1 || channels > 4096)
-    throw std::invalid_argument("PartitionedFirBank: channels must be 1..4096, got " + std::to_string(channels));
+      layout_(checked(layout)),
+      bins_(size_t(layout.fft_size) / 2 + 1),
+      stride_((2 * (size_t(layout.fft_size) / 2 + 1) + 15) / 16 * 16),
+      fft_(layout.fft_size, planning) {
+  if (band_taps.empty() || band_taps.size() > 256) reject("bands must be 1..256, got " + std::to_string(band_taps.size()));
+  if (channels < 1 || channels > 4096) reject("channels must be 1..4096, got " + std::to_string(channels));
   for (size_t b = 0; b < band_taps.size(); ++b) {
     if (band_taps[b].empty() || band_taps[b].size() > (size_t(1) << 20))
-      throw std::invalid_argument("PartitionedFirBank: band " + std::to_string(b) + " taps must be 1..1048576, got " +
-                                  std::to_string(band_taps[b].size()));
-    parts_ = std::max(parts_, partitions_for(band_taps[b].size(), block_));
+      reject("band " + std::to_string(b) + " taps must be 1..1048576, got " + std::to_string(band_taps[b].size()));
+    parts_ = std::max(parts_, partitions_for(band_taps[b].size(), layout_.partition));
   }
+  // Partition p must meet the input delayed by p * L samples, which the delay line (in steps of
+  // B) provides only when L == B.
+  if (parts_ > 1 && layout_.partition != layout_.block)
+    reject("a filter longer than one partition (" + std::to_string(layout_.partition) +
+           " taps) needs partition == block, got block " + std::to_string(layout_.block));
   taps_ = make_spectra(band_taps);
-  time_ = make_fftw_buffer(size_t(channels_) * 2 * block_);
-  fdl_re_ = make_fftw_buffer(size_t(channels_) * parts_ * stride_);
-  fdl_im_ = make_fftw_buffer(size_t(channels_) * parts_ * stride_);
-  acc_re_ = make_fftw_buffer(2 * stride_);  // [0, stride): current taps, [stride, 2 stride): next taps
-  acc_im_ = make_fftw_buffer(2 * stride_);
-  ifft_out_ = make_fftw_buffer(2 * 2 * size_t(block_));
-  out_ = make_fftw_buffer(size_t(bands_) * channels_ * block_);
+  time_ = make_fftw_buffer(size_t(channels_) * layout_.fft_size);
+  fdl_ = make_fftw_buffer(size_t(channels_) * parts_ * stride_);
+  acc_ = make_fftw_buffer(2 * stride_);
+  ifft_out_ = make_fftw_buffer(2 * size_t(layout_.fft_size));
+  out_ = make_fftw_buffer(size_t(bands_) * channels_ * layout_.block);
 }
 
 PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<std::vector<float>>& band_taps) const {
   Spectra s;
-  s.re = make_fftw_buffer(size_t(bands_) * parts_ * stride_);
-  s.im = make_fftw_buffer(size_t(bands_) * parts_ * stride_);
-  FftwBuffer chunk = make_fftw_buffer(2 * size_t(block_));
+  s.data = make_fftw_buffer(size_t(bands_) * parts_ * stride_);
+  FftwBuffer frame = make_fftw_buffer(layout_.fft_size);
+  const float scale = 1.0f / float(layout_.fft_size);  // folds the inverse FFT's factor N into the taps
   for (uint32_t b = 0; b < bands_; ++b) {
     const std::vector<float>& h = band_taps[b];
-    const uint32_t used = partitions_for(h.size(), block_);
+    const uint32_t used = partitions_for(h.size(), layout_.partition);
     s.parts.push_back(used);
     for (uint32_t p = 0; p < used; ++p) {
-      // Partition p holds taps [pB, pB + B) at the start of a 2B zero-padded frame.
-      std::fill_n(chunk.get(), 2 * size_t(block_), 0.0f);
-      const size_t first = size_t(p) * block_;
-      const size_t n = std::min<size_t>(block_, h.size() - first);
-      std::copy_n(h.data() + first, n, chunk.get());
-      const size_t at = (size_t(b) * parts_ + p) * stride_;
-      fft_.forward(chunk.get(), s.re.get() + at, s.im.get() + at);
+      std::fill_n(frame.get(), layout_.fft_size, 0.0f);
+      const size_t first = size_t(p) * layout_.partition;
+      const size_t n = std::min<size_t>(layout_.partition, h.size() - first);
+      for (size_t i = 0; i < n; ++i) frame[i] = h[first + i] * scale;
+      fft_.forward(frame.get(), s.data.get() + (size_t(b) * parts_ + p) * stride_);
     }
   }
   return s;
@@ -73,73 +107,66 @@ PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<s
 
 void PartitionedFirBank::set_taps(const std::vector<std::vector<float>>& band_taps) {
   if (band_taps.size() != bands_)
-    throw std::invalid_argument("PartitionedFirBank::set_taps: expected " + std::to_string(bands_) + " bands, got " +
-                                std::to_string(band_taps.size()));
+    reject("set_taps: expected " + std::to_string(bands_) + " bands, got " + std::to_string(band_taps.size()));
   for (size_t b = 0; b < band_taps.size(); ++b)
-    if (band_taps[b].empty() || partitions_for(band_taps[b].size(), block_) > parts_)
-      throw std::invalid_argument("PartitionedFirBank::set_taps: band " + std::to_string(b) + " taps must be 1.." +
-                                  std::to_string(size_t(parts_) * block_) + ", got " +
-                                  std::to_string(band_taps[b].size()));
+    if (band_taps[b].empty() || partitions_for(band_taps[b].size(), layout_.partition) > parts_)
+      reject("set_taps: band " + std::to_string(b) + " taps must be 1.." +
+             std::to_string(size_t(parts_) * layout_.partition) + ", got " + std::to_string(band_taps[b].size()));
   next_taps_ = make_spectra(band_taps);
   pending_ = true;
 }
 
 void PartitionedFirBank::reset() noexcept {
-  std::fill_n(time_.get(), size_t(channels_) * 2 * block_, 0.0f);
-  std::fill_n(fdl_re_.get(), size_t(channels_) * parts_ * stride_, 0.0f);
-  std::fill_n(fdl_im_.get(), size_t(channels_) * parts_ * stride_, 0.0f);
-  std::fill_n(out_.get(), size_t(bands_) * channels_ * block_, 0.0f);
+  std::fill_n(time_.get(), size_t(channels_) * layout_.fft_size, 0.0f);
+  std::fill_n(fdl_.get(), size_t(channels_) * parts_ * stride_, 0.0f);
+  std::fill_n(out_.get(), size_t(bands_) * channels_ * layout_.block, 0.0f);
   fdl_pos_ = 0;
   fill_ = 0;
 }
 
-void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel) noexcept {
-  float* __restrict ar = acc_re_.get();
-  float* __restrict ai = acc_im_.get();
-  std::fill_n(ar, bins_, 0.0f);
-  std::fill_n(ai, bins_, 0.0f);
-  const float* xr_base = fdl_re_.get() + size_t(channel) * parts_ * stride_;
-  const float* xi_base = fdl_im_.get() + size_t(channel) * parts_ * stride_;
+void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* acc) noexcept {
+  const size_t n = 2 * bins_;
+  std::fill_n(acc, n, 0.0f);
+  const float* x_base = fdl_.get() + size_t(channel) * parts_ * stride_;
   for (uint32_t p = 0; p < h.parts[band]; ++p) {
     // Partition p meets the input block from p blocks ago.
     const uint32_t slot = (fdl_pos_ + parts_ - p) % parts_;
-    const float* __restrict xr = xr_base + size_t(slot) * stride_;
-    const float* __restrict xi = xi_base + size_t(slot) * stride_;
-    const float* __restrict hr = h.re.get() + (size_t(band) * parts_ + p) * stride_;
-    const float* __restrict hi = h.im.get() + (size_t(band) * parts_ + p) * stride_;
-    for (size_t k = 0; k < bins_; ++k) {
-      ar[k] += xr[k] * hr[k] - xi[k] * hi[k];
-      ai[k] += xr[k] * hi[k] + xi[k] * hr[k];
+    const float* __restrict x = x_base + size_t(slot) * stride_;
+    const float* __restrict w = h.data.get() + (size_t(band) * parts_ + p) * stride_;
+    float* __restrict a = acc;
+    for (size_t k = 0; k < n; k += 2) {
+      a[k] += x[k] * w[k] - x[k + 1] * w[k + 1];
+      a[k + 1] += x[k] * w[k + 1] + x[k + 1] * w[k];
     }
   }
 }
 
 void PartitionedFirBank::run_block() noexcept {
-  const size_t n = 2 * size_t(block_);
-  const float scale = 1.0f / float(n);
+  const uint32_t n = layout_.fft_size, b_len = layout_.block;
   fdl_pos_ = (fdl_pos_ + 1) % parts_;
   const bool crossfade = pending_;
   for (uint32_t c = 0; c < channels_; ++c) {
-    float* t = time_.get() + c * n;
-    const size_t slot = (size_t(c) * parts_ + fdl_pos_) * stride_;
-    fft_.forward(t, fdl_re_.get() + slot, fdl_im_.get() + slot);
-    std::copy_n(t + block_, block_, t);  // this block becomes the previous one
+    float* t = time_.get() + size_t(c) * n;
+    fft_.forward(t, fdl_.get() + (size_t(c) * parts_ + fdl_pos_) * stride_);
+    std::copy(t + b_len, t + n, t);  // slide the window by one block
     for (uint32_t b = 0; b < bands_; ++b) {
-      float* y = out_.get() + (size_t(b) * channels_ + c) * block_;
+      float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;
       float* ifft = ifft_out_.get();
-      accumulate(taps_, b, c);
-      fft_.inverse(acc_re_.get(), acc_im_.get(), ifft);
+      accumulate(taps_, b, c, acc_.get());
+      fft_.inverse(acc_.get(), ifft);
+      // Overlap-save: the last B samples of the circular convolution are the linear ones.
+      const float* lin = ifft + (n - b_len);
       if (!crossfade) {
-        // Overlap-save: the last B samples of the circular convolution are the linear ones.
-        for (uint32_t i = 0; i < block_; ++i) y[i] = ifft[block_ + i] * scale;
+        std::copy_n(lin, b_len, y);
         continue;
       }
       float* ifft_new = ifft_out_.get() + n;
-      accumulate(next_taps_, b, c);
-      fft_.inverse(acc_re_.get(), acc_im_.get(), ifft_new);
-      for (uint32_t i = 0; i < block_; ++i) {
-        const float w = float(i + 1) / float(block_);  // reaches the new filter on the block's last sample
-        y[i] = ((1.0f - w) * ifft[block_ + i] + w * ifft_new[block_ + i]) * scale;
+      accumulate(next_taps_, b, c, acc_.get() + stride_);
+      fft_.inverse(acc_.get() + stride_, ifft_new);
+      const float* lin_new = ifft_new + (n - b_len);
+      for (uint32_t i = 0; i < b_len; ++i) {
+        const float w = float(i + 1) / float(b_len);  // all new on the block's last sample
+        y[i] = (1.0f - w) * lin[i] + w * lin_new[i];
       }
     }
   }
@@ -151,16 +178,17 @@ void PartitionedFirBank::run_block() noexcept {
 
 void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out,
                                  size_t out_stride) noexcept {
+  const uint32_t n = layout_.fft_size, b_len = layout_.block;
   uint32_t done = 0;
   while (done < frames) {
-    const uint32_t n = std::min(block_ - fill_, frames - done);
+    const uint32_t k = std::min(b_len - fill_, frames - done);
     for (uint32_t c = 0; c < channels_; ++c)
-      std::copy_n(in + c * in_stride + done, n, time_.get() + size_t(c) * 2 * block_ + block_ + fill_);
+      std::copy_n(in + c * in_stride + done, k, time_.get() + size_t(c) * n + (n - b_len) + fill_);
     for (uint32_t lane = 0; lane < bands_ * channels_; ++lane)
-      std::copy_n(out_.get() + size_t(lane) * block_ + fill_, n, out + lane * out_stride + done);
-    fill_ += n;
-    done += n;
-    if (fill_ == block_) {
+      std::copy_n(out_.get() + size_t(lane) * b_len + fill_, k, out + lane * out_stride + done);
+    fill_ += k;
+    done += k;
+    if (fill_ == b_len) {
       run_block();
       fill_ = 0;
     }

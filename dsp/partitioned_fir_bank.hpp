@@ -1,11 +1,15 @@
-// PartitionedFirBank: N band filters over C channels by uniformly partitioned overlap-save
-// (UPOLS). Each filter is cut into P partitions of B taps whose spectra (FFT size 2B) multiply a
-// frequency-domain delay line of the last P input-block spectra. One forward FFT per channel per
-// block serves every band. Cost per sample ~ (FFT + bands x (P CMACs + IFFT)) / B, independent of
-// how the taps are laid out; latency exactly B samples whatever the filter length.
+// PartitionedFirBank: N band filters over C channels by partitioned overlap-save. Every filter is
+// cut into P partitions of L taps; input arrives in blocks of B samples; each block's spectrum
+// (FFT size N >= L + B - 1) enters a frequency-domain delay line, and band b's output block is
+// IFFT(sum_p X[k - p] * H_b[p]). One forward FFT per channel per block serves every band.
 //
-// Output: y_b[n - B], where y_b = lfilter(h_b, 1, x): the filtered stream delayed by one partition.
-// Chunks may be any size (0..max_frames): input collects into blocks of B internally.
+// Two layouts (see the factories):
+//   uniform(B):      L = B, N = 2B: latency B whatever the filter length (UPOLS).
+//   single_block(N): P = 1, L = longest filter, B = N - L + 1: the most samples per FFT, for
+//                    throughput when a latency of B is acceptable.
+//
+// Output: y_b[n - B], where y_b = lfilter(h_b, 1, x): the filtered stream delayed by one block.
+// Chunks may be any size: input collects into blocks internally.
 // Taps can be replaced while running: set_taps() prepares the new spectra (allocates: not RT);
 // the swap happens at the next block boundary with a linear crossfade over that block, computed
 // from the same input spectra, so the output stays between the old and new filters' outputs.
@@ -19,20 +23,35 @@
 
 namespace vigil {
 
+struct PartitionLayout {
+  uint32_t block = 0;      // B: samples per block (latency), >= 1
+  uint32_t partition = 0;  // L: taps per partition; must equal B when the filter needs > 1
+  uint32_t fft_size = 0;   // N: a power of two >= L + B - 1, 32..2^22
+};
+
 class PartitionedFirBank {
  public:
-  // band_taps: 1..256 bands of 1..2^20 taps (lengths may differ); channels: 1..4096;
-  // partition: B, a power of two 16..65536. Throws std::invalid_argument naming the range.
-  PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t partition,
+  // band_taps: 1..256 bands of 1..2^20 taps (lengths may differ); channels: 1..4096.
+  // Throws std::invalid_argument naming the parameter and its range.
+  PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, PartitionLayout layout,
                      FftPlanning planning = FftPlanning::kEstimate);
+
+  // Uniform partitions of B taps (B a power of two, 16..65536): latency B.
+  static PartitionLayout uniform(uint32_t block);
+  // One partition holding the longest filter, FFT size N (a power of two > max_taps): latency
+  // N - max_taps + 1.
+  static PartitionLayout single_block(size_t max_taps, uint32_t fft_size);
+  // The single-block FFT size with the least modelled work per sample (N log2 N / (N - M + 1)),
+  // bounded so that the block stays <= max_block samples; 0 when no single block fits (use
+  // uniform partitions then).
+  static uint32_t best_fft_size(size_t max_taps, uint32_t max_block = 1u << 16);
 
   // in: channel c at in + c * in_stride; out: band b, channel c at out + (b * channels + c) * out_stride.
   // RT-safe: no allocation.
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept;
 
-  // Stages new taps (same band count; lengths may differ but not exceed the partition count the
-  // bank was built with: ceil(len / B) <= partitions()). Not RT-safe (computes spectra). The
-  // crossfade starts at the next block boundary. Throws std::invalid_argument.
+  // Stages new taps (same band count, each at most partitions() x partition() taps). Not RT-safe.
+  // The crossfade starts at the next block boundary. Throws std::invalid_argument.
   void set_taps(const std::vector<std::vector<float>>& band_taps);
   bool crossfade_pending() const noexcept { return pending_; }
 
@@ -40,31 +59,34 @@ class PartitionedFirBank {
 
   uint32_t bands() const noexcept { return bands_; }
   uint32_t channels() const noexcept { return channels_; }
-  uint32_t partition() const noexcept { return block_; }
+  uint32_t block() const noexcept { return layout_.block; }
+  uint32_t partition() const noexcept { return layout_.partition; }
   uint32_t partitions() const noexcept { return parts_; }
-  uint32_t latency_frames() const noexcept { return block_; }
+  uint32_t fft_size() const noexcept { return layout_.fft_size; }
+  uint32_t latency_frames() const noexcept { return layout_.block; }
 
  private:
-  // Spectra of every band's partitions: [band][partition] x stride_ floats, real and imag.
   struct Spectra {
-    FftwBuffer re, im;
-    std::vector<uint32_t> parts;  // partitions actually used per band
+    FftwBuffer data;              // [band][partition]: stride_ floats of interleaved complex
+    std::vector<uint32_t> parts;  // partitions used per band
   };
   Spectra make_spectra(const std::vector<std::vector<float>>& band_taps) const;
   void run_block() noexcept;
-  void accumulate(const Spectra& h, uint32_t band, uint32_t channel) noexcept;
+  void accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* acc) noexcept;
 
-  uint32_t bands_, channels_, block_, parts_;
-  size_t bins_, stride_;      // stride_: bins_ rounded up to 16 floats (keeps FFTW alignment)
+  uint32_t bands_, channels_;
+  PartitionLayout layout_;
+  uint32_t parts_ = 0;
+  size_t bins_, stride_;        // stride_: 2 * bins_ rounded up to 16 floats (FFTW alignment)
   RealFft fft_;
   Spectra taps_, next_taps_;
   bool pending_ = false;
-  FftwBuffer time_;           // per channel: 2B samples [previous block | current block]
-  FftwBuffer fdl_re_, fdl_im_;  // per channel: parts_ slots of input spectra (ring)
-  uint32_t fdl_pos_ = 0;      // slot of the newest block
-  FftwBuffer acc_re_, acc_im_, ifft_out_;
-  FftwBuffer out_;            // per lane: B output samples ready from the last block
-  uint32_t fill_ = 0;         // samples of the current block received so far
+  FftwBuffer time_;             // per channel: the last N input samples (block at the end)
+  FftwBuffer fdl_;              // per channel: parts_ input spectra (ring)
+  uint32_t fdl_pos_ = 0;        // slot of the newest block
+  FftwBuffer acc_, ifft_out_;   // two of each: current and next taps during a crossfade
+  FftwBuffer out_;              // per lane: B output samples ready from the last block
+  uint32_t fill_ = 0;           // samples of the current block received so far
 };
 
 }  // namespace vigil

@@ -28,17 +28,16 @@ FftwBuffer make_fftw_buffer(size_t floats) {
 RealFft::RealFft(size_t n, FftPlanning planning) : n_(n) {
   if (n < 2 || n > (size_t(1) << 24) || n % 2)
     throw std::invalid_argument("RealFft: size must be even and 2..16777216, got " + std::to_string(n));
-  FftwBuffer in = make_fftw_buffer(n), re = make_fftw_buffer(bins()), im = make_fftw_buffer(bins());
+  FftwBuffer in = make_fftw_buffer(n), spec = make_fftw_buffer(2 * bins());
   const unsigned flags = (planning == FftPlanning::kMeasure ? FFTW_MEASURE : FFTW_ESTIMATE);
-  fftwf_iodim dim{int(n), 1, 1};
+  auto* c = reinterpret_cast<fftwf_complex*>(spec.get());
   std::lock_guard<std::mutex> lock(planner_mutex());
-  forward_plan_ = fftwf_plan_guru_split_dft_r2c(1, &dim, 0, nullptr, in.get(), re.get(), im.get(), flags);
-  // c2r destroys its input unless told otherwise; we never need the spectrum afterwards.
-  inverse_plan_ = fftwf_plan_guru_split_dft_c2r(1, &dim, 0, nullptr, re.get(), im.get(), in.get(), flags);
+  forward_plan_ = fftwf_plan_dft_r2c_1d(int(n), in.get(), c, flags);
+  inverse_plan_ = fftwf_plan_dft_c2r_1d(int(n), c, in.get(), flags);
   if (!forward_plan_ || !inverse_plan_) {
     if (forward_plan_) fftwf_destroy_plan(static_cast<fftwf_plan>(forward_plan_));
     if (inverse_plan_) fftwf_destroy_plan(static_cast<fftwf_plan>(inverse_plan_));
-    throw std::runtime_error("RealFft: FFTW could not plan a split real FFT of size " + std::to_string(n));
+    throw std::runtime_error("RealFft: FFTW could not plan a real FFT of size " + std::to_string(n));
   }
 }
 
@@ -48,13 +47,13 @@ RealFft::~RealFft() {
   fftwf_destroy_plan(static_cast<fftwf_plan>(inverse_plan_));
 }
 
-void RealFft::forward(const float* in, float* re, float* im) const noexcept {
-  fftwf_execute_split_dft_r2c(static_cast<fftwf_plan>(forward_plan_), const_cast<float*>(in), re, im);
+void RealFft::forward(const float* in, float* spectrum) const noexcept {
+  fftwf_execute_dft_r2c(static_cast<fftwf_plan>(forward_plan_), const_cast<float*>(in),
+                        reinterpret_cast<fftwf_complex*>(spectrum));
 }
 
-void RealFft::inverse(const float* re, const float* im, float* out) const noexcept {
-  fftwf_execute_split_dft_c2r(static_cast<fftwf_plan>(inverse_plan_), const_cast<float*>(re), const_cast<float*>(im),
-                              out);
+void RealFft::inverse(float* spectrum, float* out) const noexcept {
+  fftwf_execute_dft_c2r(static_cast<fftwf_plan>(inverse_plan_), reinterpret_cast<fftwf_complex*>(spectrum), out);
 }
 
 }  // namespace vigil

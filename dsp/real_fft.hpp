@@ -1,7 +1,7 @@
-// RealFft: a forward/inverse real FFT pair of one size on FFTW3 single precision, with the
-// spectrum in split form (separate real and imaginary arrays) so that spectral products
-// vectorise. Planning happens in the constructor (not thread-safe in FFTW: serialised here by a
-// global mutex); execute() is RT-safe and may run on any thread.
+// RealFft: a forward/inverse real FFT pair of one size on FFTW3 single precision; spectra are
+// interleaved complex (re, im) pairs, n/2 + 1 of them (FFTW's r2c layout, measured faster than
+// its split-array plans). Planning happens in the constructor (FFTW's planner is not thread-safe:
+// serialised here by a global mutex); forward()/inverse() are RT-safe on any thread.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +29,11 @@ class RealFft {
   size_t size() const noexcept { return n_; }
   size_t bins() const noexcept { return n_ / 2 + 1; }
 
-  // in: n reals; re, im: bins() each. All pointers from make_fftw_buffer (or equally aligned).
-  void forward(const float* in, float* re, float* im) const noexcept;
-  // Unnormalised inverse: out = n * x for the x whose spectrum is (re, im). re/im are not kept.
-  void inverse(const float* re, const float* im, float* out) const noexcept;
+  // in: n reals; spectrum: 2 * bins() floats. Pointers from make_fftw_buffer, or offsets into one
+  // that are multiples of 16 floats (FFTW requires the planned alignment).
+  void forward(const float* in, float* spectrum) const noexcept;
+  // Unnormalised inverse (out = n * x). The spectrum is overwritten (FFTW c2r destroys its input).
+  void inverse(float* spectrum, float* out) const noexcept;
 
  private:
   size_t n_;

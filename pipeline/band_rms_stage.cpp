@@ -11,6 +11,7 @@ namespace vigil {
 
 StreamFormat BandRmsStage::prepare(const StreamFormat& in, uint32_t) {
   channels_ = in.channels;
+  delay_frames_ = in.delay_frames;
   rate_hz_ = in.rate_hz;
   const auto window = uint64_t(std::max(1.0, std::round(settings_.window_s * in.rate_hz)));
   lanes_.assign(size_t(in.bands) * in.channels, Lane{WindowedRms(window)});
@@ -38,8 +39,11 @@ StageStatus BandRmsStage::process(const Block& in, Block&, const Exec& exec) noe
         ev.channel = c;
         ev.value = rms;
         ev.threshold = raise ? settings_.threshold : settings_.clear_threshold;
-        ev.frame = exec.chunk.first_frame + i;
-        ev.t_utc_ns = exec.chunk.t_first_utc_ns + frames_to_ns(i, rate_hz_);
+        // Report the input frame the window's last sample came from (the stream lags by delay).
+        const uint64_t out_frame = exec.chunk.first_frame + i;
+        ev.frame = out_frame >= delay_frames_ ? out_frame - delay_frames_ : 0;
+        ev.t_utc_ns = exec.chunk.t_first_utc_ns + frames_to_ns(i, rate_hz_) -
+                      (delay_frames_ ? frames_to_ns(delay_frames_, rate_hz_) : 0);
         if (!exec.events || !exec.events->push(ev)) {
           if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
         }

@@ -31,6 +31,7 @@ class BandRmsStage final : public Stage {
   BandRmsSettings settings_;
   uint16_t stage_index_;
   uint32_t channels_ = 0;
+  uint32_t delay_frames_ = 0;  // of the input stream
   double rate_hz_ = 0;
   std::vector<Lane> lanes_;
 };

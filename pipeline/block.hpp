@@ -20,6 +20,9 @@ struct StreamFormat {
   uint32_t channels = 0;
   uint32_t bands = 0;
   std::vector<std::string> band_names;  // bands entries ("" for the raw input)
+  // Samples by which this stream lags the input: output sample k belongs to input frame
+  // k - delay_frames. Outputs and detectors correct times and frame indices by it.
+  uint32_t delay_frames = 0;
 };
 
 // Lane (band b, channel c) is data + (b * channels + c) * stride, `frames` samples long.

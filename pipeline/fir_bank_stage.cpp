@@ -17,7 +17,9 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
     taps.emplace_back(h.begin(), h.end());
     out.band_names.push_back(b.name);
   }
-  bank_ = std::make_unique<FirBank>(std::move(taps), in.channels, max_frames);
+  const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
+  bank_ = std::make_unique<StreamingFirBank>(taps, in.channels, max_frames, max_latency);
+  out.delay_frames = in.delay_frames + bank_->latency_frames();
   return out;
 }
 

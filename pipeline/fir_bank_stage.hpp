@@ -1,11 +1,13 @@
-// FirBankStage: adapts dsp/FirBank to the graph. Input: C channels (1 band). Output: N bands x C
-// channels, same rate. Latency: none beyond the filters' own group delay ((taps-1)/2 samples).
+// FirBankStage: adapts dsp/StreamingFirBank to the graph. Input: C channels (1 band). Output: N
+// bands x C channels, same rate. Latency: 0 for the direct form (<= 48 taps), else one FFT block
+// (<= max_latency_frames, default one chunk), added to the stream's delay_frames; the filters'
+// own group delay ((taps-1)/2) is part of the signal, not of the delay.
 #pragma once
 
 #include <memory>
 
 #include "config/settings.hpp"
-#include "dsp/fir_bank.hpp"
+#include "dsp/streaming_fir_bank.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -16,10 +18,11 @@ class FirBankStage final : public Stage {
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
+  const StreamingFirBank* bank() const noexcept { return bank_.get(); }
 
  private:
   FirBankSettings settings_;
-  std::unique_ptr<FirBank> bank_;
+  std::unique_ptr<StreamingFirBank> bank_;
 };
 
 }  // namespace vigil

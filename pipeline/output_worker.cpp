@@ -69,6 +69,9 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
       out.next_context_mono_ns = now + int64_t(out.settings.context_interval_s * 1e9);
     }
     const StreamFormat& f = graph_.stream(size_t(out.stream)).format;
+    // Stamp each sample with the time of the input frame it belongs to.
+    const __int128 delay_ps = integral_rate ? __int128(f.delay_frames) * 1'000'000'000'000 / __int128(rate)
+                                            : __int128(double(f.delay_frames) * 1e12 / options_.rate_hz);
     const size_t per_packet =
         vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
     for (uint32_t b = 0; b < f.bands; ++b) {
@@ -83,7 +86,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
           // Timestamp of the packet's first sample: exact picoseconds for integer rates.
           const __int128 offset_ps = integral_rate ? __int128(k) * 1'000'000'000'000 / __int128(rate)
                                                    : __int128(double(k) * 1e12 / options_.rate_hz);
-          vita49::split_ps(__int128(h.t_first_utc_ns) * 1000 + offset_ps, p.ts_int, p.ts_frac_ps);
+          vita49::split_ps(__int128(h.t_first_utc_ns) * 1000 + offset_ps - delay_ps, p.ts_int, p.ts_frac_ps);
           p.sample_loss = k == 0 && (h.flags & chunk_flags::kOverrunBefore) != 0;
           p.packet_count = out.packet_counts[lane];
           out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);

@@ -34,7 +34,7 @@ TEST(PartitionedFirBank, MatchesScipyLfilterDelayedByOnePartition) {
   const auto y64 = test::read_f64("fir63_lfilter_y.bin");
   const std::vector<float> h(h64.begin(), h64.end()), x(x64.begin(), x64.end());
   for (uint32_t block : {16u, 64u, 256u}) {
-    PartitionedFirBank bank({h}, 1, block);
+    PartitionedFirBank bank({h}, 1, PartitionedFirBank::uniform(block));
     EXPECT_EQ(bank.latency_frames(), block);
     std::vector<float> y(x.size(), -999.0f);
     bank.process(x.data(), x.size(), uint32_t(x.size()), y.data(), y.size());
@@ -61,7 +61,7 @@ TEST(PartitionedFirBank, EqualsDirectFormForEveryLengthAndChunking) {
     std::vector<float> ref(2 * size_t(channels) * total);
     direct.process(x.data(), total, total, ref.data(), total);
 
-    PartitionedFirBank bank(taps, channels, block);
+    PartitionedFirBank bank(taps, channels, PartitionedFirBank::uniform(block));
     const uint32_t max_chunk = 300;
     std::vector<float> in(size_t(channels) * max_chunk), out(2 * size_t(channels) * max_chunk);
     std::vector<float> got(2 * size_t(channels) * total, -999.0f);
@@ -84,12 +84,49 @@ TEST(PartitionedFirBank, EqualsDirectFormForEveryLengthAndChunking) {
   }
 }
 
+TEST(PartitionedFirBank, SingleBlockLayoutEqualsDirectForm) {
+  const uint32_t channels = 2, total = 5000;
+  for (size_t len : {size_t(1), size_t(63), size_t(500), size_t(2000)}) {
+    const std::vector<std::vector<float>> taps = {randn(len, 3)};
+    const std::vector<float> x = randn(size_t(channels) * total, 4);
+    FirBank direct(taps, channels, total);
+    std::vector<float> ref(size_t(channels) * total), got(size_t(channels) * total, -999.0f);
+    direct.process(x.data(), total, total, ref.data(), total);
+    const uint32_t n = PartitionedFirBank::best_fft_size(len);
+    PartitionedFirBank bank(taps, channels, PartitionedFirBank::single_block(len, n));
+    EXPECT_EQ(bank.partitions(), 1u);
+    EXPECT_EQ(bank.latency_frames(), n - len + 1);
+    for (uint32_t at = 0; at < total; at += 999) {
+      const uint32_t k = std::min(999u, total - at);
+      std::vector<float> in(size_t(channels) * k), out(size_t(channels) * k);
+      for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], k, &in[size_t(c) * k]);
+      bank.process(in.data(), k, k, out.data(), k);
+      for (uint32_t c = 0; c < channels; ++c) std::copy_n(&out[size_t(c) * k], k, &got[size_t(c) * total + at]);
+    }
+    const uint32_t lat = bank.latency_frames();
+    const double tol = test::kFirOutputRel * std::max(1.0, max_abs(ref));
+    for (uint32_t c = 0; c < channels; ++c)
+      for (uint32_t i = lat; i < total; ++i)
+        ASSERT_NEAR(got[size_t(c) * total + i], ref[size_t(c) * total + i - lat], tol) << "taps " << len << " i " << i;
+  }
+}
+
+TEST(PartitionedFirBank, BestFftSizeMinimisesWorkPerSample) {
+  // N log N / (N - M + 1): for 64 taps the optimum is well above the textbook 2M.
+  const uint32_t n64 = PartitionedFirBank::best_fft_size(64);
+  EXPECT_GE(n64, 512u);
+  EXPECT_LE(n64, 4096u);
+  EXPECT_GT(PartitionedFirBank::best_fft_size(8192), 8192u * 2);
+  EXPECT_EQ(PartitionedFirBank::best_fft_size(8192, 1024), 0u);  // no single block of <= 1024 fits
+  EXPECT_EQ(PartitionedFirBank::best_fft_size(100, 1024), 1024u);  // capped: hop 925
+}
+
 TEST(PartitionedFirBank, TapSwapCrossfadesWithoutAClick) {
   // Old filter: gain 1 (impulse); new filter: gain -0.5. During the crossfade block the output must
   // lie between the two filters' outputs; before it equal the old, after it the new.
   const uint32_t block = 32, total = 1024;
   const std::vector<float> x = randn(total, 5);
-  PartitionedFirBank bank({{1.0f}}, 1, block);
+  PartitionedFirBank bank({{1.0f}}, 1, PartitionedFirBank::uniform(block));
   std::vector<float> y(total);
   bank.process(x.data(), total, 400, y.data(), total);  // swap is staged mid-block (400 = 12.5 blocks)
   bank.set_taps({{-0.5f}});
@@ -113,7 +150,7 @@ TEST(PartitionedFirBank, TapSwapCrossfadesWithoutAClick) {
 }
 
 TEST(PartitionedFirBank, ResetForgetsHistory) {
-  PartitionedFirBank bank({randn(100, 1)}, 1, 16);
+  PartitionedFirBank bank({randn(100, 1)}, 1, PartitionedFirBank::uniform(16));
   std::vector<float> x = randn(200, 2), y(200);
   bank.process(x.data(), 200, 200, y.data(), 200);
   bank.reset();
@@ -123,12 +160,18 @@ TEST(PartitionedFirBank, ResetForgetsHistory) {
 }
 
 TEST(PartitionedFirBank, RejectsBadParameters) {
-  EXPECT_THROW(PartitionedFirBank({{1.0f}}, 1, 48), std::invalid_argument);   // not a power of two
-  EXPECT_THROW(PartitionedFirBank({{1.0f}}, 1, 8), std::invalid_argument);    // too small
-  EXPECT_THROW(PartitionedFirBank({}, 1, 16), std::invalid_argument);
-  EXPECT_THROW(PartitionedFirBank({{}}, 1, 16), std::invalid_argument);
-  EXPECT_THROW(PartitionedFirBank({{1.0f}}, 0, 16), std::invalid_argument);
-  PartitionedFirBank bank({std::vector<float>(40, 0.1f)}, 1, 16);  // 3 partitions
+  const auto u16 = PartitionedFirBank::uniform(16);
+  EXPECT_THROW(PartitionedFirBank::uniform(48), std::invalid_argument);   // not a power of two
+  EXPECT_THROW(PartitionedFirBank::uniform(8), std::invalid_argument);    // too small
+  EXPECT_THROW(PartitionedFirBank::single_block(64, 64), std::invalid_argument);
+  EXPECT_THROW(PartitionedFirBank({}, 1, u16), std::invalid_argument);
+  EXPECT_THROW(PartitionedFirBank({{}}, 1, u16), std::invalid_argument);
+  EXPECT_THROW(PartitionedFirBank({{1.0f}}, 0, u16), std::invalid_argument);
+  EXPECT_THROW(PartitionedFirBank({{1.0f}}, 1, PartitionLayout{16, 16, 24}), std::invalid_argument);  // N not 2^k
+  EXPECT_THROW(PartitionedFirBank({{1.0f}}, 1, PartitionLayout{20, 20, 32}), std::invalid_argument);  // N < L+B-1
+  // Longer than one partition with L != B: the delay line cannot line up.
+  EXPECT_THROW(PartitionedFirBank({std::vector<float>(40, 0.1f)}, 1, PartitionLayout{8, 16, 32}), std::invalid_argument);
+  PartitionedFirBank bank({std::vector<float>(40, 0.1f)}, 1, u16);  // 3 partitions
   EXPECT_THROW(bank.set_taps({std::vector<float>(49, 0.1f)}), std::invalid_argument);  // 4 partitions
   EXPECT_THROW(bank.set_taps({{1.0f}, {1.0f}}), std::invalid_argument);
   EXPECT_NO_THROW(bank.set_taps({std::vector<float>(48, 0.1f)}));

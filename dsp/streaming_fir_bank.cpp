@@ -1,0 +1,69 @@
+#include "dsp/streaming_fir_bank.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace vigil {
+
+StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
+                                   uint32_t max_frames, uint32_t max_latency_frames, FftPlanning planning) {
+  size_t longest = 0;
+  for (const auto& t : band_taps) longest = std::max(longest, t.size());
+  if (longest <= kDirectMaxTaps) {
+    form_ = Form::kDirect;
+    direct_ = std::make_unique<FirBank>(band_taps, channels, max_frames);
+    return;
+  }
+  if (max_latency_frames < 16)
+    throw std::invalid_argument("fir bank: " + std::to_string(longest) + " taps need an FFT form with at least 16 frames "
+                                "of latency, but the latency limit is " + std::to_string(max_latency_frames));
+  if (const uint32_t n = PartitionedFirBank::best_fft_size(longest, max_latency_frames)) {
+    form_ = Form::kSingleBlock;
+    partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels,
+                                                        PartitionedFirBank::single_block(longest, n), planning);
+    return;
+  }
+  uint32_t block = 16;
+  while (block * 2 <= std::min<uint32_t>(max_latency_frames, 65536)) block *= 2;
+  form_ = Form::kUniform;
+  partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels, PartitionedFirBank::uniform(block), planning);
+}
+
+void StreamingFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out,
+                               size_t out_stride) noexcept {
+  if (direct_)
+    direct_->process(in, in_stride, frames, out, out_stride);
+  else
+    partitioned_->process(in, in_stride, frames, out, out_stride);
+}
+
+void StreamingFirBank::set_taps(const std::vector<std::vector<float>>& band_taps, uint32_t crossfade_frames) {
+  if (direct_)
+    direct_->set_taps(band_taps, crossfade_frames);
+  else
+    partitioned_->set_taps(band_taps);
+}
+
+void StreamingFirBank::reset() noexcept {
+  if (direct_)
+    direct_->reset();
+  else
+    partitioned_->reset();
+}
+
+uint32_t StreamingFirBank::latency_frames() const noexcept { return direct_ ? 0 : partitioned_->latency_frames(); }
+
+std::string StreamingFirBank::describe() const {
+  switch (form_) {
+    case Form::kDirect: return "direct form";
+    case Form::kSingleBlock:
+      return "overlap-save, FFT " + std::to_string(partitioned_->fft_size()) + ", block " +
+             std::to_string(partitioned_->block());
+    case Form::kUniform:
+      return "uniformly partitioned overlap-save, " + std::to_string(partitioned_->partitions()) + " partitions of " +
+             std::to_string(partitioned_->block());
+  }
+  return "?";
+}
+
+}  // namespace vigil

@@ -1,0 +1,46 @@
+// StreamingFirBank: the FIR bank the pipeline uses. Picks the fastest form whose latency fits:
+//   - direct form (zero latency) up to kDirectMaxTaps taps: measured faster than any FFT form
+//     there (bench/fir_bench, docs/PERFORMANCE.md);
+//   - one FFT block of the size with least work per sample, when its block fits max_latency;
+//   - otherwise uniform partitions of the largest power-of-two block <= max_latency (>= 16).
+// Output equals lfilter(h, 1, x) delayed by latency_frames().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsp/fir_bank.hpp"
+#include "dsp/partitioned_fir_bank.hpp"
+
+namespace vigil {
+
+class StreamingFirBank {
+ public:
+  static constexpr size_t kDirectMaxTaps = 48;
+
+  enum class Form { kDirect, kSingleBlock, kUniform };
+
+  // band_taps, channels: as FirBank. max_frames: the largest chunk process() gets.
+  // max_latency_frames: the most delay the caller accepts (>= 16 unless taps <= kDirectMaxTaps).
+  StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t max_frames,
+                   uint32_t max_latency_frames, FftPlanning planning = FftPlanning::kEstimate);
+
+  // RT-safe.
+  void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept;
+  // Not RT-safe; crossfades over one block (direct form: over crossfade_frames).
+  void set_taps(const std::vector<std::vector<float>>& band_taps, uint32_t crossfade_frames = 256);
+  void reset() noexcept;
+
+  Form form() const noexcept { return form_; }
+  std::string describe() const;
+  uint32_t latency_frames() const noexcept;
+
+ private:
+  Form form_;
+  std::unique_ptr<FirBank> direct_;
+  std::unique_ptr<PartitionedFirBank> partitioned_;
+};
+
+}  // namespace vigil

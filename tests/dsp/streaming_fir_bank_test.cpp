@@ -1,0 +1,90 @@
+// The facade picks the form by length and latency budget, and each form equals the direct-form
+// specification delayed by the latency it reports.
+#include "dsp/streaming_fir_bank.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "../support/tolerances.hpp"
+
+namespace vigil {
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng) / 8.0f;
+  return v;
+}
+
+TEST(StreamingFirBank, PicksTheFormByLengthAndLatency) {
+  EXPECT_EQ(StreamingFirBank({randn(48, 1)}, 2, 1024, 1024).form(), StreamingFirBank::Form::kDirect);
+  EXPECT_EQ(StreamingFirBank({randn(48, 1)}, 2, 1024, 1024).latency_frames(), 0u);
+  const StreamingFirBank single({randn(255, 1)}, 2, 1024, 1024);
+  EXPECT_EQ(single.form(), StreamingFirBank::Form::kSingleBlock);
+  EXPECT_LE(single.latency_frames(), 1024u);
+  EXPECT_EQ(single.latency_frames(), 770u);  // FFT 1024, block 1024 - 255 + 1
+  const StreamingFirBank uniform({randn(8192, 1)}, 2, 1024, 1024);
+  EXPECT_EQ(uniform.form(), StreamingFirBank::Form::kUniform);
+  EXPECT_EQ(uniform.latency_frames(), 1024u);
+  EXPECT_THROW(StreamingFirBank({randn(100, 1)}, 1, 64, 8), std::invalid_argument);
+}
+
+TEST(StreamingFirBank, EveryFormEqualsTheDirectFormDelayed) {
+  const uint32_t channels = 2, total = 12000, chunk = 1000;
+  for (size_t len : {size_t(20), size_t(255), size_t(4000)}) {
+    const std::vector<std::vector<float>> taps = {randn(len, 5), randn(len / 2 + 1, 6)};
+    const std::vector<float> x = randn(size_t(channels) * total, 7);
+    FirBank ref_bank(taps, channels, total);
+    std::vector<float> ref(2 * size_t(channels) * total);
+    ref_bank.process(x.data(), total, total, ref.data(), total);
+    StreamingFirBank bank(taps, channels, chunk, chunk);
+    std::vector<float> out(2 * size_t(channels) * chunk), got(ref.size());
+    for (uint32_t at = 0; at < total; at += chunk) {
+      std::vector<float> in(size_t(channels) * chunk);
+      for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], chunk, &in[size_t(c) * chunk]);
+      bank.process(in.data(), chunk, chunk, out.data(), chunk);
+      for (uint32_t lane = 0; lane < 2 * channels; ++lane)
+        std::copy_n(&out[size_t(lane) * chunk], chunk, &got[size_t(lane) * total + at]);
+    }
+    const uint32_t lat = bank.latency_frames();
+    double max_ref = 1.0;
+    for (float v : ref) max_ref = std::max(max_ref, double(std::fabs(v)));
+    for (uint32_t lane = 0; lane < 2 * channels; ++lane)
+      for (uint32_t i = lat; i < total; ++i)
+        ASSERT_NEAR(got[size_t(lane) * total + i], ref[size_t(lane) * total + i - lat], test::kFirOutputRel * max_ref)
+            << bank.describe() << " lane " << lane << " sample " << i;
+  }
+}
+
+TEST(FirBankCrossfade, SwapStaysBetweenOldAndNewAndEndsOnTheNew) {
+  const uint32_t total = 2000, fade = 300;
+  const std::vector<float> x = randn(total, 9);
+  FirBank bank({{1.0f, 0.5f}}, 1, 500);
+  std::vector<float> y(total);
+  bank.process(x.data(), total, 500, y.data(), total);
+  bank.set_taps({{-1.0f}}, fade);
+  EXPECT_TRUE(bank.crossfade_pending());
+  for (uint32_t at = 500; at < total; at += 250) bank.process(x.data() + at, total, 250, y.data() + at, total);
+  EXPECT_FALSE(bank.crossfade_pending());
+  for (uint32_t n = 1; n < total; ++n) {
+    const float old_y = x[n] + 0.5f * x[n - 1], new_y = -x[n];
+    if (n < 500) {
+      ASSERT_FLOAT_EQ(y[n], old_y) << n;
+    } else if (n >= 500 + fade - 1) {
+      ASSERT_NEAR(y[n], new_y, 1e-6) << n;
+    } else {
+      ASSERT_GE(y[n], std::min(old_y, new_y) - 1e-6f) << n;
+      ASSERT_LE(y[n], std::max(old_y, new_y) + 1e-6f) << n;
+    }
+  }
+  EXPECT_THROW(bank.set_taps({{1.0f, 2.0f, 3.0f}}), std::invalid_argument);  // longer than the history holds
+  EXPECT_THROW(bank.set_taps({{1.0f}, {1.0f}}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vigil
