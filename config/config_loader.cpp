@@ -270,7 +270,8 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     return;
   }
   if (st.kind == "fir_bank") {
-    r.check_keys(n, where, {"name", "kind", "input", "taps", "window", "kaiser_beta", "bands", "max_latency_frames"});
+    r.check_keys(n, where, {"name", "kind", "input", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
+                            "crossover_hz", "band_names"});
     FirBankSettings p;
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
     r.number<uint32_t>(n, where, "max_latency_frames", 0, 1u << 20, p.max_latency_frames);
@@ -279,8 +280,37 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
       p.window.kind = *parse_window_kind(win);
     r.number(n, where, "kaiser_beta", 0.0, 50.0, p.window.kaiser_beta);
     const YAML::Node bands = n["bands"];
-    if (!bands) {
-      r.error(n.Mark(), where + ": missing required key 'bands'");
+    if (n["crossover_hz"]) {
+      if (bands) r.error(bands.Mark(), where + ": give either bands or crossover_hz, not both");
+      if (r.number_list(n, where, "crossover_hz", 1e-9, nyquist * (1 - 1e-9), p.crossover_hz)) {
+        if (p.crossover_hz.empty() || p.crossover_hz.size() > 255)
+          r.error(n["crossover_hz"].Mark(), where + ".crossover_hz: expected 1..255 edges");
+        for (size_t i = 1; i < p.crossover_hz.size(); ++i)
+          if (p.crossover_hz[i] == p.crossover_hz[i - 1])
+            r.error(n["crossover_hz"][i].Mark(), where + ".crossover_hz: edges must differ");
+        if (p.taps % 2 == 0)
+          r.error(n["crossover_hz"].Mark(), where + ": a crossover needs an odd number of taps, got taps " +
+                                                std::to_string(p.taps));
+        const size_t count = p.crossover_hz.size() + 1;
+        std::vector<std::string> names;
+        if (const YAML::Node bn = n["band_names"]) {
+          if (!bn.IsSequence() || bn.size() != count) {
+            r.error(bn.Mark(), where + ".band_names: expected a list of " + std::to_string(count) +
+                                   " names (one per band: edges + 1)");
+          } else {
+            for (const auto& item : bn) names.push_back(item.Scalar());
+            std::set<std::string> unique(names.begin(), names.end());
+            if (unique.size() != names.size() || unique.count(""))
+              r.error(bn.Mark(), where + ".band_names: names must be unique and non-empty");
+          }
+        }
+        for (size_t i = 0; i < count; ++i)
+          p.bands.push_back({names.size() == count ? names[i] : "band" + std::to_string(i), FilterType::kBandpass, 0, 0});
+      }
+    } else if (n["band_names"]) {
+      r.error(n["band_names"].Mark(), where + ".band_names: only with crossover_hz (explicit bands have a name each)");
+    } else if (!bands) {
+      r.error(n.Mark(), where + ": missing required key 'bands' (or 'crossover_hz')");
     } else if (!bands.IsSequence() || bands.size() == 0 || bands.size() > 256) {
       r.error(bands.Mark(), where + ".bands: expected a list of 1..256 bands, got " + describe(bands));
     } else {

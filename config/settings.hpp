@@ -23,7 +23,8 @@ struct FirBankSettings {
   uint32_t taps = 255;
   uint32_t max_latency_frames = 0;  // the FFT forms may delay by up to this; 0 = one chunk
   WindowSpec window;
-  std::vector<BandSettings> bands;
+  std::vector<BandSettings> bands;   // explicit bands, or (with crossover_hz) just their names
+  std::vector<double> crossover_hz;  // non-empty: complementary bands split at these edges
 };
 
 struct BandRmsSettings {

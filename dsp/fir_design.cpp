@@ -94,4 +94,29 @@ std::vector<double> design_fir(const FirSpec& s) {
   return h;
 }
 
+std::vector<std::vector<double>> design_crossover(const std::vector<double>& edges_hz, size_t taps, double rate_hz,
+                                                  WindowSpec window) {
+  if (edges_hz.empty() || edges_hz.size() > 255)
+    reject("crossover needs 1..255 edges, got " + std::to_string(edges_hz.size()));
+  if (taps % 2 == 0) reject("a crossover needs an odd number of taps (its top band passes Nyquist), got " + std::to_string(taps));
+  for (size_t i = 1; i < edges_hz.size(); ++i)
+    if (!(edges_hz[i] > edges_hz[i - 1]))
+      reject("crossover edges must be strictly ascending, got " + std::to_string(edges_hz[i - 1]) + " then " +
+             std::to_string(edges_hz[i]));
+  std::vector<std::vector<double>> lows;
+  for (double e : edges_hz) lows.push_back(design_fir({FilterType::kLowpass, taps, e, 0, rate_hz, window}));
+  std::vector<std::vector<double>> bands;
+  bands.push_back(lows.front());
+  for (size_t k = 1; k < lows.size(); ++k) {
+    std::vector<double> b(taps);
+    for (size_t i = 0; i < taps; ++i) b[i] = lows[k][i] - lows[k - 1][i];
+    bands.push_back(std::move(b));
+  }
+  std::vector<double> top(taps);
+  for (size_t i = 0; i < taps; ++i) top[i] = -lows.back()[i];
+  top[(taps - 1) / 2] += 1.0;
+  bands.push_back(std::move(top));
+  return bands;
+}
+
 }  // namespace vigil

@@ -24,6 +24,14 @@ struct FirSpec {
   WindowSpec window;
 };
 
+// A crossover: edges e_0 < ... < e_{K-1} (Hz) split 0..rate/2 into K + 1 bands, each `taps` long
+// (odd), built from lowpass designs at the edges: band 0 = LP(e_0), band k = LP(e_k) - LP(e_{k-1}),
+// band K = delta - LP(e_{K-1}) with the delta at (taps - 1) / 2. The bands are complementary: they
+// sum to the input delayed by (taps - 1) / 2 samples exactly (up to rounding).
+// Throws std::invalid_argument (edges not ascending, outside (0, rate/2), even taps, ...).
+std::vector<std::vector<double>> design_crossover(const std::vector<double>& edges_hz, size_t taps, double rate_hz,
+                                                  WindowSpec window);
+
 // Returns `taps` coefficients, scaled to unit gain at DC (lowpass, bandstop), Nyquist (highpass)
 // or the pass band's centre (bandpass), as firwin does. Throws std::invalid_argument with the
 // parameter, its valid range and the value given.

@@ -11,11 +11,18 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
   StreamFormat out = in;
   out.bands = uint32_t(settings_.bands.size());
   out.band_names.clear();
-  for (const BandSettings& b : settings_.bands) {
-    FirSpec spec{b.type, settings_.taps, b.f1_hz, b.f2_hz, in.rate_hz, settings_.window};
-    const std::vector<double> h = design_fir(spec);
-    taps.emplace_back(h.begin(), h.end());
-    out.band_names.push_back(b.name);
+  if (!settings_.crossover_hz.empty()) {
+    for (const std::vector<double>& h : design_crossover(settings_.crossover_hz, settings_.taps, in.rate_hz,
+                                                         settings_.window))
+      taps.emplace_back(h.begin(), h.end());
+    for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
+  } else {
+    for (const BandSettings& b : settings_.bands) {
+      FirSpec spec{b.type, settings_.taps, b.f1_hz, b.f2_hz, in.rate_hz, settings_.window};
+      const std::vector<double> h = design_fir(spec);
+      taps.emplace_back(h.begin(), h.end());
+      out.band_names.push_back(b.name);
+    }
   }
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
   bank_ = std::make_unique<StreamingFirBank>(taps, in.channels, max_frames, max_latency);

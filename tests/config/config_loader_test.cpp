@@ -168,3 +168,28 @@ TEST(ConfigLoader, NearestKey) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+TEST(ConfigLoader, CrossoverBands) {
+  std::string y = kValid;
+  const std::string bands = "    bands:\n      - {name: low, type: lowpass, cutoff_hz: 1000}\n      - {name: high, type: highpass, cutoff_hz: 1000}\n";
+  y.replace(y.find(bands), bands.size(), "    crossover_hz: [500, 4000]\n    band_names: [lo, mid, hi]\n");
+  const ConfigResult r = parse_config(y, "x.yaml");
+  ASSERT_TRUE(r.errors.empty()) << format_error("x.yaml", r.errors[0]);
+  const auto& fir = std::get<FirBankSettings>(r.settings->stages[0].params);
+  EXPECT_EQ(fir.crossover_hz, (std::vector<double>{500, 4000}));
+  ASSERT_EQ(fir.bands.size(), 3u);
+  EXPECT_EQ(fir.bands[2].name, "hi");
+
+  std::string wrong_names = y;
+  wrong_names.replace(wrong_names.find("[lo, mid, hi]"), 13, "[lo, hi]");
+  expect_one_error(wrong_names, 12, 17, "expected a list of 3 names");
+  std::string descending = y;
+  descending.replace(descending.find("[500, 4000]"), 11, "[4000, 500]");
+  expect_one_error(descending, 11, 26, "ascending order");
+}
+
+}  // namespace
+}  // namespace vigil

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <complex>
 #include <numbers>
+#include <random>
+
+#include "dsp/fir_bank.hpp"
 
 #include "../support/reference_data.hpp"
 #include "../support/tolerances.hpp"
@@ -89,6 +92,61 @@ TEST(FirDesign, RejectsBadParameters) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("odd number of taps, got 32"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+TEST(Crossover, BandsSumToTheDelayedInputBelowMinus90Db) {
+  const double rate = 51200;
+  const auto bands = design_crossover({500, 2000, 8000}, 255, rate, {WindowKind::kKaiser, 8.0});
+  ASSERT_EQ(bands.size(), 4u);
+  // In double: the sum is a delta at 127.
+  for (size_t i = 0; i < 255; ++i) {
+    double sum = 0;
+    for (const auto& b : bands) sum += b[i];
+    EXPECT_NEAR(sum, i == 127 ? 1.0 : 0.0, 1e-12) << i;
+  }
+  // In float32, through the streaming FIR bank: the band outputs sum to x delayed by 127 samples,
+  // with an error energy below -90 dB of the signal's.
+  std::vector<std::vector<float>> taps;
+  for (const auto& b : bands) taps.emplace_back(b.begin(), b.end());
+  const uint32_t n = 20000;
+  std::mt19937 rng(8);
+  std::normal_distribution<float> d;
+  std::vector<float> x(n);
+  for (auto& v : x) v = d(rng);
+  FirBank bank(taps, 1, n);
+  std::vector<float> y(4 * size_t(n));
+  bank.process(x.data(), n, n, y.data(), n);
+  double err = 0, sig = 0;
+  for (uint32_t i = 127; i < n; ++i) {
+    const double s = double(y[i]) + y[n + i] + y[2 * size_t(n) + i] + y[3 * size_t(n) + i];
+    err += (s - x[i - 127]) * (s - x[i - 127]);
+    sig += double(x[i - 127]) * x[i - 127];
+  }
+  const double db = 10 * std::log10(err / sig);
+  EXPECT_LT(db, -90.0) << db;
+  // And each band passes its own middle at unit gain once the filters are long enough for the
+  // transition bands (~ 5 rate / taps wide for this Kaiser window) to clear the band centres.
+  const auto sharp = design_crossover({500, 2000, 8000}, 2047, rate, {WindowKind::kKaiser, 8.0});
+  EXPECT_NEAR(gain_at(sharp[0], 100 / rate), 1.0, 1e-3);
+  EXPECT_NEAR(gain_at(sharp[1], 1000 / rate), 1.0, 1e-3);
+  EXPECT_NEAR(gain_at(sharp[2], 4000 / rate), 1.0, 1e-3);
+  EXPECT_NEAR(gain_at(sharp[3], 16000 / rate), 1.0, 1e-3);
+  EXPECT_LT(gain_at(sharp[0], 2000 / rate), 1e-3);
+  EXPECT_LT(gain_at(sharp[3], 2000 / rate), 1e-3);
+}
+
+TEST(Crossover, RejectsBadEdges) {
+  const WindowSpec w{WindowKind::kHamming};
+  EXPECT_THROW(design_crossover({}, 101, 48000, w), std::invalid_argument);
+  EXPECT_THROW(design_crossover({1000, 1000}, 101, 48000, w), std::invalid_argument);
+  EXPECT_THROW(design_crossover({1000}, 100, 48000, w), std::invalid_argument);
+  EXPECT_THROW(design_crossover({30000}, 101, 48000, w), std::invalid_argument);
 }
 
 }  // namespace
