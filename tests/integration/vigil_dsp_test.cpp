@@ -1,0 +1,160 @@
+// The real vigil-dsp binary on files, against the SciPy/PyWavelets references; and its rejections.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../support/reference_data.hpp"
+
+namespace vigil {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kDsp = std::string(VIGIL_BIN_DIR) + "/vigil-dsp";
+
+class VigilDsp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("vigil-dsp-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    // The reference files are raw float64 with a .bin name; vigil-dsp reads .f64.
+    for (const char* f : {"input_x", "fir63_h", "psd_x", "wavelet_x"})
+      fs::copy_file(std::string(VIGIL_TEST_DATA) + "/" + f + ".bin", dir_ / (std::string(f) + ".f64"),
+                    fs::copy_options::overwrite_existing);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs vigil-dsp with args; returns the exit code and fills err with its stderr.
+  int run(const std::string& args, std::string* err = nullptr) {
+    const std::string errfile = (dir_ / "stderr.txt").string();
+    const int st = std::system((kDsp + " " + args + " 2>" + errfile).c_str());
+    if (err) {
+      std::ifstream f(errfile);
+      err->assign(std::istreambuf_iterator<char>(f), {});
+    }
+    return WEXITSTATUS(st);
+  }
+  std::string p(const std::string& name) const { return (dir_ / name).string(); }
+  std::vector<double> read(const std::string& name) const {
+    std::ifstream in(dir_ / name, std::ios::binary | std::ios::ate);
+    std::vector<double> v(size_t(in.tellg()) / 8);
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 8));
+    return v;
+  }
+  static void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double rel,
+                           const std::string& what) {
+    ASSERT_EQ(got.size(), ref.size()) << what;
+    double m = 0;
+    for (double v : ref) m = std::max(m, std::fabs(v));
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], rel * std::max(1.0, m)) << what << " " << i;
+  }
+  fs::path dir_;
+};
+
+TEST_F(VigilDsp, EveryOperationMatchesItsReference) {
+  ASSERT_EQ(run("firdesign --type lowpass --taps 63 --cutoff 0.2 --rate 2 --out " + p("h.f64")), 0);
+  expect_close(read("h.f64"), test::read_f64("fir63_h.bin"), 1e-6, "firdesign");
+
+  ASSERT_EQ(run("fir --taps " + p("fir63_h.f64") + " --in " + p("input_x.f64") + " --out " + p("y.f64")), 0);
+  expect_close(read("y.f64"), test::read_f64("fir63_lfilter_y.bin"), 1e-5, "fir");
+
+  ASSERT_EQ(run("conv --kernel " + p("fir63_h.f64") + " --in " + p("input_x.f64") + " --out " + p("c.f64")), 0);
+  const auto conv = read("c.f64");
+  ASSERT_EQ(conv.size(), 4096u + 63 - 1);  // N + M - 1
+  expect_close(std::vector<double>(conv.begin(), conv.begin() + 4096), test::read_f64("fir63_lfilter_y.bin"), 1e-5,
+               "conv head");
+
+  ASSERT_EQ(run("dwt --wavelet db8 --levels 8 --in " + p("input_x.f64") + " --out " + p("w.f64")), 0);
+  expect_close(read("w.f64"), test::read_f64("db8_wavedec_coeffs.bin"), 1e-5, "dwt");
+  ASSERT_EQ(run("idwt --wavelet db8 --levels 8 --in " + p("w.f64") + " --out " + p("r.f64")), 0);
+  expect_close(read("r.f64"), test::read_f64("input_x.bin"), 1e-5, "idwt");
+
+  ASSERT_EQ(run("denoise --wavelet db8 --in " + p("input_x.f64") + " --out " + p("d.f64")), 0);
+  expect_close(read("d.f64"), test::read_f64("db8_visushrink_y.bin"), 1e-5, "denoise");
+  ASSERT_EQ(run("denoise --wavelet sym5 --levels 6 --mode hard --noise per-level --in " + p("wavelet_x.f64") +
+                " --out " + p("d2.f64")),
+            0);
+  expect_close(read("d2.f64"), test::read_f64("denoise_sym5_6_hard_perlevel.bin"), 1e-5, "denoise hard per-level");
+
+  ASSERT_EQ(run("psd --rate 1000 --nperseg 256 --in " + p("psd_x.f64") + " --out " + p("s.f64")), 0);
+  expect_close(read("s.f64"), test::read_f64("welch_hann_256.bin"), 1e-5, "psd");
+}
+
+TEST_F(VigilDsp, ReadsAWavChannel) {
+  // 16-bit stereo WAV: channel 1 carries k/32768 for k = 0..999, channel 0 carries zeros.
+  {
+    std::ofstream f(p("in.wav"), std::ios::binary);
+    auto u32 = [&](uint32_t v) { f.write(reinterpret_cast<const char*>(&v), 4); };
+    auto u16 = [&](uint16_t v) { f.write(reinterpret_cast<const char*>(&v), 2); };
+    f.write("RIFF", 4);
+    u32(36 + 4000);
+    f.write("WAVEfmt ", 8);
+    u32(16);
+    u16(1);
+    u16(2);
+    u32(8000);
+    u32(8000 * 4);
+    u16(4);
+    u16(16);
+    f.write("data", 4);
+    u32(4000);
+    for (int k = 0; k < 1000; ++k) {
+      u16(0);
+      u16(uint16_t(int16_t(k)));
+    }
+  }
+  ASSERT_EQ(run("fir --taps " + p("one.f64") + " --in " + p("in.wav") + " --channel 1 --out " + p("o.f64")), 1)
+      << "missing taps file is a runtime failure";
+  {
+    std::ofstream f(p("one.f64"), std::ios::binary);
+    const double one = 1.0;
+    f.write(reinterpret_cast<const char*>(&one), 8);
+  }
+  ASSERT_EQ(run("fir --taps " + p("one.f64") + " --in " + p("in.wav") + " --channel 1 --out " + p("o.f64")), 0);
+  const auto y = read("o.f64");
+  ASSERT_EQ(y.size(), 1000u);
+  for (int k = 0; k < 1000; ++k) ASSERT_DOUBLE_EQ(y[size_t(k)], k / 32768.0) << k;
+  std::string err;
+  EXPECT_EQ(run("fir --taps " + p("one.f64") + " --in " + p("in.wav") + " --channel 2 --out " + p("o.f64"), &err), 1);
+  EXPECT_NE(err.find("the file has 2 channel(s)"), std::string::npos) << err;
+}
+
+TEST_F(VigilDsp, BadArgumentsNameTheOptionAndExit2) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "usage"},
+      {"bogus --in x.f32 --out y.f32", "unknown operation 'bogus'"},
+      {"firdesign --type lowpass --taps 0 --cutoff 1000 --rate 48000 --out " + p("h.f32"), "--taps must be a number in 1..65536"},
+      {"firdesign --type highpass --taps 32 --cutoff 1000 --rate 48000 --out " + p("h.f32"), "odd number of taps"},
+      {"firdesign --type bandpass --taps 31 --cutoff 1000 --rate 48000 --out " + p("h.f32"), "--cutoff takes two frequencies"},
+      {"firdesign --type lowpass --taps 31 --cutoff 30000 --rate 48000 --out " + p("h.f32"), "f1_hz must be in (0, 24000)"},
+      {"firdesign --type lowpass --taps 31 --cutoff 1000 --rate 48000 --window hann --beta 3 --out " + p("h.f32"),
+       "--beta and --atten apply to --window kaiser only"},
+      {"dwt --wavelet db99 --levels 2 --in " + p("input_x.f64") + " --out " + p("o.f32"), "--wavelet must be"},
+      {"dwt --wavelet db8 --in " + p("input_x.f64") + " --out " + p("o.f32"), "--levels J is required"},
+      {"dwt --wavelet db8 --levels 99 --in " + p("input_x.f64") + " --out " + p("o.f32"), "--levels must be a number in 1..28"},
+      {"denoise --wavelet db8 --mode medium --in " + p("input_x.f64") + " --out " + p("o.f32"), "--mode must be soft or hard"},
+      {"psd --rate 1000 --nperseg 255 --in " + p("psd_x.f64") + " --out " + p("o.f32"), "--nperseg must be even"},
+      {"psd --rate 1000 --nperseg 256 --in " + p("psd_x.f64") + " --out " + p("o.txt"), "--out must name a .f32 or .f64"},
+      {"fir --taps h.bin --in " + p("input_x.f64") + " --out " + p("o.f32"), "--taps must name a .f32, .f64 or .wav"},
+      {"dwt --wavelet db8 --levels 2 --taps 3 --in " + p("input_x.f64") + " --out " + p("o.f32"), "--taps does not apply to dwt"},
+      {"fir --taps " + p("fir63_h.f64") + " --in " + p("input_x.f64") + " --out " + p("o.f32") + " --backend gpu",
+       "--backend must be cpu, cuda or auto"},
+  };
+  for (const auto& [args, fragment] : cases) {
+    std::string err;
+    EXPECT_EQ(run(args, &err), 2) << args;
+    if (args.empty()) continue;  // usage goes to stdout
+    EXPECT_NE(err.find(fragment), std::string::npos) << args << "\n" << err;
+    if (fragment.rfind("unknown operation", 0) == 0) continue;  // followed by the usage text
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1)
+        << "one line: " << err;
+  }
+}
+
+}  // namespace
+}  // namespace vigil
