@@ -1,12 +1,56 @@
 // Periodized analysis: cA[i] = sum_k lo[k] a[(2i + L/2 - k) mod m] (checked against pywt by
-// scripts/gen_wavelet_filters.py). Away from the edges the index runs contiguously, so the sum is a
-// dot product of the reversed filter with a[2i + L/2 - L + 1 ...]; only edge outputs wrap.
+// scripts/gen_wavelet_filters.py); synthesis is its transpose. Both run in polyphase form on
+// wrap-padded copies, so every output is a sum over contiguous memory with no index wrapping, and
+// 8 consecutive outputs accumulate in two 4-float vectors (SSE2 / NEON) as the taps stream past.
 #include "dsp/dwt.hpp"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 namespace vigil {
+namespace {
+
+typedef float v4f __attribute__((vector_size(16)));
+
+inline v4f load4(const float* p) noexcept {
+  v4f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store4(float* p, v4f v) noexcept { std::memcpy(p, &v, sizeof v); }
+
+// out[i] = sum_t w[t] * src[t][i] for i in [0, n): the polyphase inner product, 8 outputs a step.
+// Each src[t] is read contiguously from i onwards.
+void polyphase(const float* w, const float* const* src, size_t taps, size_t n, float* out) noexcept {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4f a0 = {}, a1 = {};
+    for (size_t t = 0; t < taps; ++t) {
+      const float* s = src[t] + i;
+      a0 += w[t] * load4(s);
+      a1 += w[t] * load4(s + 4);
+    }
+    store4(out + i, a0);
+    store4(out + i + 4, a1);
+  }
+  for (; i < n; ++i) {
+    float a = 0.0f;
+    for (size_t t = 0; t < taps; ++t) a += w[t] * src[t][i];
+    out[i] = a;
+  }
+}
+
+// dst[j] = src[(j - pad) mod m] for j in [0, m + 2 pad): periodic extension on both sides.
+void wrap_pad(const float* src, size_t m, size_t pad, float* dst) noexcept {
+  std::memcpy(dst + pad, src, m * sizeof(float));
+  for (size_t j = 0; j < pad; ++j) {
+    dst[pad - 1 - j] = src[(m - 1 - (j % m))];
+    dst[pad + m + j] = src[j % m];
+  }
+}
+
+}  // namespace
 
 unsigned Dwt::max_level(size_t n, size_t filter_length) noexcept {
   if (filter_length < 2) return 0;
@@ -25,88 +69,86 @@ Dwt::Dwt(const Wavelet& wavelet, size_t n, unsigned levels) : n_(n), levels_(lev
                                 std::to_string(size_t(1) << levels));
   lo_.assign(wavelet.dec_lo.begin(), wavelet.dec_lo.end());
   hi_.assign(wavelet.dec_hi.begin(), wavelet.dec_hi.end());
-  rlo_.assign(lo_.rbegin(), lo_.rend());
-  rhi_.assign(hi_.rbegin(), hi_.rend());
+  const size_t len = lo_.size();
   work_a_.resize(n);
   work_b_.resize(n);
+  even_.resize(n / 2 + len + 1);
+  odd_.resize(n / 2 + len + 1);
+  pad_a_.resize(n + 2 * len + 2);  // analysis: the padded signal; synthesis: padded cA
+  pad_d_.resize(n / 2 + len + 2);
+  out_even_.resize(n / 2);
+  out_odd_.resize(n / 2);
 }
 
-namespace {
+// cA[i] = sum_k lo[k] P[2i + s - k + pad] with P the wrap-padded signal (pad = L) and s = L/2.
+// q_k = s + pad - k >= 1: an even q_k reads the even phase at i + q_k/2, an odd one the odd
+// phase at i + (q_k - 1)/2.
+void Dwt::analyse(const float* a, size_t m, float* ca, float* cd) noexcept {
+  const size_t len = lo_.size(), pad = len, s = len / 2, half = m / 2;
+  float* padded = pad_a_.data();
+  wrap_pad(a, m, pad, padded);
+  const size_t total = m + 2 * pad;  // even: m and pad are
+  for (size_t j = 0; j < total / 2; ++j) {
+    even_[j] = padded[2 * j];
+    odd_[j] = padded[2 * j + 1];
+  }
+  const float* src[64];
+  for (size_t k = 0; k < len; ++k) {
+    const size_t q = s + pad - k;
+    src[k] = q % 2 == 0 ? even_.data() + q / 2 : odd_.data() + (q - 1) / 2;
+  }
+  polyphase(lo_.data(), src, len, half, ca);
+  polyphase(hi_.data(), src, len, half, cd);
+}
 
-// One analysis level: a (m samples) -> ca, cd (m/2 each).
-void analyse(const float* a, size_t m, const float* lo, const float* hi, const float* rlo, const float* rhi, size_t len,
-             float* ca, float* cd) noexcept {
-  const size_t half = m / 2;
-  const long shift = long(len / 2);
-  for (size_t i = 0; i < half; ++i) {
-    const long first = long(2 * i) + shift - long(len) + 1;  // index of rlo[0]
-    const long last = long(2 * i) + shift;                   // index of rlo[len-1]
-    float sa = 0.0f, sd = 0.0f;
-    if (first >= 0 && last < long(m)) {
-      const float* p = a + first;
-      for (size_t k = 0; k < len; ++k) {
-        sa += rlo[k] * p[k];
-        sd += rhi[k] * p[k];
-      }
-    } else {
-      for (size_t k = 0; k < len; ++k) {
-        long idx = (long(2 * i) + shift - long(k)) % long(m);
-        if (idx < 0) idx += long(m);
-        sa += lo[k] * a[idx];
-        sd += hi[k] * a[idx];
-      }
+// The transpose: a[t] collects lo[k] cA[i] + hi[k] cD[i] for every (i, k) with
+// 2i + s - k = t (mod m). Even t = 2u takes k = s (mod 2) with i = u + (k - s)/2; odd t = 2u + 1
+// takes the other k with i = u + (k - s + 1)/2. With cA, cD wrap-padded by padh on each side,
+// every i is a contiguous read from u onwards.
+void Dwt::synthesise(const float* ca, const float* cd, size_t m, float* a) noexcept {
+  const size_t len = lo_.size(), s = len / 2, half = m / 2, padh = len / 2 + 1;
+  wrap_pad(ca, half, padh, pad_a_.data());
+  wrap_pad(cd, half, padh, pad_d_.data());
+  float w[128];
+  const float* src[128];
+  for (int phase = 0; phase < 2; ++phase) {
+    size_t taps = 0;
+    for (size_t k = 0; k < len; ++k) {
+      if ((k + s + size_t(phase)) % 2 != 0) continue;  // k = s + phase (mod 2)
+      // i - u = (k - s + phase) / 2, shifted by padh into the padded arrays.
+      const long off = (long(k) - long(s) + phase) / 2 + long(padh);
+      w[taps] = lo_[k];
+      src[taps++] = pad_a_.data() + off;
+      w[taps] = hi_[k];
+      src[taps++] = pad_d_.data() + off;
     }
-    ca[i] = sa;
-    cd[i] = sd;
+    polyphase(w, src, taps, half, phase == 0 ? out_even_.data() : out_odd_.data());
+  }
+  for (size_t u = 0; u < half; ++u) {
+    a[2 * u] = out_even_[u];
+    a[2 * u + 1] = out_odd_[u];
   }
 }
-
-// One synthesis level, the transpose of analyse: ca, cd (m/2 each) -> a (m samples).
-void synthesise(const float* ca, const float* cd, size_t m, const float* lo, const float* hi, size_t len,
-                float* a) noexcept {
-  for (size_t t = 0; t < m; ++t) a[t] = 0.0f;
-  const size_t half = m / 2;
-  const long shift = long(len / 2);
-  for (size_t i = 0; i < half; ++i) {
-    const float va = ca[i], vd = cd[i];
-    const long first = long(2 * i) + shift - long(len) + 1;
-    const long last = long(2 * i) + shift;
-    if (first >= 0 && last < long(m)) {
-      float* p = a + last;  // a[2i + shift - k] for k = 0..len-1
-      for (size_t k = 0; k < len; ++k) p[-long(k)] += lo[k] * va + hi[k] * vd;
-    } else {
-      for (size_t k = 0; k < len; ++k) {
-        long idx = (long(2 * i) + shift - long(k)) % long(m);
-        if (idx < 0) idx += long(m);
-        a[idx] += lo[k] * va + hi[k] * vd;
-      }
-    }
-  }
-}
-
-}  // namespace
 
 void Dwt::forward(const float* x, float* coeffs) noexcept {
-  const size_t len = lo_.size();
   const float* a = x;
   size_t m = n_;
   float* bufs[2] = {work_a_.data(), work_b_.data()};
   for (unsigned j = 1; j <= levels_; ++j) {
     float* ca = j == levels_ ? coeffs : bufs[j % 2];
-    analyse(a, m, lo_.data(), hi_.data(), rlo_.data(), rhi_.data(), len, ca, coeffs + m / 2);
+    analyse(a, m, ca, coeffs + m / 2);
     a = ca;
     m /= 2;
   }
 }
 
 void Dwt::inverse(const float* coeffs, float* x) noexcept {
-  const size_t len = lo_.size();
   size_t m = n_ >> (levels_ - 1);  // length after undoing the deepest level
   const float* ca = coeffs;
   float* bufs[2] = {work_a_.data(), work_b_.data()};
   for (unsigned j = levels_; j >= 1; --j) {
     float* a = j == 1 ? x : bufs[j % 2];
-    synthesise(ca, coeffs + m / 2, m, lo_.data(), hi_.data(), len, a);
+    synthesise(ca, coeffs + m / 2, m, a);
     ca = a;
     m *= 2;
   }

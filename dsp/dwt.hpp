@@ -33,11 +33,16 @@ class Dwt {
   static unsigned max_level(size_t n, size_t filter_length) noexcept;
 
  private:
+  void analyse(const float* a, size_t m, float* ca, float* cd) noexcept;
+  void synthesise(const float* ca, const float* cd, size_t m, float* a) noexcept;
+
   std::vector<float> lo_, hi_;   // dec_lo, dec_hi in float
-  std::vector<float> rlo_, rhi_; // reversed, for contiguous dot products
   size_t n_;
   unsigned levels_;
   std::vector<float> work_a_, work_b_;
+  // Polyphase scratch: wrap-padded even/odd input samples (analysis), wrap-padded coefficients
+  // and even/odd outputs (synthesis).
+  std::vector<float> even_, odd_, pad_a_, pad_d_, out_even_, out_odd_;
 };
 
 }  // namespace vigil
