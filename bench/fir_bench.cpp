@@ -13,6 +13,7 @@
 
 #include "dsp/fir_bank.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
+#include "dsp/streaming_fir_bank.hpp"
 #if VIGIL_HAVE_LIQUID
 #include <complex.h>  // liquid.h needs C99 complex names
 #include <liquid/liquid.h>
@@ -123,6 +124,13 @@ void BM_VigilSingleBlock(benchmark::State& state) {
   run(state, [&](const float* x, float* y) { bank.process(x, kChunk, kChunk, y, kChunk); });
 }
 
+// What the fir_bank stage runs when latency is not the constraint (a 2^16-frame budget).
+void BM_VigilAuto(benchmark::State& state) {
+  vigil::StreamingFirBank bank({randn(size_t(state.range(0)), 1)}, 1, kChunk, 1u << 16, vigil::FftPlanning::kMeasure);
+  state.SetLabel(bank.describe());
+  run(state, [&](const float* x, float* y) { bank.process(x, kChunk, kChunk, y, kChunk); });
+}
+
 void BM_FftwOverlapSave(benchmark::State& state) {
   PlainOverlapSave ols(randn(size_t(state.range(0)), 1));
   run(state, [&](const float* x, float* y) { ols.process(x, kChunk, y); });
@@ -161,6 +169,7 @@ void taps_and_fft_sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_VigilDirect)->Apply(taps_only);
 BENCHMARK(BM_VigilPartitioned)->Apply(taps_and_partitions);
 BENCHMARK(BM_VigilSingleBlock)->Apply(taps_and_fft_sizes);
+BENCHMARK(BM_VigilAuto)->Apply(taps_only);
 BENCHMARK(BM_FftwOverlapSave)->Apply(taps_only);
 #if VIGIL_HAVE_LIQUID
 BENCHMARK(BM_LiquidFirfilt)->Apply(taps_only);
