@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU test machine (H100/H200, CUDA 13, no ALSA/libsndfile/libsystemd headers): builds for
-# sm_90, runs the whole test suite (CUDA tests included, none may skip), the CUDA tests under
-# compute-sanitizer memcheck and racecheck, and the benchmarks. Results go to $OUT (or ./gpu-out).
+# On the GPU test machine (H100/H200, CUDA 13, no ALSA/libsndfile/libsystemd/tshark): builds for
+# sm_90, runs the whole test suite (no CUDA test may skip there), the CUDA tests under
+# compute-sanitizer memcheck and racecheck, and the GPU benchmarks (CPU benchmarks belong to the
+# machine whose CPU they describe). Results go to $OUT (or ./gpu-out), at most 8 files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-out}"
@@ -17,22 +18,21 @@ cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=ON -DVIGIL_ALSA=OFF -DCMAKE_CUDA_AR
 cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 (cd "$build" && ctest --output-on-failure -j 8) >"$out/ctest.log" 2>&1 || status=1
 tail -15 "$out/ctest.log"
-if grep -q "Skipped" "$out/ctest.log"; then
-  echo "gpu-check: a test skipped on the GPU machine:"; grep "Skipped" "$out/ctest.log"; status=1
+(cd "$build" && ctest -L cuda --output-on-failure) >"$out/ctest-cuda.log" 2>&1 || status=1
+if grep -q "Skipped" "$out/ctest-cuda.log"; then
+  echo "gpu-check: a CUDA test skipped on the GPU machine:"; grep "Skipped" "$out/ctest-cuda.log"; status=1
 fi
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck; do
     for t in "$build"/tests/*cuda_test; do
-      "$cs" --tool "$tool" --error-exitcode 3 "$t" >"$out/sanitizer-$tool.log" 2>&1 || { echo "gpu-check: $tool failed on $t"; status=1; }
+      "$cs" --tool "$tool" --error-exitcode 3 "$t" >>"$out/sanitizer-$tool.log" 2>&1 || { echo "gpu-check: $tool failed on $t"; status=1; }
       tail -3 "$out/sanitizer-$tool.log"
     done
   done
 else
   echo "gpu-check: compute-sanitizer not found" | tee -a "$out/ctest.log"; status=1
 fi
-for b in "$build"/bench/*_bench; do
-  "$b" --benchmark_repetitions=15 --benchmark_report_aggregates_only=true \
-    --benchmark_out="$out/$(basename "$b").json" --benchmark_out_format=json 2>&1 | tee "$out/$(basename "$b").txt" | grep -E "median|Run on|CPU"
-done
+"$build/bench/convert_bench" --benchmark_repetitions=15 --benchmark_report_aggregates_only=true \
+  2>&1 | tee "$out/convert_bench.txt" | grep -E "median|Run on"
 exit $status
