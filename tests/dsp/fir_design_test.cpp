@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <complex>
+#include <fstream>
 #include <numbers>
 #include <random>
 
@@ -147,6 +148,34 @@ TEST(Crossover, RejectsBadEdges) {
   EXPECT_THROW(design_crossover({1000, 1000}, 101, 48000, w), std::invalid_argument);
   EXPECT_THROW(design_crossover({1000}, 100, 48000, w), std::invalid_argument);
   EXPECT_THROW(design_crossover({30000}, 101, 48000, w), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+TEST(FirDesign, EveryTypeAndWindowEqualsScipyFirwin) {
+  std::ifstream cases(std::string(VIGIL_TEST_DATA) + "/firwin_cases.txt");
+  std::string name, type, window;
+  size_t taps = 0;
+  double f1 = 0, f2 = 0, rate = 0, beta = 0;
+  int count = 0;
+  while (cases >> name >> type >> taps >> f1 >> f2 >> rate >> window >> beta) {
+    FirSpec spec{*parse_filter_type(type), taps, f1, f2, rate, {*parse_window_kind(window), beta}};
+    const std::vector<double> h = design_fir(spec);
+    const std::vector<double> ref = test::read_f64("firwin_" + name + ".bin");
+    ASSERT_EQ(h.size(), ref.size()) << name;
+    for (size_t i = 0; i < h.size(); ++i) ASSERT_NEAR(h[i], ref[i], test::kFirDesignAbs) << name << " tap " << i;
+    ++count;
+  }
+  EXPECT_EQ(count, 6);
+}
+
+TEST(FirDesign, KaiserBetaFromAttenuationMatchesScipy) {
+  // scipy.signal.kaiser_beta(80.0), as used by the lp_kaiser_atten80 case.
+  EXPECT_NEAR(kaiser_beta_for_attenuation(80.0), 0.1102 * (80.0 - 8.7), 1e-12);
 }
 
 }  // namespace
