@@ -14,8 +14,8 @@ status=0
   nvcc --version | tail -2
 } | tee "$out/device.txt"
 cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=ON -DVIGIL_ALSA=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_BUILD_TYPE=Release >"$out/configure.log" 2>&1 || { cat "$out/configure.log"; exit 1; }
-cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+  -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 (cd "$build" && ctest --output-on-failure -j 8) >"$out/ctest.log" 2>&1 || status=1
 tail -15 "$out/ctest.log"
 (cd "$build" && ctest -L cuda --output-on-failure) >"$out/ctest-cuda.log" 2>&1 || status=1
@@ -35,4 +35,5 @@ else
 fi
 "$build/bench/convert_bench" --benchmark_repetitions=15 --benchmark_report_aggregates_only=true \
   2>&1 | tee "$out/convert_bench.txt" | grep -E "median|Run on"
+BUILD_DIR="$build" bench/fir_cuda_vs_cupy.sh 2>&1 | tee "$out/fir_cuda_vs_cupy.txt" || status=1
 exit $status

@@ -1,0 +1,69 @@
+// CUDA FIR bank throughput, device-resident: 16 channels x 2^20 samples per call, one band of M
+// taps, partition B. GPU time from CUDA events around process() after warm-up. The CuPy
+// comparison (cupyx.scipy.signal.oaconvolve on the same shapes) is bench/fir_cupy.py;
+// bench/fir_cuda_vs_cupy.sh runs both and prints the ratio.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/fir_bank_cuda.hpp"
+
+namespace {
+
+constexpr uint32_t kChannels = 16;
+constexpr uint32_t kFrames = 1u << 20;
+
+void BM_FirBankCuda(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const auto m = size_t(state.range(0));
+  const auto block = uint32_t(state.range(1));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d;
+  std::vector<float> taps(m), x(size_t(kChannels) * kFrames);
+  for (auto& v : taps) v = d(rng);
+  for (auto& v : x) v = d(rng);
+  float *d_in = nullptr, *d_out = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
+  vigil::cuda::FirBankCuda bank({taps}, kChannels, block, stream);
+  cudaEvent_t start, stop;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 3; ++i) VIGIL_CUDA_CHECK(bank.process(d_in, kFrames, kFrames, d_out, kFrames));
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (auto _ : state) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
+    VIGIL_CUDA_CHECK(bank.process(d_in, kFrames, kFrames, d_out, kFrames));
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(double(ms) / 1e3);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {64, 256, 1024, 8192})
+    for (int64_t block : {1024, 4096, 16384, 65536}) b->Args({m, block});
+}
+
+}  // namespace
+
+BENCHMARK(BM_FirBankCuda)->Apply(shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

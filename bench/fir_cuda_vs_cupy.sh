@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Vigil's CUDA FIR bank against CuPy's oaconvolve, same GPU, same run (see the two files it runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${BUILD_DIR:-build}"
+tmp=$(mktemp -d)
+"$build/bench/fir_cuda_bench" --benchmark_repetitions=5 --benchmark_min_time=0.2 --benchmark_report_aggregates_only=true \
+  --benchmark_out="$tmp/vigil.json" --benchmark_out_format=json >/dev/null 2>&1
+python3 bench/fir_cupy.py 15 >"$tmp/cupy.jsonl"
+python3 - "$tmp/vigil.json" "$tmp/cupy.jsonl" <<'PY'
+import json, sys
+best = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("aggregate_name") != "median": continue
+    _, m, block = b["run_name"].split("/")[:3]
+    t = b["real_time"] / 1e6  # us -> s
+    if int(m) not in best or t < best[int(m)][0]: best[int(m)] = (t, int(block))
+cupy = {r["m"]: r for r in map(json.loads, open(sys.argv[2]))}
+samples = 16 * (1 << 20)
+print("| taps M | Vigil CUDA (best block) | G samples/s | CuPy oaconvolve | G samples/s | ratio |")
+print("|---|---|---|---|---|---|")
+for m in sorted(best):
+    t, blk = best[m]; c = cupy[m]["median_s"]
+    print(f"| {m} | {t*1e3:.3f} ms (B {blk}) | {samples/t/1e9:.1f} | {c*1e3:.3f} ms | {samples/c/1e9:.1f} | {c/t:.2f}x |")
+print("CuPy", next(iter(cupy.values()))["cupy"])
+PY
+rm -rf "$tmp"

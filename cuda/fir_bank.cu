@@ -1,0 +1,90 @@
+// Kernels of the CUDA partitioned FIR bank. The accumulate kernel is memory-bound: each thread
+// owns one frequency bin of one (band, channel) lane and walks the P partitions, so reads of the
+// delay line and the tap spectra are coalesced across the warp.
+#include "cuda/fir_bank.cuh"
+
+namespace vigil::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void stage_input_kernel(const float* __restrict__ in, size_t in_stride, uint32_t frames, uint32_t block,
+                                   uint32_t fill, float* __restrict__ time) {
+  const uint32_t c = blockIdx.y;
+  float* t = time + size_t(c) * 2 * block;
+  const float* x = in + size_t(c) * in_stride;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < block; i += gridDim.x * blockDim.x) {
+    // The same thread slides index i and may then overwrite it: no race.
+    if (fill == 0) t[i] = t[block + i];
+    if (i >= fill && i < fill + frames) t[block + i] = x[i - fill];
+  }
+}
+
+__global__ void accumulate_kernel(const float2* __restrict__ fdl, const float2* __restrict__ taps,
+                                  const uint32_t* __restrict__ parts, uint32_t channels, uint32_t partitions,
+                                  uint32_t bins, uint32_t pos, float2* __restrict__ acc) {
+  const uint32_t lane = blockIdx.y;  // b * channels + c
+  const uint32_t b = lane / channels, c = lane % channels;
+  const uint32_t used = parts[b];
+  for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < bins; k += gridDim.x * blockDim.x) {
+    float re = 0.0f, im = 0.0f;
+    for (uint32_t p = 0; p < used; ++p) {
+      const uint32_t slot = (pos + partitions - p) % partitions;
+      const float2 x = fdl[(size_t(c) * partitions + slot) * bins + k];
+      const float2 h = taps[(size_t(b) * partitions + p) * bins + k];
+      re += x.x * h.x - x.y * h.y;
+      im += x.x * h.y + x.y * h.x;
+    }
+    acc[size_t(lane) * bins + k] = make_float2(re, im);
+  }
+}
+
+__global__ void copy_output_kernel(const float* __restrict__ full, uint32_t block, uint32_t fill, uint32_t frames,
+                                   float* __restrict__ out, size_t out_stride) {
+  const uint32_t lane = blockIdx.y;
+  const float* src = full + size_t(lane) * 2 * block + block + fill;
+  float* dst = out + size_t(lane) * out_stride;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < frames; i += gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
+unsigned blocks_for(uint32_t n) { return unsigned((n + kThreads - 1) / kThreads < 1 ? 1 : (n + kThreads - 1) / kThreads); }
+
+cudaError_t after_launch(cudaStream_t stream) {
+  cudaError_t e = cudaPeekAtLastError();
+#ifdef VIGIL_CUDA_DEBUG_SYNC
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+#else
+  (void)stream;
+#endif
+  return e;
+}
+
+}  // namespace
+
+cudaError_t launch_fir_stage_input(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
+                                   uint32_t block, uint32_t fill, float* d_time, cudaStream_t stream) noexcept {
+  if (channels == 0 || block == 0 || fill + frames > block) return cudaErrorInvalidValue;
+  stage_input_kernel<<<dim3(blocks_for(block), channels), kThreads, 0, stream>>>(d_in, in_stride, frames, block, fill,
+                                                                                 d_time);
+  return after_launch(stream);
+}
+
+cudaError_t launch_fir_accumulate(const float2* d_fdl, const float2* d_taps, const uint32_t* d_parts, uint32_t bands,
+                                  uint32_t channels, uint32_t partitions, uint32_t bins, uint32_t pos, float2* d_acc,
+                                  cudaStream_t stream) noexcept {
+  if (bands == 0 || channels == 0 || partitions == 0 || pos >= partitions) return cudaErrorInvalidValue;
+  accumulate_kernel<<<dim3(blocks_for(bins), bands * channels), kThreads, 0, stream>>>(d_fdl, d_taps, d_parts, channels,
+                                                                                       partitions, bins, pos, d_acc);
+  return after_launch(stream);
+}
+
+cudaError_t launch_fir_copy_output(const float* d_full, uint32_t lanes, uint32_t block, uint32_t fill,
+                                   uint32_t frames, float* d_out, size_t out_stride, cudaStream_t stream) noexcept {
+  if (lanes == 0 || fill + frames > block) return cudaErrorInvalidValue;
+  if (frames == 0) return cudaSuccess;
+  copy_output_kernel<<<dim3(blocks_for(frames), lanes), kThreads, 0, stream>>>(d_full, block, fill, frames, d_out,
+                                                                               out_stride);
+  return after_launch(stream);
+}
+
+}  // namespace vigil::cuda

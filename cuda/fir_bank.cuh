@@ -1,0 +1,36 @@
+// CUDA twin of dsp/PartitionedFirBank (uniform layout): the kernels around cuFFT. POD parameters
+// and launchers only; FirBankCuda (fir_bank_cuda.hpp) owns the memory and the cuFFT plans.
+//
+// Layout (all device memory):
+//   time     [channels][2B] float      the last two input blocks per channel: [previous | current]
+//   fdl      [channels][P][B+1] float2 input-block spectra, a ring of P slots
+//   taps     [bands][P][B+1] float2    filter partition spectra, pre-scaled by 1 / 2B
+//   acc      [bands*channels][B+1]     sum over partitions, the inverse FFT's input
+//   full     [bands*channels][2B]      inverse FFT output; its last B samples are the block's output
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <vector_types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vigil::cuda {
+
+// Copies `frames` samples per channel of a planar input (channel c at d_in + c * in_stride) into
+// the current block at offset `fill`; when fill == 0 it first slides the current block into the
+// previous one.
+cudaError_t launch_fir_stage_input(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
+                                   uint32_t block, uint32_t fill, float* d_time, cudaStream_t stream) noexcept;
+
+// acc[b*C + c][k] = sum_{p < parts[b]} fdl[c][(pos - p) mod P][k] * taps[b][p][k].
+cudaError_t launch_fir_accumulate(const float2* d_fdl, const float2* d_taps, const uint32_t* d_parts, uint32_t bands,
+                                  uint32_t channels, uint32_t partitions, uint32_t bins, uint32_t pos, float2* d_acc,
+                                  cudaStream_t stream) noexcept;
+
+// Copies `frames` ready samples (from offset `fill` of each lane's block output, the last B
+// samples of its 2B inverse FFT) to a planar output (lane at d_out + lane * out_stride).
+cudaError_t launch_fir_copy_output(const float* d_full, uint32_t lanes, uint32_t block, uint32_t fill,
+                                   uint32_t frames, float* d_out, size_t out_stride, cudaStream_t stream) noexcept;
+
+}  // namespace vigil::cuda

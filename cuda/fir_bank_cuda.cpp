@@ -1,0 +1,148 @@
+#include "cuda/fir_bank_cuda.hpp"
+
+#include <cufft.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/fir_bank.cuh"
+
+namespace vigil::cuda {
+namespace {
+
+void check_cufft(cufftResult r, const char* what) {
+  if (r != CUFFT_SUCCESS)
+    throw CudaError(cudaErrorLaunchFailure, std::string("cuFFT ") + what + " failed with cufftResult " + std::to_string(int(r)));
+}
+
+}  // namespace
+
+FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t block,
+                         cudaStream_t stream)
+    : bands_(uint32_t(band_taps.size())), channels_(channels), block_(block), bins_(block + 1), stream_(stream) {
+  if (band_taps.empty() || band_taps.size() > 256)
+    throw std::invalid_argument("FirBankCuda: bands must be 1..256, got " + std::to_string(band_taps.size()));
+  if (channels < 1 || channels > 4096)
+    throw std::invalid_argument("FirBankCuda: channels must be 1..4096, got " + std::to_string(channels));
+  if (block < 16 || block > 65536 || (block & (block - 1)))
+    throw std::invalid_argument("FirBankCuda: block must be a power of two 16..65536, got " + std::to_string(block));
+  std::vector<uint32_t> parts;
+  for (size_t b = 0; b < band_taps.size(); ++b) {
+    if (band_taps[b].empty() || band_taps[b].size() > (size_t(1) << 20))
+      throw std::invalid_argument("FirBankCuda: band " + std::to_string(b) + " taps must be 1..1048576, got " +
+                                  std::to_string(band_taps[b].size()));
+    parts.push_back(uint32_t((band_taps[b].size() + block - 1) / block));
+    parts_ = std::max(parts_, parts.back());
+  }
+  const size_t n = 2 * size_t(block);
+  try {
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_time_), size_t(channels_) * n * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMalloc(&d_fdl_, size_t(channels_) * parts_ * bins_ * sizeof(float2)));
+    VIGIL_CUDA_CHECK(cudaMalloc(&d_taps_, size_t(bands_) * parts_ * bins_ * sizeof(float2)));
+    VIGIL_CUDA_CHECK(cudaMalloc(&d_acc_, size_t(bands_) * channels_ * bins_ * sizeof(float2)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_full_), size_t(bands_) * channels_ * n * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_parts_), parts.size() * sizeof(uint32_t)));
+    VIGIL_CUDA_CHECK(cudaMemcpy(d_parts_, parts.data(), parts.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+
+    // Tap spectra: each partition zero-padded to 2B and pre-scaled by 1/2B (the inverse FFT's factor).
+    std::vector<float> frames(size_t(bands_) * parts_ * n, 0.0f);
+    for (uint32_t b = 0; b < bands_; ++b)
+      for (size_t i = 0; i < band_taps[b].size(); ++i)
+        frames[(size_t(b) * parts_ + i / block) * n + i % block] = band_taps[b][i] / float(n);
+    float* d_frames = nullptr;
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_frames), frames.size() * sizeof(float)));
+    cufftHandle taps_plan = 0;
+    int dims[1] = {int(n)};
+    try {
+      VIGIL_CUDA_CHECK(cudaMemcpy(d_frames, frames.data(), frames.size() * sizeof(float), cudaMemcpyHostToDevice));
+      check_cufft(cufftPlanMany(&taps_plan, 1, dims, nullptr, 1, int(n), nullptr, 1, int(bins_), CUFFT_R2C,
+                                int(bands_ * parts_)),
+                  "plan (taps)");
+      check_cufft(cufftExecR2C(taps_plan, d_frames, static_cast<cufftComplex*>(d_taps_)), "exec (taps)");
+      VIGIL_CUDA_CHECK(cudaDeviceSynchronize());
+    } catch (...) {
+      if (taps_plan) cufftDestroy(taps_plan);
+      cudaFree(d_frames);
+      throw;
+    }
+    cufftDestroy(taps_plan);
+    cudaFree(d_frames);
+
+    // Forward: one transform per channel, written into the delay-line slot (advanced per block
+    // by offsetting the output pointer; odist steps over the P slots of a channel).
+    int in_embed[1] = {int(n)}, out_embed[1] = {int(bins_)};
+    cufftHandle fwd = 0, inv = 0;
+    check_cufft(cufftPlanMany(&fwd, 1, dims, in_embed, 1, int(n), out_embed, 1, int(parts_ * bins_), CUFFT_R2C,
+                              int(channels_)),
+                "plan (forward)");
+    plan_forward_ = int(fwd);
+    check_cufft(cufftPlanMany(&inv, 1, dims, out_embed, 1, int(bins_), in_embed, 1, int(n), CUFFT_C2R,
+                              int(bands_ * channels_)),
+                "plan (inverse)");
+    plan_inverse_ = int(inv);
+    check_cufft(cufftSetStream(fwd, stream_), "set stream");
+    check_cufft(cufftSetStream(inv, stream_), "set stream");
+    reset();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+FirBankCuda::~FirBankCuda() { release(); }
+
+void FirBankCuda::release() noexcept {
+  if (plan_forward_) cufftDestroy(cufftHandle(plan_forward_));
+  if (plan_inverse_) cufftDestroy(cufftHandle(plan_inverse_));
+  plan_forward_ = plan_inverse_ = 0;
+  for (void* p : {static_cast<void*>(d_time_), d_fdl_, d_taps_, d_acc_, static_cast<void*>(d_full_),
+                  static_cast<void*>(d_parts_)})
+    cudaFree(p);
+  d_time_ = d_full_ = nullptr;
+  d_fdl_ = d_taps_ = d_acc_ = nullptr;
+  d_parts_ = nullptr;
+}
+
+void FirBankCuda::reset() {
+  const size_t n = 2 * size_t(block_);
+  VIGIL_CUDA_CHECK(cudaMemsetAsync(d_time_, 0, size_t(channels_) * n * sizeof(float), stream_));
+  VIGIL_CUDA_CHECK(cudaMemsetAsync(d_fdl_, 0, size_t(channels_) * parts_ * bins_ * sizeof(float2), stream_));
+  VIGIL_CUDA_CHECK(cudaMemsetAsync(d_full_, 0, size_t(bands_) * channels_ * n * sizeof(float), stream_));
+  pos_ = 0;
+  fill_ = 0;
+}
+
+cudaError_t FirBankCuda::run_block() noexcept {
+  pos_ = (pos_ + 1) % parts_;
+  auto* fdl = static_cast<cufftComplex*>(d_fdl_);
+  if (cufftExecR2C(cufftHandle(plan_forward_), d_time_, fdl + size_t(pos_) * bins_) != CUFFT_SUCCESS)
+    return cudaErrorLaunchFailure;
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_accumulate(static_cast<const float2*>(d_fdl_),
+                                                   static_cast<const float2*>(d_taps_), d_parts_, bands_, channels_,
+                                                   parts_, bins_, pos_, static_cast<float2*>(d_acc_), stream_));
+  if (cufftExecC2R(cufftHandle(plan_inverse_), static_cast<cufftComplex*>(d_acc_), d_full_) != CUFFT_SUCCESS)
+    return cudaErrorLaunchFailure;
+  return cudaSuccess;
+}
+
+cudaError_t FirBankCuda::process(const float* d_in, size_t in_stride, uint32_t frames, float* d_out,
+                                 size_t out_stride) noexcept {
+  uint32_t done = 0;
+  while (done < frames) {
+    const uint32_t k = std::min(block_ - fill_, frames - done);
+    VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_stage_input(d_in + done, in_stride, k, channels_, block_, fill_, d_time_, stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(
+        launch_fir_copy_output(d_full_, bands_ * channels_, block_, fill_, k, d_out + done, out_stride, stream_));
+    fill_ += k;
+    done += k;
+    if (fill_ == block_) {
+      VIGIL_CUDA_RETURN_IF_ERROR(run_block());
+      fill_ = 0;
+    }
+  }
+  return cudaSuccess;
+}
+
+}  // namespace vigil::cuda

@@ -1,0 +1,57 @@
+// FirBankCuda: the CUDA twin of dsp/PartitionedFirBank with the uniform layout (partition B,
+// FFT 2B): N band filters over C channels, device memory in and out, one forward cuFFT per
+// channel per block shared by every band, one batched inverse cuFFT over all bands x channels.
+// Output equals lfilter(h, 1, x) delayed by B (the CPU class's latency). Host C++ only.
+//
+// Not yet (issue 8): tap swap with crossfade, the direct form for short filters, CUDA Graph capture.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace vigil::cuda {
+
+class FirBankCuda {
+ public:
+  // band_taps: 1..256 bands of 1..2^20 taps; channels: 1..4096; block: a power of two 16..65536.
+  // All device memory and cuFFT plans are made here. Throws std::invalid_argument or CudaError.
+  FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t block,
+              cudaStream_t stream = nullptr);
+  ~FirBankCuda();
+  FirBankCuda(const FirBankCuda&) = delete;
+  FirBankCuda& operator=(const FirBankCuda&) = delete;
+
+  // Enqueues on the stream given at construction. d_in: channel c at d_in + c * in_stride;
+  // d_out: band b, channel c at d_out + (b * channels + c) * out_stride. Any frames count.
+  // RT-safe: no allocation, no synchronisation. Returns the first CUDA or cuFFT failure
+  // (cuFFT failures as cudaErrorLaunchFailure).
+  cudaError_t process(const float* d_in, size_t in_stride, uint32_t frames, float* d_out, size_t out_stride) noexcept;
+
+  // Clears the history (enqueued). Throws CudaError.
+  void reset();
+
+  uint32_t bands() const noexcept { return bands_; }
+  uint32_t channels() const noexcept { return channels_; }
+  uint32_t block() const noexcept { return block_; }
+  uint32_t partitions() const noexcept { return parts_; }
+  uint32_t latency_frames() const noexcept { return block_; }
+
+ private:
+  cudaError_t run_block() noexcept;
+  void release() noexcept;  // frees everything (destructor, and a constructor that fails)
+
+  uint32_t bands_, channels_, block_, parts_ = 0, bins_;
+  cudaStream_t stream_;
+  float* d_time_ = nullptr;
+  void* d_fdl_ = nullptr;   // float2
+  void* d_taps_ = nullptr;  // float2
+  void* d_acc_ = nullptr;   // float2
+  float* d_full_ = nullptr;
+  uint32_t* d_parts_ = nullptr;
+  int plan_forward_ = 0, plan_inverse_ = 0;  // cufftHandle
+  uint32_t pos_ = 0, fill_ = 0;
+};
+
+}  // namespace vigil::cuda
