@@ -9,6 +9,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/fir_bank_cuda.hpp"
+#include "cuda/overlap_save_cuda.hpp"
 
 namespace {
 
@@ -57,6 +58,55 @@ void BM_FirBankCuda(benchmark::State& state) {
   cudaFree(d_out);
 }
 
+// The batched single-block layout: FFT size N, hop N - M + 1, the whole 2^20 frames in one call.
+void BM_OverlapSaveCuda(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const auto m = size_t(state.range(0));
+  const auto fft = uint32_t(state.range(1));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d;
+  std::vector<float> taps(m), x(size_t(kChannels) * kFrames);
+  for (auto& v : taps) v = d(rng);
+  for (auto& v : x) v = d(rng);
+  float *d_in = nullptr, *d_out = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
+  vigil::cuda::OverlapSaveCuda os({taps}, kChannels, fft, kFrames, stream);
+  cudaEvent_t start, stop;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 3; ++i) VIGIL_CUDA_CHECK(os.process(d_in, kFrames, kFrames, d_out, kFrames));
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (auto _ : state) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
+    VIGIL_CUDA_CHECK(os.process(d_in, kFrames, kFrames, d_out, kFrames));
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(double(ms) / 1e3);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+void fft_shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {64, 256, 1024, 8192})
+    for (int64_t n = 256; n <= 65536; n *= 2)
+      if (n > 2 * m) b->Args({m, n});
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   for (int64_t m : {64, 256, 1024, 8192})
     for (int64_t block : {1024, 4096, 16384, 65536}) b->Args({m, block});
@@ -65,5 +115,6 @@ void shapes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_FirBankCuda)->Apply(shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OverlapSaveCuda)->Apply(fft_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -9,19 +9,22 @@ tmp=$(mktemp -d)
 python3 bench/fir_cupy.py 15 >"$tmp/cupy.jsonl"
 python3 - "$tmp/vigil.json" "$tmp/cupy.jsonl" <<'PY'
 import json, sys
-best = {}
+best = {}      # per M: fastest of both layouts
+uniform = {}   # per M: fastest uniform-partition (low-latency) layout
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
     if b.get("aggregate_name") != "median": continue
-    _, m, block = b["run_name"].split("/")[:3]
+    kind, m, arg = b["run_name"].split("/")[:3]
     t = b["real_time"] / 1e6  # us -> s
-    if int(m) not in best or t < best[int(m)][0]: best[int(m)] = (t, int(block))
+    what = ("FFT " if "OverlapSave" in kind else "uniform B ") + arg
+    if int(m) not in best or t < best[int(m)][0]: best[int(m)] = (t, what)
+    if "FirBankCuda" in kind and (int(m) not in uniform or t < uniform[int(m)][0]): uniform[int(m)] = (t, what)
 cupy = {r["m"]: r for r in map(json.loads, open(sys.argv[2]))}
 samples = 16 * (1 << 20)
-print("| taps M | Vigil CUDA (best block) | G samples/s | CuPy oaconvolve | G samples/s | ratio |")
-print("|---|---|---|---|---|---|")
+print("| taps M | Vigil CUDA (layout) | G samples/s | CuPy oaconvolve | G samples/s | ratio | Vigil uniform partitions |")
+print("|---|---|---|---|---|---|---|")
 for m in sorted(best):
-    t, blk = best[m]; c = cupy[m]["median_s"]
-    print(f"| {m} | {t*1e3:.3f} ms (B {blk}) | {samples/t/1e9:.1f} | {c*1e3:.3f} ms | {samples/c/1e9:.1f} | {c/t:.2f}x |")
+    t, what = best[m]; c = cupy[m]["median_s"]; tu, wu = uniform[m]
+    print(f"| {m} | {t*1e3:.3f} ms ({what}) | {samples/t/1e9:.1f} | {c*1e3:.3f} ms | {samples/c/1e9:.1f} | {c/t:.2f}x | {tu*1e3:.3f} ms ({wu}) |")
 print("CuPy", next(iter(cupy.values()))["cupy"])
 PY
 rm -rf "$tmp"
