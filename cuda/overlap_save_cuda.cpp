@@ -128,14 +128,23 @@ cudaError_t OverlapSaveCuda::process(const float* d_in, size_t in_stride, uint32
   if (frames == 0) return cudaSuccess;
   const size_t history = taps_len_ - 1;
   float* line = d_line_[cur_];
-  // 1. The new samples go after the history and the pending partial block.
-  VIGIL_CUDA_RETURN_IF_ERROR(launch_os_append(d_in, in_stride, frames, channels_, line, line_len_, history + fill_, stream_));
+  // The virtual line: the device-side history and pending samples (split of them), then this
+  // call's input read in place.
+  const size_t split = history + fill_;
   const uint32_t avail = fill_ + frames;
   const uint32_t blocks = avail / hop_;
+  // Output t of this call is y[t - hop]. Those y that earlier calls computed (or the initial
+  // zeros) wait in the ring at position (y index + hop); y computed now goes straight out when
+  // due in this call (relative position < frames), else to the ring.
+  const uint64_t base_rel = (blocks_done_ + 1) * hop_ - emitted_;  // in (0, hop]
+  const uint32_t from_ring = uint32_t(std::min<uint64_t>(frames, base_rel));
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_os_emit(d_ring_, bands_ * channels_, ring_len_, size_t(emitted_ % ring_len_),
+                                            from_ring, d_out, out_stride, stream_));
   if (blocks > 0) {
-    // 2. Every completed block at once: window, FFT, multiply by each band, inverse FFT. The
-    // batched plans cover max_blocks_; blocks beyond this call's are stale and never read.
-    VIGIL_CUDA_RETURN_IF_ERROR(launch_os_gather(line, line_len_, channels_, blocks, hop_, n_, d_frames_, stream_));
+    // Every completed block at once: window, FFT, multiply by each band, inverse FFT. The batched
+    // plans cover max_blocks_; blocks beyond this call's are stale and never read.
+    VIGIL_CUDA_RETURN_IF_ERROR(
+        launch_os_gather(line, line_len_, split, d_in, in_stride, channels_, blocks, hop_, n_, d_frames_, stream_));
     if (cufftExecR2C(cufftHandle(plan_forward_), d_frames_, static_cast<cufftComplex*>(d_spec_)) != CUFFT_SUCCESS)
       return cudaErrorLaunchFailure;
     VIGIL_CUDA_RETURN_IF_ERROR(launch_os_multiply(static_cast<const float2*>(d_spec_), static_cast<const float2*>(d_taps_),
@@ -143,26 +152,22 @@ cudaError_t OverlapSaveCuda::process(const float* d_in, size_t in_stride, uint32
                                                   static_cast<float2*>(d_prod_), stream_));
     if (cufftExecC2R(cufftHandle(plan_inverse_), static_cast<cufftComplex*>(d_prod_), d_time_) != CUFFT_SUCCESS)
       return cudaErrorLaunchFailure;
-    // 3. y[s] goes to ring position s + hop (mod ring), so that output t reads position t and the
-    // first hop outputs read the zeros the ring starts with: the one-block latency.
     const size_t start = size_t((blocks_done_ + 1) * hop_ % ring_len_);
     VIGIL_CUDA_RETURN_IF_ERROR(launch_os_scatter(d_time_, bands_, channels_, blocks, max_blocks_, hop_, n_,
-                                                 taps_len_ - 1, d_ring_, ring_len_, start, stream_));
-    blocks_done_ += blocks;
-  }
-  // 4. Emit this call's outputs.
-  VIGIL_CUDA_RETURN_IF_ERROR(launch_os_emit(d_ring_, bands_ * channels_, ring_len_, size_t(emitted_ % ring_len_), frames,
-                                            d_out, out_stride, stream_));
-  emitted_ += frames;
-  // 5. Keep the history and the new partial block, in the other line buffer.
-  if (blocks > 0) {
+                                                 taps_len_ - 1, d_ring_, ring_len_, start, base_rel, frames, d_out,
+                                                 out_stride, stream_));
+    // Keep the history and the new partial block, in the other line buffer.
     const size_t from = size_t(blocks) * hop_, keep = history + (avail - blocks * hop_);
-    VIGIL_CUDA_RETURN_IF_ERROR(launch_os_shift(line, d_line_[1 - cur_], line_len_, channels_, from, keep, stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(
+        launch_os_shift(line, split, d_in, in_stride, d_line_[1 - cur_], line_len_, channels_, from, keep, stream_));
     cur_ = 1 - cur_;
     fill_ = avail - blocks * hop_;
+    blocks_done_ += blocks;
   } else {
+    VIGIL_CUDA_RETURN_IF_ERROR(launch_os_append(d_in, in_stride, frames, channels_, line, line_len_, split, stream_));
     fill_ = avail;
   }
+  emitted_ += frames;
   return cudaSuccess;
 }
 
