@@ -30,7 +30,7 @@ if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-s
       filter=""
       [ "$tool" = racecheck ] && filter="--gtest_filter=-*EveryLengthAndChunking*:*SingleBlockLayout*"
       log="$out/sanitizer-$tool.log"
-      before=$(wc -l <"$log" 2>/dev/null || echo 0)
+      before=0; [ -f "$log" ] && before=$(wc -l <"$log")
       if ! "$cs" --tool "$tool" --error-exitcode 3 "$t" $filter >>"$log" 2>&1; then
         # A binary whose filtered tests make no CUDA call is not a finding.
         if tail -n +"$((before + 1))" "$log" | grep -q "terminated before first instrumented API call"; then
