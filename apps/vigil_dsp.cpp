@@ -15,6 +15,9 @@
 #include "dsp/fir_design.hpp"
 #include "dsp/wavelet_denoiser.hpp"
 #include "dsp/welch_psd.hpp"
+#if VIGIL_HAVE_CUDA
+#include "cuda/convolve_cuda.hpp"
+#endif
 
 namespace {
 
@@ -85,7 +88,11 @@ std::string wavelet_of(const CliArgs& a) {
   return w;
 }
 
-std::vector<double> run(const std::string& op, const CliArgs& a) {
+// Operations with a CUDA twin in this build (vigil-dsp --backend cuda).
+bool has_cuda_twin(const std::string& op) { return VIGIL_HAVE_CUDA && (op == "fir" || op == "conv"); }
+
+std::vector<double> run(const std::string& op, const CliArgs& a, bool on_gpu) {
+  (void)on_gpu;  // read only when this build has CUDA
   if (op == "firdesign") {
     const auto type = vigil::parse_filter_type(a.get("type"));
     if (!type) throw Usage("--type must be lowpass, highpass, bandpass or bandstop, got '" + a.get("type") + "'");
@@ -123,7 +130,12 @@ std::vector<double> run(const std::string& op, const CliArgs& a) {
     if (h.empty()) throw Usage("--" + key + ": the file holds no samples");
     if (x.empty()) throw Usage("--in: the file holds no samples");
     std::vector<float> y(x.size() + h.size() - 1);
-    vigil::convolve_full(x.data(), x.size(), h.data(), h.size(), y.data());
+#if VIGIL_HAVE_CUDA
+    if (on_gpu)
+      vigil::cuda::convolve_full_cuda(x.data(), x.size(), h.data(), h.size(), y.data());
+    else
+#endif
+      vigil::convolve_full(x.data(), x.size(), h.data(), h.size(), y.data());
     if (op == "fir") y.resize(x.size());
     return to_double(y);
   }
@@ -198,8 +210,11 @@ int main(int argc, char** argv) {
     const std::string backend = args.get("backend");
     if (backend != "cpu" && backend != "cuda" && backend != "auto")
       throw Usage("--backend must be cpu, cuda or auto, got '" + backend + "'");
-    if (backend == "cuda")
-      throw Usage("--backend cuda: the CUDA twin of '" + op + "' is not built yet (issue 8); use cpu or auto");
+    if (backend == "cuda" && !has_cuda_twin(op))
+      throw Usage(std::string("--backend cuda: ") +
+                  (VIGIL_HAVE_CUDA ? "the CUDA twin of '" + op + "' is not written yet (fir and conv have one)"
+                                   : std::string("this build has no CUDA backend (VIGIL_CUDA=OFF or no nvcc)")) +
+                  "; use cpu or auto");
     if (!args.has("out")) throw Usage("--out FILE is required");
     auto ext_of = [](const std::string& f) {
       const size_t dot = f.rfind('.');
@@ -213,7 +228,8 @@ int main(int argc, char** argv) {
     }
     if (const std::string e = ext_of(args.get("out")); e != "f32" && e != "f64")
       throw Usage("--out must name a .f32 or .f64 file, got '" + args.get("out") + "'");
-    const std::vector<double> y = run(op, args);
+    // auto stays on the CPU for files: results then never depend on the machine.
+    const std::vector<double> y = run(op, args, backend == "cuda");
     vigil::write_sample_file(args.get("out"), y);
   } catch (const Usage& e) {
     std::cerr << "vigil-dsp " << op << ": " << e.what() << "\n";

@@ -85,6 +85,26 @@ TEST_F(VigilDsp, EveryOperationMatchesItsReference) {
   expect_close(read("s.f64"), test::read_f64("welch_hann_256.bin"), 1e-5, "psd");
 }
 
+TEST_F(VigilDsp, CudaBackendMatchesOrSaysWhyNot) {
+  std::string err;
+  const int rc = run("fir --backend cuda --taps " + p("fir63_h.f64") + " --in " + p("input_x.f64") + " --out " +
+                         p("yg.f64"),
+                     &err);
+  if (rc == 0) {  // a GPU is here: the same answer as SciPy
+    expect_close(read("yg.f64"), test::read_f64("fir63_lfilter_y.bin"), 1e-5, "fir on cuda");
+  } else if (rc == 1) {  // built with CUDA, no device (CI): a clear reason
+    EXPECT_TRUE(VIGIL_HAVE_CUDA);
+    EXPECT_NE(err.find("no usable CUDA device"), std::string::npos) << err;
+  } else {
+    EXPECT_EQ(rc, 2);
+    EXPECT_FALSE(VIGIL_HAVE_CUDA);
+    EXPECT_NE(err.find("no CUDA backend"), std::string::npos) << err;
+  }
+  // An operation without a CUDA twin says so, whatever the machine.
+  EXPECT_EQ(run("psd --backend cuda --rate 1000 --nperseg 256 --in " + p("psd_x.f64") + " --out " + p("s.f64"), &err), 2);
+  EXPECT_NE(err.find("--backend cuda"), std::string::npos) << err;
+}
+
 TEST_F(VigilDsp, ReadsAWavChannel) {
   // 16-bit stereo WAV: channel 1 carries k/32768 for k = 0..999, channel 0 carries zeros.
   {

@@ -1,0 +1,52 @@
+#include "cuda/convolve_cuda.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/overlap_save_cuda.hpp"
+#include "dsp/partitioned_fir_bank.hpp"
+
+namespace vigil::cuda {
+
+void convolve_full_cuda(const float* x, size_t n, const float* h, size_t m, float* y) {
+  if (n < 1 || m < 1)
+    throw std::invalid_argument("convolve_full_cuda: both inputs need at least 1 sample, got " + std::to_string(n) +
+                                " and " + std::to_string(m));
+  if (m > n) {
+    std::swap(x, h);
+    std::swap(n, m);
+  }
+  if (m > (size_t(1) << 20)) throw std::invalid_argument("convolve_full_cuda: the shorter input may have at most 1048576 samples");
+  std::string why;
+  if (!device_available(&why)) throw CudaError(cudaErrorNoDevice, "no usable CUDA device: " + why);
+  const uint32_t fft = std::max<uint32_t>(32, PartitionedFirBank::best_fft_size(m));
+  constexpr uint32_t kChunk = 1u << 20;
+  OverlapSaveCuda os({std::vector<float>(h, h + m)}, 1, fft, kChunk);
+  const size_t latency = os.latency_frames(), total_out = n + m - 1, total_in = total_out + latency;
+  float *d_in = nullptr, *d_out = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), kChunk * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), kChunk * sizeof(float)));
+  std::vector<float> in(kChunk), out(kChunk);
+  try {
+    for (size_t at = 0; at < total_in; at += kChunk) {
+      const auto k = uint32_t(std::min<size_t>(kChunk, total_in - at));
+      for (uint32_t i = 0; i < k; ++i) in[i] = at + i < n ? x[at + i] : 0.0f;  // x, then zeros to flush
+      VIGIL_CUDA_CHECK(cudaMemcpy(d_in, in.data(), k * sizeof(float), cudaMemcpyHostToDevice));
+      VIGIL_CUDA_CHECK(os.process(d_in, kChunk, k, d_out, kChunk));
+      VIGIL_CUDA_CHECK(cudaMemcpy(out.data(), d_out, k * sizeof(float), cudaMemcpyDeviceToHost));
+      for (uint32_t i = 0; i < k; ++i)
+        if (at + i >= latency) y[at + i - latency] = out[i];
+    }
+  } catch (...) {
+    cudaFree(d_in);
+    cudaFree(d_out);
+    throw;
+  }
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+}  // namespace vigil::cuda
