@@ -24,6 +24,12 @@ inline void check(cudaError_t e, const char* call, const char* file, int line) {
                            cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
+// Setup-time cuFFT check (cufftResult passed as int so this header needs no cufft.h).
+inline void check_cufft(int result, const char* what) {
+  if (result != 0)
+    throw CudaError(cudaErrorLaunchFailure, std::string("cuFFT ") + what + " failed with cufftResult " + std::to_string(result));
+}
+
 // True when at least one CUDA device can be used; otherwise false with the reason in why.
 inline bool device_available(std::string* why = nullptr) {
   int n = 0;

@@ -2,6 +2,7 @@
 // owns one frequency bin of one (band, channel) lane and walks the P partitions, so reads of the
 // delay line and the tap spectra are coalesced across the warp.
 #include "cuda/fir_bank.cuh"
+#include "cuda/launch_check.cuh"
 
 namespace vigil::cuda {
 namespace {
@@ -49,15 +50,6 @@ __global__ void copy_output_kernel(const float* __restrict__ full, uint32_t bloc
 
 unsigned blocks_for(uint32_t n) { return unsigned((n + kThreads - 1) / kThreads < 1 ? 1 : (n + kThreads - 1) / kThreads); }
 
-cudaError_t after_launch(cudaStream_t stream) {
-  cudaError_t e = cudaPeekAtLastError();
-#ifdef VIGIL_CUDA_DEBUG_SYNC
-  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-#else
-  (void)stream;
-#endif
-  return e;
-}
 
 }  // namespace
 

@@ -10,14 +10,6 @@
 #include "cuda/fir_bank.cuh"
 
 namespace vigil::cuda {
-namespace {
-
-void check_cufft(cufftResult r, const char* what) {
-  if (r != CUFFT_SUCCESS)
-    throw CudaError(cudaErrorLaunchFailure, std::string("cuFFT ") + what + " failed with cufftResult " + std::to_string(int(r)));
-}
-
-}  // namespace
 
 FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t block,
                          cudaStream_t stream)

@@ -1,6 +1,7 @@
 // Element-wise kernels around the batched cuFFT calls; each is a grid-stride loop over a flat
 // index so reads and writes coalesce along the fastest-varying dimension.
 #include "cuda/overlap_save.cuh"
+#include "cuda/launch_check.cuh"
 
 namespace vigil::cuda {
 namespace {
@@ -12,15 +13,6 @@ unsigned grid_for(size_t n) {
   return unsigned(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
 }
 
-cudaError_t after_launch(cudaStream_t stream) {
-  cudaError_t e = cudaPeekAtLastError();
-#ifdef VIGIL_CUDA_DEBUG_SYNC
-  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-#else
-  (void)stream;
-#endif
-  return e;
-}
 
 __global__ void append_kernel(const float* __restrict__ in, size_t in_stride, uint32_t frames, uint32_t channels,
                               float* __restrict__ line, size_t line_len, size_t at) {

@@ -12,10 +12,6 @@
 namespace vigil::cuda {
 namespace {
 
-void check_cufft(cufftResult r, const char* what) {
-  if (r != CUFFT_SUCCESS)
-    throw CudaError(cudaErrorLaunchFailure, std::string("cuFFT ") + what + " failed with cufftResult " + std::to_string(int(r)));
-}
 
 template <typename T>
 void device_alloc(T*& p, size_t count) {

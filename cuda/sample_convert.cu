@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cuda/launch_check.cuh"
 #include "cuda/sample_convert.cuh"
 
 namespace vigil::cuda {
@@ -76,11 +77,7 @@ cudaError_t launch_convert_to_planar(const ConvertParams& p, cudaStream_t stream
                                                                 p.d_counts);
       break;
   }
-  cudaError_t e = cudaPeekAtLastError();
-#ifdef VIGIL_CUDA_DEBUG_SYNC
-  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-#endif
-  return e;
+  return after_launch(stream);
 }
 
 }  // namespace vigil::cuda

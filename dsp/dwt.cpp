@@ -4,6 +4,8 @@
 // 8 consecutive outputs accumulate in two 4-float vectors (SSE2 / NEON) as the taps stream past.
 #include "dsp/dwt.hpp"
 
+#include "dsp/simd.hpp"
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -11,14 +13,9 @@
 namespace vigil {
 namespace {
 
-typedef float v4f __attribute__((vector_size(16)));
-
-inline v4f load4(const float* p) noexcept {
-  v4f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store4(float* p, v4f v) noexcept { std::memcpy(p, &v, sizeof v); }
+using simd::load4;
+using simd::store4;
+using simd::v4f;
 
 // out[i] = sum_t w[t] * src[t][i] for i in [0, n): the polyphase inner product, 8 outputs a step.
 // Each src[t] is read contiguously from i onwards.

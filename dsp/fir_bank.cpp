@@ -5,6 +5,8 @@
 // where a chunk boundary falls.
 #include "dsp/fir_bank.hpp"
 
+#include "dsp/simd.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -13,14 +15,8 @@
 namespace vigil {
 namespace {
 
-// 128 bits: native on SSE2 (every x86-64) and NEON (every aarch64).
-typedef float v4f __attribute__((vector_size(16)));
-
-inline v4f load4(const float* p) noexcept {
-  v4f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+using simd::load4;
+using simd::v4f;
 
 // y[n] = sum_j hr[j] * x0[n + j] for n in [0, frames).
 void fir_lane(const float* hr, size_t len, const float* x0, uint32_t frames, float* y) noexcept {

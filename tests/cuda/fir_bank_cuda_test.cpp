@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/signals.hpp"
+
 #include <cmath>
 #include <random>
 
@@ -14,6 +16,10 @@
 namespace vigil {
 namespace {
 
+using test::max_abs;
+using test::randn;
+using test::rel_l2;
+
 class FirBankCudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -22,23 +28,7 @@ class FirBankCudaTest : public ::testing::Test {
   }
 };
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = scale * d(rng);
-  return v;
-}
 
-// ||a - b|| / ||b|| over the samples from `from` on.
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
 
 // Runs the CUDA bank over x (planar, channels x total) in random chunk sizes; returns planar
 // bands x channels x total.

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/signals.hpp"
+
 #include <cmath>
 #include <random>
 
@@ -13,13 +15,10 @@
 namespace vigil {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = scale * d(rng);
-  return v;
-}
+using test::max_abs;
+using test::randn;
+using test::rel_l2;
+
 
 TEST(OverlapSaveCuda, MatchesTheCpuSingleBlockLayout) {
   std::string why;

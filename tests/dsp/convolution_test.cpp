@@ -2,19 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/signals.hpp"
+
 #include <cmath>
 #include <random>
 
 namespace vigil {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::max_abs;
+using test::randn;
+using test::rel_l2;
+
 
 // numpy.convolve's definition, in double: the independent reference.
 std::vector<double> reference(const std::vector<float>& x, const std::vector<float>& h) {

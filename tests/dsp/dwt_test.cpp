@@ -11,13 +11,7 @@
 namespace vigil {
 namespace {
 
-// |got - ref| <= 1e-5 * max(1, max|ref|): shared/reference/README's float32 bar.
-void expect_close(const std::vector<float>& got, const std::vector<double>& ref, const std::string& what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  double max_ref = 1.0;
-  for (double v : ref) max_ref = std::max(max_ref, std::fabs(v));
-  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-5 * max_ref) << what << " index " << i;
-}
+using test::expect_close_to_reference;
 
 TEST(Dwt, Db8Level8EqualsSharedReference) {
   const auto x64 = test::read_f64("input_x.bin");
@@ -27,7 +21,7 @@ TEST(Dwt, Db8Level8EqualsSharedReference) {
   Dwt dwt(w, 4096, 8);
   std::vector<float> c(4096, -999.0f);
   dwt.forward(x.data(), c.data());
-  expect_close(c, test::read_f64("db8_wavedec_coeffs.bin"), "db8");
+  expect_close_to_reference(c, test::read_f64("db8_wavedec_coeffs.bin"), "db8");
   EXPECT_EQ(dwt.approx_length(), 16u);
   EXPECT_EQ(dwt.detail_offset(1), 2048u);
   EXPECT_EQ(dwt.detail_offset(8), 16u);
@@ -41,7 +35,7 @@ TEST(Dwt, MoreWaveletsEqualPywt) {
     Dwt dwt(*find_wavelet(name), x.size(), levels);
     std::vector<float> c(x.size(), -999.0f);
     dwt.forward(x.data(), c.data());
-    expect_close(c, test::read_f64("wavedec_" + name + "_" + std::to_string(levels) + ".bin"), name);
+    expect_close_to_reference(c, test::read_f64("wavedec_" + name + "_" + std::to_string(levels) + ".bin"), name);
   }
 }
 

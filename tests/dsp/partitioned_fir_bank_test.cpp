@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/signals.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -14,19 +16,11 @@
 namespace vigil {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::max_abs;
+using test::randn;
+using test::rel_l2;
 
-double max_abs(const std::vector<float>& v) {
-  double m = 0;
-  for (float x : v) m = std::max(m, double(std::fabs(x)));
-  return m;
-}
+
 
 TEST(PartitionedFirBank, MatchesScipyLfilterDelayedByOnePartition) {
   const auto h64 = test::read_f64("fir63_h.bin");

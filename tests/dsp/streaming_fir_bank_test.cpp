@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/signals.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -13,13 +15,10 @@
 namespace vigil {
 namespace {
 
-std::vector<float> randn(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d;
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng) / 8.0f;
-  return v;
-}
+using test::max_abs;
+using test::randn;
+using test::rel_l2;
+
 
 TEST(StreamingFirBank, PicksTheFormByLengthAndLatency) {
   EXPECT_EQ(StreamingFirBank({randn(48, 1)}, 2, 1024, 1024).form(), StreamingFirBank::Form::kDirect);

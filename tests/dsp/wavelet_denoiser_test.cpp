@@ -13,12 +13,7 @@
 namespace vigil {
 namespace {
 
-void expect_close(const std::vector<float>& got, const std::vector<double>& ref, const std::string& what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  double max_ref = 1.0;
-  for (double v : ref) max_ref = std::max(max_ref, std::fabs(v));
-  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-5 * max_ref) << what << " index " << i;
-}
+using test::expect_close_to_reference;
 
 TEST(WaveletDenoiser, VisuShrinkEqualsSharedReference) {
   const auto x64 = test::read_f64("input_x.bin");
@@ -29,7 +24,7 @@ TEST(WaveletDenoiser, VisuShrinkEqualsSharedReference) {
   WaveletDenoiser den(spec, x.size());
   EXPECT_EQ(den.levels(), 8u);
   den.process(x.data(), y.data());
-  expect_close(y, test::read_f64("db8_visushrink_y.bin"), "db8 visushrink");
+  expect_close_to_reference(y, test::read_f64("db8_visushrink_y.bin"), "db8 visushrink");
   EXPECT_NEAR(den.last_threshold(1), 1.4038452281137297, 1e-5);  // shared/reference/README
 }
 
@@ -46,7 +41,7 @@ TEST(WaveletDenoiser, SoftHardFinestPerLevelEqualPywt) {
         std::vector<float> y(x);
         den.process(y.data(), y.data());  // in place
         const std::string file = "denoise_" + name + "_" + std::to_string(levels) + "_" + mode + "_" + noise + ".bin";
-        expect_close(y, test::read_f64(file), file);
+        expect_close_to_reference(y, test::read_f64(file), file);
       }
 }
 
