@@ -10,6 +10,7 @@
 #include "apps/cli_args.hpp"
 #include "config/config_loader.hpp"
 #include "pipeline/service.hpp"
+#include "systemd/sd_notifier.hpp"
 
 namespace {
 
@@ -26,6 +27,16 @@ std::optional<vigil::Settings> load(const std::string& path) {
   vigil::ConfigResult r = vigil::load_config_file(path);
   for (const auto& e : r.errors) std::cerr << vigil::format_error(path, e) << "\n";
   return r.settings;
+}
+
+std::string status_line(const nlohmann::json& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, latency p99 %llu us",
+                (unsigned long long)s.value("chunks_in", 0ull), (unsigned long long)s.value("chunks_out", 0ull),
+                (unsigned long long)(s.value("dropped_frames", 0ull) + s.value("output_dropped_frames", 0ull)),
+                (unsigned long long)s.value("deadline_misses", 0ull),
+                (unsigned long long)s["latency_us"].value("p99", 0ull));
+  return buf;
 }
 
 void log_status(const nlohmann::json& s) {
@@ -100,7 +111,15 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   std::cerr << "vigild " << VIGIL_VERSION << ": config " << path << "\nvigild: " << service->describe() << "\n";
+  vigil::SdNotifier notifier;
+  if (notifier.enabled()) notifier.notify("STATUS=starting: " + service->describe());
   service->start();
+  // READY=1 once the first chunk has gone all the way through; WATCHDOG=1 every half period
+  // only while chunks keep advancing, so a stalled pipeline gets the service restarted.
+  bool ready = false, stalled = false;
+  uint64_t last_progress = 0;
+  const int64_t ping_ns = int64_t(notifier.watchdog_usec()) * 1000 / 2;
+  int64_t next_ping = vigil::mono_now_ns() + ping_ns, next_status = 0;
 
   const int64_t t_start = vigil::mono_now_ns();
   int64_t next_log = t_start + int64_t(log_interval * 1e9);
@@ -114,6 +133,30 @@ int main(int argc, char** argv) {
     }
     if (service->finished()) break;
     const int64_t now = vigil::mono_now_ns();
+    if (notifier.enabled()) {
+      const uint64_t progress = service->progress();
+      if (!ready && progress > 0) {
+        ready = true;
+        notifier.notify("READY=1\nSTATUS=" + status_line(service->report()));
+      }
+      if (ping_ns > 0 && now >= next_ping) {
+        next_ping = now + ping_ns;
+        if (progress != last_progress) {
+          notifier.notify("WATCHDOG=1");
+          if (stalled) std::cerr << "vigild: the pipeline moves again: watchdog pings resume\n";
+          stalled = false;
+        } else if (ready && !stalled) {
+          stalled = true;
+          std::cerr << "vigild: no chunk has gone through for " << ping_ns / 1'000'000
+                    << " ms: withholding watchdog pings\n";
+        }
+        last_progress = progress;
+      }
+      if (now >= next_status) {
+        next_status = now + 1'000'000'000;
+        notifier.notify("STATUS=" + std::string(stalled ? "STALLED: " : "") + status_line(service->report()));
+      }
+    }
     if (seconds > 0 && now - t_start >= int64_t(seconds * 1e9)) {
       why = "--seconds elapsed";
       break;
@@ -124,6 +167,7 @@ int main(int argc, char** argv) {
     }
   }
   std::cerr << "vigild: stopping (" << why << "): draining\n";
+  if (notifier.enabled()) notifier.notify("STOPPING=1");
   service->request_stop();
   service->join();
   log_status(service->report());

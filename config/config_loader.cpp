@@ -233,11 +233,12 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
 void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "pipeline";
   if (!r.expect_map(n, where)) return;
-  r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms"});
+  r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms", "test_stall_after_s"});
   r.choice(n, where, "backend", {"auto", "cpu", "cuda"}, s.pipeline.backend);
   r.number<uint32_t>(n, where, "pool_chunks", 2, 65536, s.pipeline.pool_chunks);
   r.number<uint32_t>(n, where, "output_slots", 2, 65536, s.pipeline.output_slots);
   r.number(n, where, "deadline_budget_ms", 0.0, 3.6e6, s.pipeline.deadline_budget_ms);
+  r.number(n, where, "test_stall_after_s", 0.0, 1e9, s.pipeline.test_stall_after_s);
 }
 
 void read_band(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, BandSettings& b) {

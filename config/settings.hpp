@@ -62,6 +62,7 @@ struct PipelineSettings {
   uint32_t pool_chunks = 64;        // chunks in the capture pool
   uint32_t output_slots = 64;       // processed chunks that may wait for the output thread
   double deadline_budget_ms = 0;    // 0: one chunk period (at the pacing rate)
+  double test_stall_after_s = 0;    // test-only fault: the pipeline stops processing after this
 };
 
 struct Settings {

@@ -18,7 +18,13 @@ PipelineWorker::PipelineWorker(Graph& graph, const SourceFormat& format, const C
 
 void PipelineWorker::run() noexcept {
   unsigned idle = 0;
+  const int64_t t_start = mono_now_ns();
   for (;;) {
+    if (stall_after_ns_ > 0 && mono_now_ns() - t_start >= stall_after_ns_) {
+      // The injected stall: process nothing more; leave when capture has stopped.
+      while (!capture_.finished()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      break;
+    }
     Chunk* chunk = nullptr;
     if (full_chunks_.pop(chunk)) {
       process(*chunk);

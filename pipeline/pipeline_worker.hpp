@@ -25,6 +25,9 @@ class PipelineWorker {
 
   // Thread: pipeline. Returns once the capture loop has finished and every chunk is processed.
   void run() noexcept;
+  // Test-only fault: after this many nanoseconds of running, stop processing (chunks pile up
+  // and are then dropped by the capture loop), as a hung GPU or stage would. 0: never.
+  void set_stall_after_ns(int64_t ns) noexcept { stall_after_ns_ = ns; }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   const PipelineCounters& counters() const noexcept { return counters_; }
 
@@ -41,6 +44,7 @@ class PipelineWorker {
   SpscQueue<EventRecord>& events_;
   std::vector<int> stream_of_output_;
   std::vector<ConvertCounts> convert_counts_;
+  int64_t stall_after_ns_ = 0;
   uint64_t output_lost_frames_ = 0;  // dropped for want of a slot since the last slot sent
   PipelineCounters counters_;
   std::atomic<bool> finished_{false};

@@ -56,6 +56,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
   capture_ = std::make_unique<CaptureLoop>(*source_, *free_chunks_, *full_chunks_, chunk_bytes);
   pipeline_ = std::make_unique<PipelineWorker>(*graph_, format_, *capture_, *full_chunks_, *free_chunks_, *free_slots_,
                                                *full_slots_, *events_, stream_of_output);
+  pipeline_->set_stall_after_ns(int64_t(settings_.pipeline.test_stall_after_s * 1e9));
 
   OutputWorker::Options opt;
   opt.rate_hz = format_.rate_hz;
@@ -120,6 +121,11 @@ nlohmann::json Service::status_json() const {
   const LatencyHistogram& p = pc.processing;
   j["processing_us"] = {{"p50", p.quantile_us(0.5)}, {"p99", p.quantile_us(0.99)}, {"max", p.max_us()}};
   return j;
+}
+
+uint64_t Service::progress() const noexcept {
+  return settings_.data_outputs.empty() ? pipeline_->counters().chunks_processed.load(std::memory_order_relaxed)
+                                        : output_->counters().chunks_sent.load(std::memory_order_relaxed);
 }
 
 nlohmann::json Service::report() const { return output_->status_json(finished()); }

@@ -95,7 +95,9 @@ TEST(ChunkPool, ChunksAreAlignedAndDisjoint) {
   ChunkPool pool(8, 100);
   for (uint32_t i = 0; i < pool.count(); ++i) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.chunk(i).data) % 64, 0u);
-    if (i > 0) EXPECT_GE(pool.chunk(i).data - pool.chunk(i - 1).data, 100);
+    if (i > 0) {
+      EXPECT_GE(pool.chunk(i).data - pool.chunk(i - 1).data, 100);
+    }
   }
 }
 

@@ -43,7 +43,9 @@ TEST(LatencyHistogram, BucketEdgesAreMonotonic) {
   for (uint64_t us : {16ull, 17ull, 31ull, 32ull, 1000ull, 123456ull, 1ull << 35}) {
     const int b = LatencyHistogram::bucket_of(us);
     EXPECT_GE(LatencyHistogram::upper_edge(b), us);
-    if (b > 0) EXPECT_LT(LatencyHistogram::upper_edge(b - 1), us);
+    if (b > 0) {
+      EXPECT_LT(LatencyHistogram::upper_edge(b - 1), us);
+    }
   }
 }
 
