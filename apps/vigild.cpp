@@ -8,6 +8,7 @@
 
 #include "acquisition/clock.hpp"
 #include "apps/cli_args.hpp"
+#include "apps/log.hpp"
 #include "config/config_loader.hpp"
 #include "pipeline/service.hpp"
 #include "systemd/sd_notifier.hpp"
@@ -41,9 +42,10 @@ std::string status_line(const nlohmann::json& s) {
 
 void log_status(const nlohmann::json& s) {
   const nlohmann::json& out = s;
-  std::fprintf(stderr,
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
                "vigild: chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, latency p50 %llu us "
-               "p99 %llu us max %llu us, send errors %llu\n",
+               "p99 %llu us max %llu us, send errors %llu",
                (unsigned long long)s.value("chunks_in", 0ull), (unsigned long long)out.value("chunks_out", 0ull),
                (unsigned long long)(s.value("dropped_frames", 0ull) + s.value("output_dropped_frames", 0ull)),
                (unsigned long long)out.value("deadline_misses", 0ull),
@@ -51,6 +53,7 @@ void log_status(const nlohmann::json& s) {
                (unsigned long long)out["latency_us"].value("p99", 0ull),
                (unsigned long long)out["latency_us"].value("max", 0ull),
                (unsigned long long)out.value("send_errors", 0ull));
+  vigil::log::line(vigil::log::Level::kInfo, buf);
 }
 
 }  // namespace
@@ -107,10 +110,11 @@ int main(int argc, char** argv) {
   try {
     service = std::make_unique<vigil::Service>(*settings);
   } catch (const std::exception& e) {
-    std::cerr << "vigild: cannot start with " << path << ": " << e.what() << "\n";
+    vigil::log::line(vigil::log::Level::kError, "vigild: cannot start with " + path + ": " + e.what());
     return kExitFailure;
   }
-  std::cerr << "vigild " << VIGIL_VERSION << ": config " << path << "\nvigild: " << service->describe() << "\n";
+  vigil::log::line(vigil::log::Level::kInfo, std::string("vigild ") + VIGIL_VERSION + ": config " + path);
+  vigil::log::line(vigil::log::Level::kInfo, "vigild: " + service->describe());
   vigil::SdNotifier notifier;
   if (notifier.enabled()) notifier.notify("STATUS=starting: " + service->describe());
   service->start();
@@ -143,12 +147,13 @@ int main(int argc, char** argv) {
         next_ping = now + ping_ns;
         if (progress != last_progress) {
           notifier.notify("WATCHDOG=1");
-          if (stalled) std::cerr << "vigild: the pipeline moves again: watchdog pings resume\n";
+          if (stalled) vigil::log::line(vigil::log::Level::kNotice, "vigild: the pipeline moves again: watchdog pings resume");
           stalled = false;
         } else if (ready && !stalled) {
           stalled = true;
-          std::cerr << "vigild: no chunk has gone through for " << ping_ns / 1'000'000
-                    << " ms: withholding watchdog pings\n";
+          vigil::log::line(vigil::log::Level::kError, "vigild: no chunk has gone through for " +
+                                                          std::to_string(ping_ns / 1'000'000) +
+                                                          " ms: withholding watchdog pings");
         }
         last_progress = progress;
       }
@@ -166,11 +171,12 @@ int main(int argc, char** argv) {
       log_status(service->report());
     }
   }
-  std::cerr << "vigild: stopping (" << why << "): draining\n";
+  vigil::log::line(vigil::log::Level::kInfo, std::string("vigild: stopping (") + why + "): draining");
   if (notifier.enabled()) notifier.notify("STOPPING=1");
   service->request_stop();
   service->join();
   log_status(service->report());
-  std::cerr << "vigild: stopped after " << double(vigil::mono_now_ns() - t_start) / 1e9 << " s\n";
+  vigil::log::line(vigil::log::Level::kInfo,
+                   "vigild: stopped after " + std::to_string(double(vigil::mono_now_ns() - t_start) / 1e9) + " s");
   return kExitOk;
 }

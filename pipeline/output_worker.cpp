@@ -157,7 +157,8 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   j["events_sent"] = counters_.events_sent.load(std::memory_order_relaxed);
   j["deadline_misses"] = counters_.deadline_misses.load(std::memory_order_relaxed);
   const LatencyHistogram& l = counters_.end_to_end;
-  j["latency_us"] = {{"p50", l.quantile_us(0.5)}, {"p99", l.quantile_us(0.99)}, {"max", l.max_us()}};
+  j["latency_us"] = {{"p50", l.quantile_us(0.5)}, {"p99", l.quantile_us(0.99)}, {"p999", l.quantile_us(0.999)},
+                     {"max", l.max_us()}};
   return j;
 }
 

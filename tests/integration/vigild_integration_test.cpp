@@ -306,6 +306,27 @@ TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
   fs::remove_all(dir);
 }
 
+TEST(VigildIntegration, JournalGetsPriorityPrefixes) {
+  // When stderr is the stream $JOURNAL_STREAM names (DEV:INODE), lines carry "<N>" priorities.
+  const fs::path dir = fs::temp_directory_path() / ("vigil-journal-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string log = (dir / "stderr.txt").string(), plain = (dir / "plain.txt").string();
+  const std::string cfg = std::string(VIGIL_SOURCE_DIR) + "/config/vigil.yaml";
+  const std::string run = "exec 2>" + log + "; JOURNAL_STREAM=$(stat -c '%d:%i' " + log + ") exec " + kVigild +
+                          " --config " + cfg + " --seconds 0.3 --log-interval 0";
+  test::Process p({"/bin/sh", "-c", run});
+  ASSERT_NE(p.wait(std::chrono::seconds(10)), -1);
+  test::Process q({"/bin/sh", "-c", "exec 2>" + plain + "; exec " + kVigild + " --config " + cfg + " --seconds 0.3 --log-interval 0"});
+  ASSERT_NE(q.wait(std::chrono::seconds(10)), -1);
+  std::ifstream f(log), g(plain);
+  std::string first, first_plain;
+  std::getline(f, first);
+  std::getline(g, first_plain);
+  fs::remove_all(dir);
+  EXPECT_EQ(first.rfind("<6>vigild ", 0), 0u) << first;
+  EXPECT_EQ(first_plain.rfind("vigild ", 0), 0u) << first_plain;  // no prefix on a terminal or file
+}
+
 TEST(VigildIntegration, CheckConfigExitCodes) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-cc-" + std::to_string(getpid()));
   fs::create_directories(dir);
