@@ -14,7 +14,8 @@ namespace vigil {
 OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::vector<int> stream_of_output,
                            SpscQueue<OutputSlot*>& full_slots, SpscQueue<OutputSlot*>& free_slots,
                            SpscQueue<EventRecord>& events, Options options)
-    : graph_(graph), full_slots_(full_slots), free_slots_(free_slots), events_(events), options_(std::move(options)) {
+    : graph_(graph), full_slots_(full_slots), free_slots_(free_slots), events_(events), options_(std::move(options)),
+      start_mono_ns_(mono_now_ns()) {
   for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
     DataOutput d;
     d.settings = settings.data_outputs[o];
@@ -180,8 +181,8 @@ void OutputWorker::housekeeping(bool final_report) noexcept {
 }
 
 void OutputWorker::run() noexcept {
-  start_mono_ns_ = mono_now_ns();
-  for (EventOutput& e : event_outputs_) e.next_status_mono_ns = start_mono_ns_ + int64_t(e.settings.status_interval_s * 1e9);
+  const int64_t t_run = mono_now_ns();
+  for (EventOutput& e : event_outputs_) e.next_status_mono_ns = t_run + int64_t(e.settings.status_interval_s * 1e9);
   try {
     send_event("start", {{"version", VIGIL_VERSION}, {"rate_hz", options_.rate_hz}}, utc_now_ns());
   } catch (...) {

@@ -75,7 +75,9 @@ class OutputWorker {
   EventEncoder encoder_;
   std::vector<uint8_t> packet_;  // one datagram being built
   int64_t last_utc_ns_ = 0;      // signal time of the newest chunk sent (context timestamps)
-  int64_t start_mono_ns_ = 0;
+  // Set once in the constructor, before any thread runs: status_json() reads it from the main
+  // thread while the output thread runs (a write in run() was a data race, found by TSan).
+  const int64_t start_mono_ns_;
   OutputCounters counters_;
 };
 
