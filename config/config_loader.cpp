@@ -199,10 +199,29 @@ void read_signal(Reader& r, const YAML::Node& n, const std::string& where, doubl
 void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "source";
   if (!r.expect_map(n, where)) return;
+  r.choice(n, where, "kind", {"synthetic", "file"}, s.source_kind);
+  SyntheticSpec& sp = s.synthetic;
+  if (s.source_kind == "file") {
+    // A recording brings its own rate, channels and format.
+    r.check_keys(n, where, {"kind", "path", "chunk_frames", "rate_factor", "loop"});
+    r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, sp.chunk_frames);
+    r.number(n, where, "rate_factor", 0.0, 10000.0, sp.rate_factor);
+    r.boolean(n, where, "loop", s.file.loop);
+    if (!r.string(n, where, "path", s.file.path, true)) return;
+    s.file.chunk_frames = sp.chunk_frames;
+    s.file.rate_factor = sp.rate_factor;
+    try {
+      const RecordingInfo info = probe_recording(s.file.path);
+      sp.rate_hz = info.rate_hz;
+      sp.channels = info.channels;
+      sp.format = info.format;
+    } catch (const std::exception& e) {
+      r.error(n["path"].Mark(), "source.path: " + std::string(e.what()));
+    }
+    return;
+  }
   r.check_keys(n, where, {"kind", "rate_hz", "channels", "format", "chunk_frames", "seed", "rate_factor",
                           "duration_s", "signals"});
-  r.choice(n, where, "kind", {"synthetic"}, s.source_kind);
-  SyntheticSpec& sp = s.synthetic;
   r.number(n, where, "rate_hz", 1.0, 10e6, sp.rate_hz);
   r.number<uint32_t>(n, where, "channels", 1, 1024, sp.channels);
   std::string fmt;

@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "acquisition/file_source.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/fir_design.hpp"
 #include "dsp/window.hpp"
@@ -67,8 +68,9 @@ struct PipelineSettings {
 
 struct Settings {
   std::string path;                 // the file these came from
-  std::string source_kind = "synthetic";
-  SyntheticSpec synthetic;
+  std::string source_kind = "synthetic";  // "synthetic" | "file"
+  SyntheticSpec synthetic;  // for "file": rate, channels, format and chunk size as probed
+  FileSourceSpec file;
   PipelineSettings pipeline;
   std::vector<StageSettings> stages;
   std::vector<DataOutputSettings> data_outputs;

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "acquisition/file_source.hpp"
 #include "acquisition/synthetic_source.hpp"
 
 namespace vigil {
@@ -17,7 +18,10 @@ Service::Service(const Settings& settings) : settings_(settings) {
                              "use 'cpu' or 'auto'");
   backend_ = "cpu";  // 'auto' resolves to cpu until the CUDA stages land
 
-  source_ = std::make_unique<SyntheticSource>(settings_.synthetic);
+  if (settings_.source_kind == "file")
+    source_ = std::make_unique<FileSource>(settings_.file);
+  else
+    source_ = std::make_unique<SyntheticSource>(settings_.synthetic);
   format_ = source_->format();
   const size_t chunk_bytes = size_t(format_.chunk_frames) * format_.channels * bytes_per_sample(format_.format);
   const uint32_t pool_chunks = settings_.pipeline.pool_chunks;

@@ -1,0 +1,152 @@
+// Replaying WAV and SigMF recordings: every sample in order and in its channel, chunking, end of
+// file, looping, the SigMF start time, and clear errors for files it cannot use.
+#include "acquisition/file_source.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "acquisition/chunk_pool.hpp"
+
+namespace vigil {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("vigil-file-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A PCM WAV of `channels` x `frames`; sample (f, c) = value(f, c), `bits` 16 or 24.
+  std::string write_wav(int channels, int frames, int bits, int (*value)(int, int), uint32_t rate = 8000) {
+    const std::string p = (dir_ / ("x" + std::to_string(bits) + ".wav")).string();
+    std::ofstream f(p, std::ios::binary);
+    auto u32 = [&](uint32_t v) { f.write(reinterpret_cast<const char*>(&v), 4); };
+    auto u16 = [&](uint16_t v) { f.write(reinterpret_cast<const char*>(&v), 2); };
+    const uint32_t bytes = uint32_t(frames * channels * bits / 8);
+    f.write("RIFF", 4);
+    u32(36 + bytes);
+    f.write("WAVEfmt ", 8);
+    u32(16);
+    u16(1);
+    u16(uint16_t(channels));
+    u32(rate);
+    u32(rate * uint32_t(channels * bits / 8));
+    u16(uint16_t(channels * bits / 8));
+    u16(uint16_t(bits));
+    f.write("data", 4);
+    u32(bytes);
+    for (int i = 0; i < frames; ++i)
+      for (int c = 0; c < channels; ++c) {
+        const int v = value(i, c);
+        f.write(reinterpret_cast<const char*>(&v), bits / 8);  // little-endian low bytes
+      }
+    return p;
+  }
+  fs::path dir_;
+};
+
+int ramp(int f, int c) { return f * 10 + c; }
+int ramp24(int f, int c) { return (f * 1000 + c) - 4'000'000; }
+
+TEST_F(FileSourceTest, WavSamplesArriveInOrderInTheirChannels) {
+  const std::string p = write_wav(2, 100, 16, ramp);
+  FileSource src({p, 7, 0.0, false});
+  EXPECT_EQ(src.format().channels, 2u);
+  EXPECT_EQ(src.format().rate_hz, 8000.0);
+  EXPECT_EQ(src.format().format, SampleFormat::kInt16);
+  ChunkPool pool(2, 7 * 2 * 2);
+  Chunk& c = pool.chunk(0);
+  int seen = 0;
+  while (src.read(c) == ReadStatus::kOk) {
+    EXPECT_EQ(c.header.first_frame, uint64_t(seen));
+    const auto* d = reinterpret_cast<const int16_t*>(c.data);
+    for (uint32_t i = 0; i < c.header.frames; ++i)
+      for (int ch = 0; ch < 2; ++ch) ASSERT_EQ(d[i * 2 + ch], ramp(seen + int(i), ch));
+    seen += int(c.header.frames);
+  }
+  EXPECT_EQ(seen, 100);  // 14 chunks of 7 and one of 2
+  EXPECT_EQ(src.read(c), ReadStatus::kEnd);
+}
+
+TEST_F(FileSourceTest, Wav24BitIsWidenedToInt32) {
+  const std::string p = write_wav(1, 50, 24, ramp24);
+  FileSource src({p, 64, 0.0, false});
+  EXPECT_EQ(src.format().format, SampleFormat::kInt32);
+  ChunkPool pool(2, 64 * 4);
+  ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
+  const auto* d = reinterpret_cast<const int32_t*>(pool.chunk(0).data);
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(d[i], ramp24(i, 0) * 256) << i;  // full scale kept
+}
+
+TEST_F(FileSourceTest, SigmfFloatWithStartTimeAndLoop) {
+  const std::string base = (dir_ / "rec").string();
+  std::ofstream(base + ".sigmf-meta") << R"({"global": {"core:datatype": "rf32_le", "core:sample_rate": 1000,
+      "core:num_channels": 3, "core:version": "1.0.0"},
+    "captures": [{"core:sample_start": 0, "core:datetime": "2026-11-21T12:00:00.5Z"}], "annotations": []})";
+  {
+    std::ofstream d(base + ".sigmf-data", std::ios::binary);
+    for (int i = 0; i < 30; ++i) {
+      const float v = float(i);
+      d.write(reinterpret_cast<const char*>(&v), 4);
+    }
+  }
+  FileSource src({base + ".sigmf-meta", 4, 0.0, true});
+  EXPECT_EQ(src.info().frames, 10u);
+  ChunkPool pool(2, 4 * 3 * 4);
+  Chunk& c = pool.chunk(0);
+  std::vector<float> got;
+  std::vector<uint64_t> firsts;
+  for (int k = 0; k < 6; ++k) {  // 10 frames, looped: chunks of 4, 4, 2, 4, 4, 2
+    ASSERT_EQ(src.read(c), ReadStatus::kOk);
+    firsts.push_back(c.header.first_frame);
+    // 2026-11-21T12:00:00Z is 1795262400 s after the epoch; the capture starts half a second later.
+    if (k == 0) {
+      EXPECT_EQ(c.header.t_first_utc_ns, 1'795'262'400'500'000'000);
+    }
+    if (k == 1) {
+      EXPECT_EQ(c.header.t_first_utc_ns, 1'795'262'400'504'000'000);  // + 4 frames at 1 kHz
+    }
+    const auto* d = reinterpret_cast<const float*>(c.data);
+    got.insert(got.end(), d, d + c.header.frames * 3);
+  }
+  EXPECT_EQ(firsts, (std::vector<uint64_t>{0, 4, 8, 10, 14, 18}));
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], float(i % 30)) << i;
+}
+
+TEST_F(FileSourceTest, UnusableFilesGiveClearErrors) {
+  auto message = [](const std::string& path) {
+    try {
+      FileSource s({path, 16, 0.0, false});
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message((dir_ / "none.wav").string()).find("cannot open"), std::string::npos);
+  EXPECT_NE(message((dir_ / "x.mp3").string()).find("unknown recording type"), std::string::npos);
+  std::ofstream(dir_ / "bad.wav") << "RIFF....WAVEjunk";
+  EXPECT_NE(message((dir_ / "bad.wav").string()).find("no data chunk"), std::string::npos);
+  std::ofstream(dir_ / "t.sigmf-meta") << R"({"global": {"core:datatype": "cf32_le", "core:sample_rate": 1000}})";
+  std::ofstream(dir_ / "t.sigmf-data") << "";
+  EXPECT_NE(message((dir_ / "t.sigmf-meta").string()).find("'cf32_le' is not supported"), std::string::npos);
+  std::ofstream(dir_ / "j.sigmf-meta") << "{not json";
+  EXPECT_NE(message((dir_ / "j.sigmf-meta").string()).find("not SigMF metadata"), std::string::npos);
+  const std::string eight = write_wav(1, 10, 16, ramp);
+  {  // patch the bit depth to 8 (an unsupported PCM width)
+    std::fstream f(eight, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(34);
+    const uint16_t bits = 8;
+    f.write(reinterpret_cast<const char*>(&bits), 2);
+  }
+  EXPECT_NE(message(eight).find("unsupported WAV format 1 with 8 bits"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vigil
