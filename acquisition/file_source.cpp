@@ -9,6 +9,8 @@
 #include <stdexcept>
 
 #include "acquisition/clock.hpp"
+#include "acquisition/rfc3339.hpp"
+#include "acquisition/wav_header.hpp"
 
 namespace vigil {
 namespace {
@@ -21,8 +23,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-uint32_t le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24; }
-uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 
 uint64_t file_size(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
@@ -31,47 +31,19 @@ uint64_t file_size(const std::string& path) {
 }
 
 RecordingInfo probe_wav(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  uint8_t head[12];
-  if (!f.read(reinterpret_cast<char*>(head), 12) || std::memcmp(head, "RIFF", 4) || std::memcmp(head + 8, "WAVE", 4))
-    fail(path, "not a WAV file (no RIFF/WAVE header)");
+  const WavHeader w = read_wav_header(path);
   RecordingInfo info;
   info.data_path = path;
-  uint16_t fmt = 0, bits = 0;
-  bool have_fmt = false;
-  for (;;) {
-    uint8_t ch[8];
-    if (!f.read(reinterpret_cast<char*>(ch), 8)) fail(path, "no data chunk");
-    const uint32_t size = le32(ch + 4);
-    if (!std::memcmp(ch, "fmt ", 4)) {
-      std::vector<uint8_t> body(size);
-      if (size < 16 || !f.read(reinterpret_cast<char*>(body.data()), size)) fail(path, "truncated fmt chunk");
-      fmt = le16(body.data());
-      info.channels = le16(body.data() + 2);
-      info.rate_hz = le32(body.data() + 4);
-      bits = le16(body.data() + 14);
-      if (fmt == 0xFFFE && size >= 26) fmt = le16(body.data() + 24);
-      if (size & 1) f.ignore(1);
-      have_fmt = true;
-    } else if (!std::memcmp(ch, "data", 4)) {
-      if (!have_fmt) fail(path, "data chunk before the fmt chunk");
-      info.data_offset = uint64_t(f.tellg());
-      const uint64_t avail = file_size(path) - info.data_offset;
-      const uint64_t bytes = std::min<uint64_t>(size, avail);  // a truncated file keeps what it has
-      info.bytes_per_sample_on_disk = bits / 8;
-      if (info.channels == 0 || info.rate_hz <= 0) fail(path, "fmt chunk gives 0 channels or rate 0");
-      info.frames = bytes / (uint64_t(info.bytes_per_sample_on_disk) * info.channels);
-      break;
-    } else {
-      f.ignore(size + (size & 1));
-    }
-  }
-  if (fmt == 1 && bits == 16) info.format = SampleFormat::kInt16;
-  else if (fmt == 1 && (bits == 24 || bits == 32)) info.format = SampleFormat::kInt32;
-  else if (fmt == 3 && bits == 32) info.format = SampleFormat::kFloat32;
-  else fail(path, "unsupported WAV format " + std::to_string(fmt) + " with " + std::to_string(bits) +
+  info.data_offset = w.data_offset;
+  info.channels = w.channels;
+  info.rate_hz = w.rate_hz;
+  info.bytes_per_sample_on_disk = w.bits / 8;
+  if (w.format == 1 && w.bits == 16) info.format = SampleFormat::kInt16;
+  else if (w.format == 1 && (w.bits == 24 || w.bits == 32)) info.format = SampleFormat::kInt32;
+  else if (w.format == 3 && w.bits == 32) info.format = SampleFormat::kFloat32;
+  else fail(path, "unsupported WAV format " + std::to_string(w.format) + " with " + std::to_string(w.bits) +
                   " bits (PCM 16/24/32 and float 32 are supported)");
+  info.frames = w.data_bytes / (uint64_t(info.bytes_per_sample_on_disk) * info.channels);
   return info;
 }
 
@@ -100,23 +72,9 @@ RecordingInfo probe_sigmf(const std::string& path) {
   if (meta.contains("captures") && meta["captures"].is_array() && !meta["captures"].empty()) {
     const std::string when = meta["captures"][0].value("core:datetime", "");
     if (!when.empty()) {
-      // RFC 3339 UTC ("...Z"), fraction optional.
-      int y, mo, d, h, mi, se, used = 0;
-      if (std::sscanf(when.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &used) == 6) {
-        tm parts{};
-        parts.tm_year = y - 1900, parts.tm_mon = mo - 1, parts.tm_mday = d, parts.tm_hour = h, parts.tm_min = mi,
-        parts.tm_sec = se;
-        int64_t frac = 0, digits = 0;
-        size_t i = size_t(used);
-        if (i < when.size() && when[i] == '.')
-          for (++i; i < when.size() && std::isdigit(static_cast<unsigned char>(when[i])); ++i, ++digits)
-            if (digits < 9) frac = frac * 10 + (when[i] - '0');
-        for (int64_t k = std::min<int64_t>(digits, 9); k < 9; ++k) frac *= 10;
-        info.start_utc_ns = int64_t(timegm(&parts)) * 1'000'000'000 + frac;
-        info.has_datetime = true;
-      } else {
-        fail(meta_path, "captures[0].core:datetime is not RFC 3339: '" + when + "'");
-      }
+      if (!parse_rfc3339_utc(when, info.start_utc_ns))
+        fail(meta_path, "captures[0].core:datetime is not RFC 3339 UTC: '" + when + "'");
+      info.has_datetime = true;
     }
   }
   const uint64_t bytes = file_size(info.data_path);

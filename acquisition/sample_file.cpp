@@ -1,5 +1,7 @@
 #include "acquisition/sample_file.hpp"
 
+#include "acquisition/wav_header.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -29,41 +31,20 @@ uint32_t le32(const uint8_t* p) { return uint32_t(p[0]) | uint32_t(p[1]) << 8 | 
 uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 
 SampleFile read_wav(const std::string& path, const std::vector<uint8_t>& b, uint32_t channel) {
-  auto fail = [&](const std::string& why) -> SampleFile { throw std::runtime_error(path + ": not a usable WAV file: " + why); };
-  if (b.size() < 12 || std::memcmp(b.data(), "RIFF", 4) != 0 || std::memcmp(b.data() + 8, "WAVE", 4) != 0)
-    return fail("no RIFF/WAVE header");
-  uint16_t format = 0, channels = 0, bits = 0;
-  uint32_t rate = 0;
-  const uint8_t* data = nullptr;
-  size_t data_bytes = 0;
-  for (size_t at = 12; at + 8 <= b.size();) {
-    const uint32_t size = le32(b.data() + at + 4);
-    const uint8_t* body = b.data() + at + 8;
-    const size_t avail = b.size() - (at + 8);
-    if (std::memcmp(b.data() + at, "fmt ", 4) == 0) {
-      if (size < 16 || avail < 16) return fail("fmt chunk shorter than 16 bytes");
-      format = le16(body);
-      channels = le16(body + 2);
-      rate = le32(body + 4);
-      bits = le16(body + 14);
-      if (format == 0xFFFE) {  // WAVE_FORMAT_EXTENSIBLE: the real format opens the subformat GUID
-        if (size < 40 || avail < 40) return fail("extensible fmt chunk shorter than 40 bytes");
-        format = le16(body + 24);
-      }
-    } else if (std::memcmp(b.data() + at, "data", 4) == 0) {
-      data = body;
-      data_bytes = std::min<size_t>(size, avail);  // a truncated file keeps what it has
-    }
-    at += 8 + size + (size & 1);
-  }
-  if (!channels) return fail("no fmt chunk");
-  if (!data) return fail("no data chunk");
+  const WavHeader w = read_wav_header(path);
+  const uint16_t format = w.format, channels = w.channels, bits = w.bits;
   const bool pcm = format == 1 && (bits == 8 || bits == 16 || bits == 24 || bits == 32);
   const bool flt = format == 3 && (bits == 32 || bits == 64);
-  if (!pcm && !flt) return fail("unsupported format " + std::to_string(format) + " with " + std::to_string(bits) + " bits");
+  if (!pcm && !flt)
+    throw std::runtime_error(path + ": unsupported WAV format " + std::to_string(format) + " with " +
+                             std::to_string(bits) + " bits");
   if (channel >= channels)
     throw std::runtime_error(path + ": --channel " + std::to_string(channel) + " is out of range: the file has " +
                              std::to_string(channels) + " channel(s)");
+  // The header came from the file on disk; the bytes read earlier hold the same data.
+  const uint8_t* data = b.data() + std::min<uint64_t>(w.data_offset, b.size());
+  const size_t data_bytes = size_t(std::min<uint64_t>(w.data_bytes, b.size() - std::min<uint64_t>(w.data_offset, b.size())));
+  const uint32_t rate = w.rate_hz;
   const size_t width = bits / 8, frame = width * channels, frames = data_bytes / frame;
   SampleFile f;
   f.rate_hz = rate;

@@ -5,11 +5,19 @@
 #include <string>
 
 namespace vigil {
+namespace {
 
-WelchPsd::WelchPsd(size_t nperseg, double rate_hz, WindowSpec window)
-    : nperseg_(nperseg), rate_hz_(rate_hz), fft_(nperseg < 4 || nperseg % 2 ? 4 : nperseg) {
+// Checked before the FFT member is planned, so a bad length gets Welch's message, not the FFT's.
+size_t checked_nperseg(size_t nperseg) {
   if (nperseg < 4 || nperseg > (size_t(1) << 22) || nperseg % 2)
     throw std::invalid_argument("welch: nperseg must be even and 4..4194304, got " + std::to_string(nperseg));
+  return nperseg;
+}
+
+}  // namespace
+
+WelchPsd::WelchPsd(size_t nperseg, double rate_hz, WindowSpec window)
+    : nperseg_(checked_nperseg(nperseg)), rate_hz_(rate_hz), fft_(nperseg_) {
   if (!(rate_hz > 0) || !std::isfinite(rate_hz))
     throw std::invalid_argument("welch: rate must be > 0, got " + std::to_string(rate_hz));
   // Periodic window: the symmetric window of nperseg + 1 points without its last point.

@@ -6,13 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "acquisition/rfc3339.hpp"  // rfc3339_utc, parse_rfc3339_utc
+
 namespace vigil {
-
-// "2026-11-21T21:21:21.123456789Z" for nanoseconds since the Unix epoch.
-std::string rfc3339_utc(int64_t utc_ns);
-
-// Parses what rfc3339_utc writes (and any fraction length, 'Z' only). False when malformed.
-bool parse_rfc3339_utc(const std::string& text, int64_t& utc_ns);
 
 class EventEncoder {
  public:

@@ -1,0 +1,16 @@
+// RFC 3339 UTC times with nanoseconds: written into events and sidecars, read from SigMF
+// metadata. Thread: any (allocates; not for the real-time path).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace vigil {
+
+// "2026-11-21T21:21:21.123456789Z" for nanoseconds since the Unix epoch.
+std::string rfc3339_utc(int64_t utc_ns);
+
+// Parses what rfc3339_utc writes (and any fraction length, 'Z' only). False when malformed.
+bool parse_rfc3339_utc(const std::string& text, int64_t& utc_ns);
+
+}  // namespace vigil
