@@ -51,6 +51,7 @@ SyntheticSource::SyntheticSource(SyntheticSpec spec) : spec_(std::move(spec)) {
     check_range("impulse period_s", s.impulses.period_s, 0.0, 1e9);
     check_range("impulse offset_s", s.impulses.offset_s, 0.0, 1e9);
     check_range("burst decay_s", s.bursts.decay_s, 1e-9, 1e3);
+    check_range("burst rise_s", s.bursts.rise_s, 0.0, 1e3);
     check_range("burst freq_hz", s.bursts.freq_hz, 0.0, nyquist);
     check_range("burst rate_hz", s.bursts.rate_hz, 0.0, spec_.rate_hz);
     if (!std::is_sorted(s.impulses.times_s.begin(), s.impulses.times_s.end()) ||
@@ -99,7 +100,8 @@ void SyntheticSource::generate_channel(uint32_t c, uint32_t frames, float* out) 
   const ChannelSignal& sig = *st.signal;
   const double rate = spec_.rate_hz;
   const double two_pi = 2.0 * std::numbers::pi;
-  const uint64_t burst_len = uint64_t(std::ceil(10.0 * sig.bursts.decay_s * rate));
+  const double rise_frames = sig.bursts.rise_s * rate;
+  const uint64_t burst_len = uint64_t(std::ceil(rise_frames + 10.0 * sig.bursts.decay_s * rate));
   const double burst_decay_per_frame = 1.0 / (sig.bursts.decay_s * rate);
 
   for (uint32_t i = 0; i < frames; ++i) {
@@ -140,8 +142,9 @@ void SyntheticSource::generate_channel(uint32_t c, uint32_t frames, float* out) 
         continue;
       }
       const double cycles = bs.freq_hz * double(k) / rate;
-      v += bs.amplitude * std::exp(-double(k) * burst_decay_per_frame) *
-           std::sin(two_pi * (cycles - std::floor(cycles)));
+      const double env = double(k) < rise_frames ? double(k) / rise_frames
+                                                  : std::exp(-(double(k) - rise_frames) * burst_decay_per_frame);
+      v += bs.amplitude * env * std::sin(two_pi * (cycles - std::floor(cycles)));
     }
     out[i] = float(v);
   }

@@ -24,10 +24,11 @@ struct ImpulseSpec {       // single-sample spikes
   std::vector<double> times_s;  // and/or at these times (ascending)
 };
 
-struct BurstSpec {         // AE-like burst: a * exp(-t/decay) * sin(2 pi f t), t from the onset
-  double amplitude = 0;
-  double freq_hz = 0;
-  double decay_s = 0.001;  // time constant; a burst lasts 10 of them
+struct BurstSpec {         // AE-like burst: a * env(t) * sin(2 pi f t), t from the onset, where
+  double amplitude = 0;    // env rises linearly from 0 to 1 over rise_s, then decays as
+  double freq_hz = 0;      // exp(-(t - rise_s)/decay_s)
+  double rise_s = 0;
+  double decay_s = 0.001;  // time constant; a burst lasts rise_s + 10 of them
   double rate_hz = 0;      // > 0: onsets as a Poisson process of this mean rate (seeded)
   std::vector<double> times_s;  // and/or at these times (ascending)
 };

@@ -186,9 +186,10 @@ void read_signal(Reader& r, const YAML::Node& n, const std::string& where, doubl
   if (const YAML::Node b = n["bursts"]) {
     const std::string w = where + ".bursts";
     if (r.expect_map(b, w)) {
-      r.check_keys(b, w, {"amplitude", "freq_hz", "decay_s", "rate_hz", "times_s"});
+      r.check_keys(b, w, {"amplitude", "freq_hz", "rise_s", "decay_s", "rate_hz", "times_s"});
       r.number(b, w, "amplitude", -1e6, 1e6, s.bursts.amplitude, true);
       r.number(b, w, "freq_hz", 0.0, nyquist, s.bursts.freq_hz, true);
+      r.number(b, w, "rise_s", 0.0, 1e3, s.bursts.rise_s);
       r.number(b, w, "decay_s", 1e-9, 1e3, s.bursts.decay_s);
       r.number(b, w, "rate_hz", 0.0, 1e6, s.bursts.rate_hz);
       r.number_list(b, w, "times_s", 0.0, 1e9, s.bursts.times_s);

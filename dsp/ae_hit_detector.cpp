@@ -1,0 +1,87 @@
+#include "dsp/ae_hit_detector.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace vigil {
+namespace {
+
+void check(const char* name, double v, double lo, double hi) {
+  if (!(v >= lo && v <= hi)) {
+    std::ostringstream m;
+    m << "ae_hits: " << name << " must be " << lo << ".." << hi << ", got " << v;
+    throw std::invalid_argument(m.str());
+  }
+}
+
+uint64_t samples(double t_s, double rate_hz) { return uint64_t(std::llround(t_s * rate_hz)); }
+
+}  // namespace
+
+AeSampleParams ae_sample_params(const AeHitSettings& s, double rate_hz) {
+  check("threshold_db", s.threshold_db, -20, 140);
+  check("floating_margin_db", s.floating_margin_db, 0, 60);
+  check("hdt_s", s.hdt_s, 0, 1);
+  check("pdt_s", s.pdt_s, 0, 1);
+  check("hlt_s", s.hlt_s, 0, 1);
+  check("max_duration_s", s.max_duration_s, 1e-6, 10);
+  check("full_scale_v", s.full_scale_v, 1e-6, 1e3);
+  check("preamp_gain_db", s.preamp_gain_db, -20, 100);
+  check("level_interval_s", s.level_interval_s, 0, 3600);
+  AeSampleParams p;
+  p.rate_hz = rate_hz;
+  p.volts_per_unit = s.full_scale_v / std::pow(10.0, s.preamp_gain_db / 20.0);
+  p.threshold = float(1e-6 * std::pow(10.0, s.threshold_db / 20.0) / p.volts_per_unit);
+  p.hdt = samples(s.hdt_s, rate_hz);
+  p.pdt = samples(s.pdt_s, rate_hz);
+  p.hlt = samples(s.hlt_s, rate_hz);
+  p.max_duration = std::max<uint64_t>(1, samples(s.max_duration_s, rate_hz));
+  if (s.floating_margin_db > 0) {
+    check("floating_window_s (in samples)", double(samples(s.floating_window_s, rate_hz)), 32, 1u << 30);
+    p.floating_gain = std::pow(10.0, s.floating_margin_db / 20.0);
+    p.floating_window = uint32_t(samples(s.floating_window_s, rate_hz));
+  }
+  if (s.level_interval_s > 0) {
+    check("level_interval_s (in samples)", double(samples(s.level_interval_s, rate_hz)), 32, 1u << 31);
+    p.level_interval = uint32_t(samples(s.level_interval_s, rate_hz));
+  }
+  return p;
+}
+
+AeHitFeatures ae_hit_features(const AeHit& h, const AeSampleParams& p) noexcept {
+  const double dt = 1.0 / p.rate_hz;
+  const double vpu = p.volts_per_unit;
+  AeHitFeatures f;
+  f.amplitude_db = 20.0 * std::log10(double(h.peak) * vpu / 1e-6);
+  f.threshold_db = 20.0 * std::log10(double(h.threshold) * vpu / 1e-6);
+  f.rise_time_s = double(h.peak_frame - h.arrival_frame) * dt;
+  f.duration_s = double(h.end_frame - h.arrival_frame) * dt;
+  f.energy_eu = h.sum_sq * vpu * vpu * dt / 1e-14;
+  f.signal_strength_pvs = h.sum_abs * vpu * dt / 1e-12;
+  f.rms_v = std::sqrt(h.sum_sq / double(h.end_frame - h.arrival_frame + 1)) * vpu;
+  return f;
+}
+
+double ae_level_rms_v(const AeLevel& l, const AeSampleParams& p) noexcept {
+  return l.samples ? std::sqrt(l.sum_sq / l.samples) * p.volts_per_unit : 0.0;
+}
+
+double ae_level_asl_db(const AeLevel& l, const AeSampleParams& p) noexcept {
+  const double mean_v = l.samples ? l.sum_abs / l.samples * p.volts_per_unit : 0.0;
+  return mean_v > 0 ? 20.0 * std::log10(mean_v / 1e-6) : -HUGE_VAL;
+}
+
+AeHitDetector::AeHitDetector(const AeSampleParams& params, uint32_t channels) : p_(params), state_(channels) {
+  reset();
+}
+
+void AeHitDetector::reset() noexcept {
+  for (AeChannelState& s : state_) {
+    s = AeChannelState{};
+    s.threshold = p_.threshold;
+  }
+}
+
+}  // namespace vigil

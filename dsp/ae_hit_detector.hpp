@@ -1,0 +1,189 @@
+// AeHitDetector: the acoustic-emission hit engine (ASTM E1316 terms), per channel, streaming.
+// A hit opens at the first sample with |x| >= threshold, takes its peak under the peak definition
+// time (PDT), ends when the hit definition time (HDT) passes with no crossing (or at the maximum
+// duration), and is followed by the hit lockout time (HLT) in which no hit may open. Every
+// decision is a comparison of a float sample with a float threshold, so the CUDA twin
+// (cuda/ae_hit_detector_cuda) finds the same hits sample for sample. Formulas: docs/PROTOCOL.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace vigil {
+
+// What the config says (times in seconds, levels in dB_AE: 0 dB_AE = 1 uV at the sensor).
+struct AeHitSettings {
+  double threshold_db = 45;
+  double floating_margin_db = 0;  // > 0: threshold = max(threshold_db, noise level + this)
+  double floating_window_s = 0.1; // noise level = mean |V| over the previous window of this length
+  double hdt_s = 800e-6;          // hit definition time
+  double pdt_s = 200e-6;          // peak definition time
+  double hlt_s = 1000e-6;         // hit lockout time
+  double max_duration_s = 0.1;    // a longer hit is cut here (flagged `truncated`)
+  double full_scale_v = 1.0;      // volts at the ADC input for sample value 1.0
+  double preamp_gain_db = 40;     // between sensor and ADC
+  double level_interval_s = 1.0;  // time-driven RMS and ASL every this long; 0 = off
+};
+
+// The same in samples, as both backends use it. Built by ae_sample_params (which validates).
+struct AeSampleParams {
+  double rate_hz = 0;
+  double volts_per_unit = 0;  // sensor volts for sample value 1.0
+  float threshold = 0;        // fixed threshold, sample units
+  double floating_gain = 0;   // 10^(margin/20); 0 = fixed threshold only
+  uint32_t floating_window = 0;  // samples; 0 = fixed threshold only
+  uint64_t hdt = 0, pdt = 0, hlt = 0, max_duration = 0;  // samples
+  uint32_t level_interval = 0;   // samples; 0 = off
+};
+
+// Throws std::invalid_argument naming the setting that is out of range.
+AeSampleParams ae_sample_params(const AeHitSettings& s, double rate_hz);
+
+// Threshold a noise window of mean |x| = mean_abs sets (same rounding on both backends).
+inline float ae_floating_threshold(const AeSampleParams& p, double mean_abs) noexcept {
+  const double t = mean_abs * p.floating_gain;
+  return t > double(p.threshold) ? float(t) : p.threshold;
+}
+
+// One hit in sample terms (frames counted from the start of the stream).
+struct AeHit {
+  uint32_t channel = 0;
+  uint64_t arrival_frame = 0;  // first sample with |x| >= threshold
+  uint64_t peak_frame = 0;
+  uint64_t end_frame = 0;      // last sample with |x| >= threshold
+  float peak = 0;              // |x| at peak_frame
+  float threshold = 0;         // in force at the arrival
+  uint32_t counts = 0;         // positive-going crossings of +threshold
+  uint32_t counts_to_peak = 0;
+  double sum_sq = 0;           // sum of x^2 over arrival..end
+  double sum_abs = 0;          // sum of |x| over arrival..end
+  bool truncated = false;      // cut at the maximum duration
+};
+
+// A hit in physical units.
+struct AeHitFeatures {
+  double amplitude_db = 0;      // 20 log10(peak V / 1 uV)
+  double threshold_db = 0;
+  double rise_time_s = 0;       // arrival -> peak
+  double duration_s = 0;        // arrival -> last crossing
+  double energy_eu = 0;         // sum V^2 dt / 1e-14 V^2 s
+  double signal_strength_pvs = 0;  // sum |V| dt, pV s
+  double rms_v = 0;             // over arrival..end
+};
+AeHitFeatures ae_hit_features(const AeHit& h, const AeSampleParams& p) noexcept;
+
+// Time-driven level of one channel over one interval.
+struct AeLevel {
+  uint32_t channel = 0;
+  uint64_t end_frame = 0;  // last sample of the interval
+  double sum_sq = 0, sum_abs = 0;
+  uint32_t samples = 0;
+};
+double ae_level_rms_v(const AeLevel& l, const AeSampleParams& p) noexcept;
+double ae_level_asl_db(const AeLevel& l, const AeSampleParams& p) noexcept;  // 20 log10(mean|V| / 1 uV)
+
+// Per-channel state the engine carries across chunks (plain data: the CUDA twin keeps the same).
+struct AeChannelState {
+  enum Phase : uint32_t { kIdle = 0, kHit = 1, kLockout = 2 };
+  uint32_t phase = kIdle;
+  float threshold = 0;
+  float prev = 0;              // previous sample (for positive-going crossings)
+  bool peak_locked = false;
+  uint64_t lockout_end = 0;    // first frame that may open a hit again
+  AeHit hit;                   // the open hit
+  double run_sq = 0, run_abs = 0;  // sums since the arrival, up to the current sample
+  double noise_sum = 0;        // sum |x| in the current floating window
+  double level_sq = 0, level_abs = 0;  // current level interval
+};
+
+class AeHitDetector {
+ public:
+  AeHitDetector(const AeSampleParams& params, uint32_t channels);
+
+  // Feeds `frames` samples of channel c starting at stream frame `first_frame` (consecutive
+  // calls per channel must be contiguous). on_hit(const AeHit&) for each hit that ends,
+  // on_level(const AeLevel&) for each level interval that ends. RT-safe.
+  template <typename OnHit, typename OnLevel>
+  void push(uint32_t c, const float* x, uint32_t frames, uint64_t first_frame, OnHit&& on_hit, OnLevel&& on_level);
+
+  void reset() noexcept;
+  const AeChannelState& state(uint32_t c) const noexcept { return state_[c]; }
+  const AeSampleParams& params() const noexcept { return p_; }
+
+ private:
+  AeSampleParams p_;
+  std::vector<AeChannelState> state_;
+};
+
+template <typename OnHit, typename OnLevel>
+void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t first_frame, OnHit&& on_hit,
+                         OnLevel&& on_level) {
+  AeChannelState& s = state_[c];
+  for (uint32_t i = 0; i < frames; ++i) {
+    const uint64_t n = first_frame + i;
+    const float v = x[i];
+    const float a = v < 0 ? -v : v;
+    if (s.phase == AeChannelState::kHit) {
+      if (n - s.hit.end_frame > p_.hdt) {  // HDT passed with no crossing
+        on_hit(s.hit);
+        s.phase = AeChannelState::kLockout;
+        s.lockout_end = s.hit.end_frame + p_.hdt + 1 + p_.hlt;
+      } else if (n - s.hit.arrival_frame >= p_.max_duration) {
+        s.hit.truncated = true;
+        on_hit(s.hit);
+        s.phase = AeChannelState::kLockout;
+        s.lockout_end = n + p_.hlt;
+      }
+    }
+    if (s.phase == AeChannelState::kLockout && n >= s.lockout_end) s.phase = AeChannelState::kIdle;
+    const bool above = a >= s.threshold;
+    const bool rising = v >= s.threshold && s.prev < s.threshold;
+    if (s.phase == AeChannelState::kIdle && above) {
+      s.phase = AeChannelState::kHit;
+      s.hit = AeHit{};
+      s.hit.channel = c;
+      s.hit.arrival_frame = s.hit.peak_frame = s.hit.end_frame = n;
+      s.hit.peak = a;
+      s.hit.threshold = s.threshold;
+      s.hit.counts = s.hit.counts_to_peak = rising ? 1 : 0;
+      s.peak_locked = false;
+      s.run_sq = double(v) * v;
+      s.run_abs = a;
+      s.hit.sum_sq = s.run_sq;
+      s.hit.sum_abs = s.run_abs;
+    } else if (s.phase == AeChannelState::kHit) {
+      s.run_sq += double(v) * v;
+      s.run_abs += a;
+      if (above) {
+        if (rising) ++s.hit.counts;
+        s.hit.end_frame = n;
+        s.hit.sum_sq = s.run_sq;
+        s.hit.sum_abs = s.run_abs;
+        if (!s.peak_locked && n - s.hit.peak_frame > p_.pdt) s.peak_locked = true;
+        if (!s.peak_locked && a > s.hit.peak) {
+          s.hit.peak = a;
+          s.hit.peak_frame = n;
+          s.hit.counts_to_peak = s.hit.counts;
+        }
+      }
+    }
+    s.prev = v;
+    if (p_.floating_window) {
+      s.noise_sum += a;
+      if ((n + 1) % p_.floating_window == 0) {
+        s.threshold = ae_floating_threshold(p_, s.noise_sum / p_.floating_window);
+        s.noise_sum = 0;
+      }
+    }
+    if (p_.level_interval) {
+      s.level_sq += double(v) * v;
+      s.level_abs += a;
+      if ((n + 1) % p_.level_interval == 0) {
+        on_level(AeLevel{c, n, s.level_sq, s.level_abs, p_.level_interval});
+        s.level_sq = s.level_abs = 0;
+      }
+    }
+  }
+}
+
+}  // namespace vigil
