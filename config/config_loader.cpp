@@ -286,7 +286,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
   if (!r.expect_map(n, where)) return;
   r.string(n, where, "name", st.name, true);
   r.string(n, where, "input", st.input, true);
-  if (!r.choice(n, where, "kind", {"fir_bank", "band_rms"}, st.kind, true)) {
+  if (!r.choice(n, where, "kind", {"fir_bank", "band_rms", "ae_hits"}, st.kind, true)) {
     r.check_keys(n, where, {"name", "kind", "input"});
     return;
   }
@@ -348,6 +348,32 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
                                                " band needs an odd number of taps, got taps " + std::to_string(p.taps));
         p.bands.push_back(b);
       }
+    }
+    st.params = p;
+  } else if (st.kind == "ae_hits") {
+    r.check_keys(n, where, {"name", "kind", "input", "threshold_db", "floating_margin_db", "floating_window_s",
+                            "hdt_us", "pdt_us", "hlt_us", "max_duration_ms", "full_scale_v", "preamp_gain_db",
+                            "level_interval_s"});
+    AeHitSettings p;
+    double hdt_us = p.hdt_s * 1e6, pdt_us = p.pdt_s * 1e6, hlt_us = p.hlt_s * 1e6, max_ms = p.max_duration_s * 1e3;
+    r.number(n, where, "threshold_db", -20.0, 140.0, p.threshold_db, true);
+    r.number(n, where, "floating_margin_db", 0.0, 60.0, p.floating_margin_db);
+    r.number(n, where, "floating_window_s", 1e-6, 3600.0, p.floating_window_s);
+    r.number(n, where, "hdt_us", 0.0, 1e6, hdt_us);
+    r.number(n, where, "pdt_us", 0.0, 1e6, pdt_us);
+    r.number(n, where, "hlt_us", 0.0, 1e6, hlt_us);
+    r.number(n, where, "max_duration_ms", 0.001, 1e4, max_ms);
+    r.number(n, where, "full_scale_v", 1e-6, 1e3, p.full_scale_v);
+    r.number(n, where, "preamp_gain_db", -20.0, 100.0, p.preamp_gain_db);
+    r.number(n, where, "level_interval_s", 0.0, 3600.0, p.level_interval_s);
+    p.hdt_s = hdt_us * 1e-6;
+    p.pdt_s = pdt_us * 1e-6;
+    p.hlt_s = hlt_us * 1e-6;
+    p.max_duration_s = max_ms * 1e-3;
+    try {  // what depends on the rate (windows of at least 32 samples)
+      (void)ae_sample_params(p, 2 * nyquist);
+    } catch (const std::invalid_argument& e) {
+      r.error(n.Mark(), where + ": " + e.what());
     }
     st.params = p;
   } else {

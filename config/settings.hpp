@@ -8,6 +8,7 @@
 
 #include "acquisition/file_source.hpp"
 #include "acquisition/synthetic_source.hpp"
+#include "dsp/ae_hit_detector.hpp"
 #include "dsp/fir_design.hpp"
 #include "dsp/window.hpp"
 
@@ -36,9 +37,9 @@ struct BandRmsSettings {
 
 struct StageSettings {
   std::string name;
-  std::string kind;   // "fir_bank" | "band_rms"
+  std::string kind;   // "fir_bank" | "band_rms" | "ae_hits"
   std::string input;  // "input" or an earlier stage's name
-  std::variant<FirBankSettings, BandRmsSettings> params;
+  std::variant<FirBankSettings, BandRmsSettings, AeHitSettings> params;
 };
 
 struct Endpoint {

@@ -2,10 +2,12 @@
 #include "pipeline/band_rms_stage.hpp"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "acquisition/clock.hpp"
 #include "acquisition/spsc_queue.hpp"
 #include "pipeline/event_record.hpp"
+#include "pipeline/event_time.hpp"
 
 namespace vigil {
 
@@ -40,10 +42,8 @@ StageStatus BandRmsStage::process(const Block& in, Block&, const Exec& exec) noe
         ev.value = rms;
         ev.threshold = raise ? settings_.threshold : settings_.clear_threshold;
         // Report the input frame the window's last sample came from (the stream lags by delay).
-        const uint64_t out_frame = exec.chunk.first_frame + i;
-        ev.frame = out_frame >= delay_frames_ ? out_frame - delay_frames_ : 0;
-        ev.t_utc_ns = exec.chunk.t_first_utc_ns + frames_to_ns(i, rate_hz_) -
-                      (delay_frames_ ? frames_to_ns(delay_frames_, rate_hz_) : 0);
+        ev.frame = stream_to_input_frame(exec.chunk.first_frame + i, delay_frames_);
+        ev.t_utc_ns = input_frame_utc_ns(exec.chunk, ev.frame, rate_hz_);
         if (!exec.events || !exec.events->push(ev)) {
           if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
         }
@@ -51,6 +51,12 @@ StageStatus BandRmsStage::process(const Block& in, Block&, const Exec& exec) noe
     }
   }
   return StageStatus::kOk;
+}
+
+void BandRmsStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+  body["rule"] = "band_rms";
+  body["value"] = ev.value;
+  body["threshold"] = ev.threshold;
 }
 
 void BandRmsStage::reset() noexcept {

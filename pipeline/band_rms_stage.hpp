@@ -18,6 +18,7 @@ class BandRmsStage final : public Stage {
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
+  void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
 
   // Last completed window's RMS of a lane (for tests and status).
   double last_rms(uint32_t band, uint32_t channel) const noexcept { return lanes_[band * channels_ + channel].last; }

@@ -1,22 +1,29 @@
 // EventRecord: an event raised on the pipeline thread, as plain data (no strings, no allocation);
-// the output thread turns it into JSON.
+// the output thread turns it into JSON (Stage::describe_event adds the stage's own fields).
 #pragma once
 
 #include <cstdint>
 
+#include "dsp/ae_hit_detector.hpp"
+
 namespace vigil {
 
-enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared };
+enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel };
 
 struct EventRecord {
   EventKind kind = EventKind::kAlarmRaised;
   uint16_t stage = 0;     // index into the graph's stages
   uint16_t band = 0;      // index into the stage input's band names
   uint32_t channel = 0;
-  double value = 0;       // the measured value that crossed
-  double threshold = 0;   // the level it crossed
-  uint64_t frame = 0;     // index of the sample at which the window that crossed ended
-  int64_t t_utc_ns = 0;   // that sample's UTC time
+  double value = 0;       // alarms: the measured value that crossed
+  double threshold = 0;   // alarms: the level it crossed
+  uint64_t frame = 0;     // input frame the event refers to (alarms: the sample that crossed;
+                          // hits: the arrival; levels: the interval's last sample)
+  int64_t t_utc_ns = 0;   // that frame's UTC time
+  uint16_t rule = 0;      // alarms: index of the stage's rule
+  uint8_t level = 0;      // alarms: 0 normal, 1 alert, 2 danger (the level entered)
+  AeHit hit;              // kAeHit (frames in stream samples)
+  AeLevel ae_level;       // kAeLevel
 };
 
 }  // namespace vigil

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "pipeline/ae_hits_stage.hpp"
 #include "pipeline/band_rms_stage.hpp"
 #include "pipeline/fir_bank_stage.hpp"
 
@@ -17,6 +18,8 @@ Graph::Graph(const std::vector<StageSettings>& stages) {
       n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params));
     else if (s.kind == "band_rms")
       n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
+    else if (s.kind == "ae_hits")
+      n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i));
     else
       throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
     nodes_.push_back(std::move(n));

@@ -41,6 +41,7 @@ class Graph {
 
   size_t stage_count() const noexcept { return nodes_.size(); }
   const std::string& stage_name(size_t i) const noexcept { return nodes_[i].name; }
+  const Stage& stage(size_t i) const noexcept { return *nodes_[i].stage; }
   // Band name of lane `band` of stage i's input (for event text).
   const std::string& stage_input_band_name(size_t i, size_t band) const noexcept;
 

@@ -130,16 +130,20 @@ void OutputWorker::send_event(const std::string& type, nlohmann::json body, int6
 void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
   try {
     nlohmann::json body;
-    body["state"] = ev.kind == EventKind::kAlarmRaised ? "raised" : "cleared";
-    body["rule"] = "band_rms";
+    const char* type = "alarm";
+    switch (ev.kind) {
+      case EventKind::kAlarmRaised: body["state"] = "raised"; break;
+      case EventKind::kAlarmCleared: body["state"] = "cleared"; break;
+      case EventKind::kAeHit: type = "ae_hit"; break;
+      case EventKind::kAeLevel: type = "ae_level"; break;
+    }
     body["stage"] = graph_.stage_name(ev.stage);
     body["band"] = graph_.stage_input_band_name(ev.stage, ev.band);
     body["channel"] = ev.channel;
-    body["value"] = ev.value;
-    body["threshold"] = ev.threshold;
     body["frame"] = ev.frame;
     body["sample_time"] = rfc3339_utc(ev.t_utc_ns);
-    send_event("alarm", std::move(body), utc_now_ns());
+    graph_.stage(ev.stage).describe_event(ev, body);
+    send_event(type, std::move(body), utc_now_ns());
   } catch (...) {
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
   }

@@ -9,7 +9,7 @@
 namespace vigil {
 
 namespace {
-constexpr size_t kEventQueueCapacity = 4096;
+constexpr size_t kEventQueueCapacity = 16384;  // AE hit storms: ~3 MiB of records
 }
 
 Service::Service(const Settings& settings) : settings_(settings) {

@@ -2,11 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "pipeline/block.hpp"
 
 namespace vigil {
+
+struct EventRecord;
 
 enum class StageStatus { kOk, kFailed };
 
@@ -19,6 +22,9 @@ class Stage {
   virtual StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept = 0;
   // Forget history.
   virtual void reset() noexcept = 0;
+  // Output thread: adds this stage's fields for one of its events to `body` (which already has
+  // stage, band, channel, frame and sample_time). Reads only what prepare() set. May throw.
+  virtual void describe_event(const EventRecord& /*ev*/, nlohmann::json& /*body*/) const {}
 };
 
 }  // namespace vigil

@@ -135,7 +135,7 @@ TEST(SyntheticSource, PoissonBurstsArriveAtAboutTheirRate) {
   SyntheticSpec s = base();
   s.channels = 1;
   s.signals = {ChannelSignal{}};
-  s.signals[0].bursts = {1.0, 5000, 0.0002, 50.0, {}};
+  s.signals[0].bursts = {1.0, 5000, 0.0, 0.0002, 50.0, {}};
   SyntheticSource src(s);
   const auto x = read_frames(src, 48000 * 10)[0];
   // Count onsets: a sample that is non-zero after at least 200 zero samples.

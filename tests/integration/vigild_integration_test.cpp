@@ -335,7 +335,7 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarms) {
   SyntheticSpec spec = integration_spec();
   spec.signals[1] = ChannelSignal{};
   spec.signals[1].noise_rms = 0.01;
-  spec.signals[1].bursts = {0.9, 3000, 0.01, 0, {0.2, 0.5, 0.8}};
+  spec.signals[1].bursts = {0.9, 3000, 0.0, 0.01, 0, {0.2, 0.5, 0.8}};
   {
     SyntheticSource src(spec);
     std::vector<std::byte> mem(512 * 2 * 2);
