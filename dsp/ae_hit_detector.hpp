@@ -9,6 +9,13 @@
 #include <cstdint>
 #include <vector>
 
+// Shared with the CUDA twin: the few inline functions both backends call.
+#if defined(__CUDACC__)
+#define VIGIL_HOST_DEVICE __host__ __device__
+#else
+#define VIGIL_HOST_DEVICE
+#endif
+
 namespace vigil {
 
 // What the config says (times in seconds, levels in dB_AE: 0 dB_AE = 1 uV at the sensor).
@@ -40,7 +47,7 @@ struct AeSampleParams {
 AeSampleParams ae_sample_params(const AeHitSettings& s, double rate_hz);
 
 // Threshold a noise window of mean |x| = mean_abs sets (same rounding on both backends).
-inline float ae_floating_threshold(const AeSampleParams& p, double mean_abs) noexcept {
+VIGIL_HOST_DEVICE inline float ae_floating_threshold(const AeSampleParams& p, double mean_abs) noexcept {
   const double t = mean_abs * p.floating_gain;
   return t > double(p.threshold) ? float(t) : p.threshold;
 }

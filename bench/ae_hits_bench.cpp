@@ -1,0 +1,110 @@
+// AE hit engine throughput: CPU (one thread, all lanes in turn) and CUDA (device-resident input,
+// one warp per lane, CUDA events around enqueue after warm-up), 65536-frame chunks of noise
+// with Poisson bursts at 200 hits/s per lane, 2 MS/s. Lanes: 16 (one S1 rig) and 800 (fifty).
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "acquisition/synthetic_source.hpp"
+#include "dsp/ae_hit_detector.hpp"
+#ifdef VIGIL_HAVE_CUDA
+#include "cuda/ae_hit_detector_cuda.hpp"
+#include "cuda/cuda_check.hpp"
+#endif
+
+namespace {
+
+constexpr uint32_t kFrames = 65536;
+constexpr double kRate = 2e6;
+
+std::vector<float> lanes_of_signal(uint32_t lanes) {
+  vigil::SyntheticSpec spec;
+  spec.rate_hz = kRate;
+  spec.channels = lanes;
+  spec.format = vigil::SampleFormat::kFloat32;
+  vigil::ChannelSignal s;
+  s.noise_rms = 3e-4;
+  s.bursts = {0.03, 150e3, 20e-6, 80e-6, 200, {}};
+  spec.signals = {s};
+  vigil::SyntheticSource src(spec);
+  std::vector<float> x(size_t(lanes) * kFrames);
+  for (uint32_t l = 0; l < lanes; ++l) src.generate_channel(l, kFrames, x.data() + size_t(l) * kFrames);
+  return x;
+}
+
+vigil::AeSampleParams params() {
+  vigil::AeHitSettings s;
+  s.threshold_db = 45;
+  s.full_scale_v = 10;
+  s.preamp_gain_db = 40;
+  s.level_interval_s = 0.01;
+  return vigil::ae_sample_params(s, kRate);
+}
+
+void BM_AeHitsCpu(benchmark::State& state) {
+  const auto lanes = uint32_t(state.range(0));
+  const auto x = lanes_of_signal(lanes);
+  vigil::AeHitDetector d(params(), lanes);
+  uint64_t first = 0, hits = 0;
+  for (auto _ : state) {
+    for (uint32_t l = 0; l < lanes; ++l)
+      d.push(l, x.data() + size_t(l) * kFrames, kFrames, first, [&](const vigil::AeHit&) { ++hits; },
+             [](const vigil::AeLevel&) {});
+    first += kFrames;
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * lanes * kFrames);
+  state.counters["hits"] = double(hits);
+}
+BENCHMARK(BM_AeHitsCpu)->Arg(16)->Unit(benchmark::kMicrosecond);
+
+#ifdef VIGIL_HAVE_CUDA
+void BM_AeHitsCuda(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const auto lanes = uint32_t(state.range(0));
+  const auto x = lanes_of_signal(lanes);
+  float* d_x = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
+  vigil::cuda::AeHitDetectorCuda d(params(), lanes);
+  cudaEvent_t start, stop;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
+  uint64_t first = 0;
+  std::vector<vigil::AeHit> hits;
+  std::vector<vigil::AeLevel> levels;
+  for (int i = 0; i < 5; ++i, first += kFrames) {
+    VIGIL_CUDA_CHECK(d.enqueue(d_x, kFrames, kFrames, first, stream));
+    d.collect(hits, levels, stream);
+  }
+  for (auto _ : state) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
+    VIGIL_CUDA_CHECK(d.enqueue(d_x, kFrames, kFrames, first, stream));
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(double(ms) / 1e3);
+    state.PauseTiming();
+    d.collect(hits, levels, stream);
+    state.ResumeTiming();
+    first += kFrames;
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * lanes * kFrames);
+  state.counters["hits"] = double(hits.size());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+  cudaFree(d_x);
+}
+BENCHMARK(BM_AeHitsCuda)->Arg(16)->Arg(800)->UseManualTime()->Unit(benchmark::kMicrosecond);
+#endif
+
+}  // namespace
+
+BENCHMARK_MAIN();
