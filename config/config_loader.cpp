@@ -297,7 +297,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
     r.number<uint32_t>(n, where, "max_latency_frames", 0, 1u << 20, p.max_latency_frames);
     std::string win;
-    if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular"}, win))
+    if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular", "flattop"}, win))
       p.window.kind = *parse_window_kind(win);
     r.number(n, where, "kaiser_beta", 0.0, 50.0, p.window.kaiser_beta);
     const YAML::Node bands = n["bands"];

@@ -21,18 +21,19 @@ void WindowedVibrationStats::reset() noexcept {
   seen_ = 0;
 }
 
-VibrationStats WindowedVibrationStats::compute() const noexcept {
-  double sum = 0, sum_sq = 0, lo = ring_[0], hi = ring_[0];
-  for (float v : ring_) {
+VibrationStats vibration_stats(const float* x, size_t count) noexcept {
+  double sum = 0, sum_sq = 0, lo = x[0], hi = x[0];
+  for (size_t i = 0; i < count; ++i) {
+    const float v = x[i];
     sum += v;
     sum_sq += double(v) * v;
     lo = std::min(lo, double(v));
     hi = std::max(hi, double(v));
   }
-  const double n = double(window_), mean = sum / n;
+  const double n = double(count), mean = sum / n;
   double m2 = 0, m4 = 0;
-  for (float v : ring_) {
-    const double d = double(v) - mean, d2 = d * d;
+  for (size_t i = 0; i < count; ++i) {
+    const double d = double(x[i]) - mean, d2 = d * d;
     m2 += d2;
     m4 += d2 * d2;
   }
@@ -44,6 +45,11 @@ VibrationStats WindowedVibrationStats::compute() const noexcept {
   s.peak_to_peak = hi - lo;
   s.crest_factor = s.rms > 0 ? s.peak / s.rms : 0.0;
   s.kurtosis = m2 > 0 ? m4 / (m2 * m2) : 0.0;
+  return s;
+}
+
+VibrationStats WindowedVibrationStats::compute() const noexcept {
+  VibrationStats s = vibration_stats(ring_.data(), ring_.size());
   s.end_frame = seen_ - 1;
   return s;
 }

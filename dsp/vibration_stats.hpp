@@ -4,6 +4,7 @@
 // stream is cut into calls. No allocation after construction.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,9 @@ struct VibrationStats {
                             // scipy.stats.kurtosis(x, fisher=False)); 0 for a constant window
   uint64_t end_frame = 0;   // index (since the start of the stream) of the window's last sample
 };
+
+// The statistics of n >= 1 samples (order does not matter); end_frame left 0.
+VibrationStats vibration_stats(const float* x, size_t n) noexcept;
 
 class WindowedVibrationStats {
  public:

@@ -14,6 +14,7 @@ std::optional<WindowKind> parse_window_kind(std::string_view name) noexcept {
   if (name == "hann") return WindowKind::kHann;
   if (name == "blackman") return WindowKind::kBlackman;
   if (name == "kaiser") return WindowKind::kKaiser;
+  if (name == "flattop") return WindowKind::kFlattop;
   return std::nullopt;
 }
 
@@ -24,6 +25,7 @@ std::string_view to_string(WindowKind kind) noexcept {
     case WindowKind::kHann: return "hann";
     case WindowKind::kBlackman: return "blackman";
     case WindowKind::kKaiser: return "kaiser";
+    case WindowKind::kFlattop: return "flattop";
   }
   return "?";
 }
@@ -66,6 +68,12 @@ std::vector<double> make_window(const WindowSpec& spec, size_t n) {
       case WindowKind::kBlackman:
         w[i] = 0.42 - 0.5 * std::cos(2 * kPi * x / m) + 0.08 * std::cos(4 * kPi * x / m);
         break;
+      case WindowKind::kFlattop: {
+        constexpr double a[5] = {0.21557895, 0.41663158, 0.277263158, 0.083578947, 0.006947368};
+        w[i] = 0;
+        for (int k = 0; k < 5; ++k) w[i] += (k % 2 ? -a[k] : a[k]) * std::cos(2 * kPi * k * x / m);
+        break;
+      }
       case WindowKind::kKaiser: {
         const double r = 2.0 * x / m - 1.0;
         w[i] = bessel_i0(spec.kaiser_beta * std::sqrt(std::max(0.0, 1.0 - r * r))) /

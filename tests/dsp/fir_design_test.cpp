@@ -68,6 +68,10 @@ TEST(FirDesign, WindowsHaveTheirTextbookValues) {
   EXPECT_NEAR(bessel_i0(0.0), 1.0, 1e-15);
   EXPECT_NEAR(bessel_i0(1.0), 1.2660658777520082, 1e-14);  // Abramowitz & Stegun table 9.8
   EXPECT_EQ(make_window({WindowKind::kHann}, 1), std::vector<double>{1.0});
+  // scipy.signal.windows.flattop(3): ends a0 - a1 + a2 - a3 + a4, centre the sum of the a_k.
+  const auto flattop = make_window({WindowKind::kFlattop}, 3);
+  EXPECT_NEAR(flattop[0], 0.21557895 - 0.41663158 + 0.277263158 - 0.083578947 + 0.006947368, 1e-15);
+  EXPECT_NEAR(flattop[1], 1.000000003, 1e-12);
 }
 
 TEST(FirDesign, KaiserBetaFollowsKaisersFormula) {
