@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR1);  // acknowledge latched alarms
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::unique_ptr<vigil::Service> service;
@@ -134,6 +135,10 @@ int main(int argc, char** argv) {
     if (sig == SIGINT || sig == SIGTERM) {
       why = sig == SIGINT ? "SIGINT" : "SIGTERM";
       break;
+    }
+    if (sig == SIGUSR1) {
+      service->acknowledge_alarms();
+      vigil::log::line(vigil::log::Level::kNotice, "vigild: SIGUSR1: latched alarms acknowledged");
     }
     if (service->finished()) break;
     const int64_t now = vigil::mono_now_ns();

@@ -282,11 +282,141 @@ void read_band(Reader& r, const YAML::Node& n, const std::string& where, double 
   }
 }
 
+void read_vibration_rule(Reader& r, const YAML::Node& n, const std::string& where, VibrationRuleSettings& rule) {
+  if (!r.expect_map(n, where)) return;
+  r.check_keys(n, where, {"name", "metric", "alert", "danger", "hysteresis", "on_delay_s", "off_delay_s", "latch"});
+  r.string(n, where, "name", rule.name, true);
+  std::vector<std::string> metrics;
+  for (size_t m = 0; m < kVibrationMetricCount; ++m) metrics.push_back(to_string(VibrationMetric(m)));
+  std::string metric;
+  if (r.choice(n, where, "metric", metrics, metric, true)) parse_vibration_metric(metric, rule.metric);
+  AlarmRuleSettings& a = rule.levels;
+  r.number(n, where, "alert", 1e-12, 1e12, a.alert, true);
+  if (r.number(n, where, "danger", 0.0, 1e12, a.danger) && a.danger != 0 && a.danger < a.alert)
+    r.error(n["danger"].Mark(), where + ".danger must be at least alert (" + num_str(a.alert) + "), got " + n["danger"].Scalar());
+  r.number(n, where, "hysteresis", 0.0, 1e12, a.hysteresis);
+  r.number(n, where, "on_delay_s", 0.0, 86400.0, a.on_delay_s);
+  r.number(n, where, "off_delay_s", 0.0, 86400.0, a.off_delay_s);
+  r.boolean(n, where, "latch", a.latch);
+}
+
+void read_vibration(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
+  r.check_keys(n, where, {"name", "kind", "input", "window_s", "hop_s", "full_scale_v", "sensitivity_mv_per_g",
+                          "sensitivity_mv_per_ms2", "velocity", "iso_20816", "zones_mm_s", "envelope", "rules"});
+  const size_t errors_before = r.errors.size();
+  VibrationStageSettings p;
+  VibrationSettings& a = p.analysis;
+  r.number(n, where, "window_s", 1e-4, 600.0, a.window_s);
+  a.hop_s = a.window_s / 2;
+  if (r.number(n, where, "hop_s", 1e-6, 600.0, a.hop_s) && a.hop_s > a.window_s)
+    r.error(n["hop_s"].Mark(), where + ".hop_s must not exceed window_s (" + num_str(a.window_s) + "), got " + n["hop_s"].Scalar());
+  r.number(n, where, "full_scale_v", 1e-6, 1e3, a.full_scale_v);
+  double mv_g = 0, mv_ms2 = 0;
+  const bool per_g = r.number(n, where, "sensitivity_mv_per_g", 1e-6, 1e6, mv_g);
+  const bool per_ms2 = r.number(n, where, "sensitivity_mv_per_ms2", 1e-6, 1e6, mv_ms2);
+  if (per_g && per_ms2)
+    r.error(n["sensitivity_mv_per_ms2"].Mark(), where + ": give sensitivity_mv_per_g or sensitivity_mv_per_ms2, not both");
+  a.sensitivity_v_per_ms2 = per_g ? mv_g * 1e-3 / 9.80665 : per_ms2 ? mv_ms2 * 1e-3 : 0;
+  if ((a.full_scale_v > 0) != (a.sensitivity_v_per_ms2 > 0))
+    r.error(n.Mark(), where + ": calibration needs both full_scale_v and a sensitivity (mV/g or mV/(m/s^2))");
+  r.boolean(n, where, "velocity", a.velocity);
+  if (a.velocity && a.sensitivity_v_per_ms2 <= 0)
+    r.error(n["velocity"].Mark(), where + ".velocity: needs full_scale_v and a sensitivity");
+  if (const YAML::Node iso = n["iso_20816"]) {
+    const std::string w = where + ".iso_20816";
+    if (r.expect_map(iso, w)) {
+      r.check_keys(iso, w, {"group", "foundation"});
+      int group = 2;
+      std::string foundation = "rigid";
+      r.number(iso, w, "group", 1, 2, group, true);
+      r.choice(iso, w, "foundation", {"rigid", "flexible"}, foundation);
+      a.zones = iso20816_3_bounds(group, foundation == "flexible");
+    }
+    if (!a.velocity) r.error(iso.Mark(), w + ": zones grade velocity: set velocity: true");
+    if (n["zones_mm_s"]) r.error(n["zones_mm_s"].Mark(), where + ": give iso_20816 or zones_mm_s, not both");
+  } else if (n["zones_mm_s"]) {
+    std::vector<double> z;
+    if (r.number_list(n, where, "zones_mm_s", 1e-6, 1e4, z)) {
+      if (z.size() != 3)
+        r.error(n["zones_mm_s"].Mark(), where + ".zones_mm_s: expected 3 boundaries (A/B, B/C, C/D), got " + std::to_string(z.size()));
+      else
+        a.zones = {z[0], z[1], z[2]};
+    }
+    if (!a.velocity) r.error(n["zones_mm_s"].Mark(), where + ".zones_mm_s: zones grade velocity: set velocity: true");
+  }
+  if (const YAML::Node e = n["envelope"]) {
+    const std::string w = where + ".envelope";
+    if (r.expect_map(e, w)) {
+      r.check_keys(e, w, {"low_hz", "high_hz", "shaft_hz", "bearing", "defect_hz"});
+      a.envelope = true;
+      r.number(e, w, "low_hz", 1e-3, nyquist, a.envelope_lo_hz, true);
+      if (r.number(e, w, "high_hz", 1e-3, nyquist, a.envelope_hi_hz, true) && a.envelope_hi_hz <= a.envelope_lo_hz)
+        r.error(e["high_hz"].Mark(), w + ".high_hz must be above low_hz (" + num_str(a.envelope_lo_hz) + "), got " + e["high_hz"].Scalar());
+      if (const YAML::Node b = e["bearing"]) {
+        const std::string bw = w + ".bearing";
+        double shaft = 0;
+        BearingGeometry g;
+        if (r.expect_map(b, bw)) {
+          r.check_keys(b, bw, {"rollers", "roller_diameter_mm", "pitch_diameter_mm", "contact_angle_deg"});
+          r.number<uint32_t>(b, bw, "rollers", 3, 200, g.rollers, true);
+          r.number(b, bw, "roller_diameter_mm", 1e-3, 1e4, g.roller_diameter, true);
+          if (r.number(b, bw, "pitch_diameter_mm", 1e-3, 1e5, g.pitch_diameter, true) && g.pitch_diameter <= g.roller_diameter)
+            r.error(b["pitch_diameter_mm"].Mark(), bw + ".pitch_diameter_mm must exceed roller_diameter_mm");
+          r.number(b, bw, "contact_angle_deg", 0.0, 89.0, g.contact_angle_deg);
+        }
+        if (!r.number(e, w, "shaft_hz", 1e-3, nyquist, shaft, true)) shaft = 0;
+        if (shaft > 0 && g.rollers > 0 && g.pitch_diameter > g.roller_diameter) a.defects = bearing_frequencies(g, shaft);
+        if (e["defect_hz"]) r.error(e["defect_hz"].Mark(), w + ": give bearing (with shaft_hz) or defect_hz, not both");
+      } else if (const YAML::Node d = e["defect_hz"]) {
+        const std::string dw = w + ".defect_hz";
+        if (r.expect_map(d, dw)) {
+          r.check_keys(d, dw, {"bpfo", "bpfi", "bsf", "ftf"});
+          r.number(d, dw, "bpfo", 0.0, nyquist, a.defects.bpfo);
+          r.number(d, dw, "bpfi", 0.0, nyquist, a.defects.bpfi);
+          r.number(d, dw, "bsf", 0.0, nyquist, a.defects.bsf);
+          r.number(d, dw, "ftf", 0.0, nyquist, a.defects.ftf);
+        }
+      } else {
+        r.error(e.Mark(), w + ": missing 'bearing' (with shaft_hz) or 'defect_hz'");
+      }
+    }
+  }
+  if (const YAML::Node rules = n["rules"]) {
+    if (!rules.IsSequence()) {
+      r.error(rules.Mark(), where + ".rules: expected a list of rules, got " + describe(rules));
+    } else {
+      std::set<std::string> names;
+      for (size_t i = 0; i < rules.size(); ++i) {
+        VibrationRuleSettings rule;
+        const std::string w = where + ".rules[" + std::to_string(i) + "]";
+        read_vibration_rule(r, rules[i], w, rule);
+        if (!rule.name.empty() && !names.insert(rule.name).second)
+          r.error(rules[i]["name"].Mark(), w + ".name: rule '" + rule.name + "' is listed twice");
+        const bool needs_velocity = rule.metric == VibrationMetric::kVelocityRms;
+        const bool needs_envelope = rule.metric >= VibrationMetric::kBpfo;
+        if ((needs_velocity && !a.velocity) || (needs_envelope && !a.envelope))
+          r.error(rules[i]["metric"] ? rules[i]["metric"].Mark() : rules[i].Mark(),
+                  w + ".metric: '" + to_string(rule.metric) + "' is not computed: enable " +
+                      (needs_velocity ? "velocity" : "envelope") + " in this stage");
+        p.rules.push_back(rule);
+      }
+    }
+  }
+  if (r.errors.size() == errors_before) {
+    try {  // what depends on the rate (window length, bands against the bin width)
+      VibrationAnalyzer check(a, 2 * nyquist);
+    } catch (const std::invalid_argument& e) {
+      r.error(n.Mark(), where + ": " + e.what());
+    }
+  }
+  st.params = p;
+}
+
 void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
   if (!r.expect_map(n, where)) return;
   r.string(n, where, "name", st.name, true);
   r.string(n, where, "input", st.input, true);
-  if (!r.choice(n, where, "kind", {"fir_bank", "band_rms", "ae_hits"}, st.kind, true)) {
+  if (!r.choice(n, where, "kind", {"fir_bank", "band_rms", "ae_hits", "vibration"}, st.kind, true)) {
     r.check_keys(n, where, {"name", "kind", "input"});
     return;
   }
@@ -350,6 +480,8 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
       }
     }
     st.params = p;
+  } else if (st.kind == "vibration") {
+    read_vibration(r, n, where, nyquist, st);
   } else if (st.kind == "ae_hits") {
     r.check_keys(n, where, {"name", "kind", "input", "threshold_db", "floating_margin_db", "floating_window_s",
                             "hdt_us", "pdt_us", "hlt_us", "max_duration_ms", "full_scale_v", "preamp_gain_db",

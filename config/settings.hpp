@@ -9,6 +9,8 @@
 #include "acquisition/file_source.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/ae_hit_detector.hpp"
+#include "dsp/alarm_rule.hpp"
+#include "dsp/vibration_analyzer.hpp"
 #include "dsp/fir_design.hpp"
 #include "dsp/window.hpp"
 
@@ -35,11 +37,22 @@ struct BandRmsSettings {
   double clear_threshold = -1;  // clear when RMS < clear_threshold (hysteresis); default 0.9*threshold
 };
 
+struct VibrationRuleSettings {
+  std::string name;
+  VibrationMetric metric = VibrationMetric::kRms;
+  AlarmRuleSettings levels;
+};
+
+struct VibrationStageSettings {
+  VibrationSettings analysis;
+  std::vector<VibrationRuleSettings> rules;
+};
+
 struct StageSettings {
   std::string name;
-  std::string kind;   // "fir_bank" | "band_rms" | "ae_hits"
+  std::string kind;   // "fir_bank" | "band_rms" | "ae_hits" | "vibration"
   std::string input;  // "input" or an earlier stage's name
-  std::variant<FirBankSettings, BandRmsSettings, AeHitSettings> params;
+  std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings> params;
 };
 
 struct Endpoint {

@@ -54,6 +54,7 @@ StageStatus BandRmsStage::process(const Block& in, Block&, const Exec& exec) noe
 }
 
 void BandRmsStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+  body["state"] = ev.kind == EventKind::kAlarmRaised ? "raised" : "cleared";
   body["rule"] = "band_rms";
   body["value"] = ev.value;
   body["threshold"] = ev.threshold;

@@ -5,10 +5,11 @@
 #include <cstdint>
 
 #include "dsp/ae_hit_detector.hpp"
+#include "dsp/vibration_analyzer.hpp"
 
 namespace vigil {
 
-enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel };
+enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration };
 
 struct EventRecord {
   EventKind kind = EventKind::kAlarmRaised;
@@ -22,8 +23,10 @@ struct EventRecord {
   int64_t t_utc_ns = 0;   // that frame's UTC time
   uint16_t rule = 0;      // alarms: index of the stage's rule
   uint8_t level = 0;      // alarms: 0 normal, 1 alert, 2 danger (the level entered)
+  uint8_t from_level = 0; // alarms: the level left
   AeHit hit;              // kAeHit (frames in stream samples)
   AeLevel ae_level;       // kAeLevel
+  VibrationMetrics vibration;  // kVibration (frame: the window's last sample)
 };
 
 }  // namespace vigil

@@ -5,6 +5,7 @@
 #include "pipeline/ae_hits_stage.hpp"
 #include "pipeline/band_rms_stage.hpp"
 #include "pipeline/fir_bank_stage.hpp"
+#include "pipeline/vibration_stage.hpp"
 
 namespace vigil {
 
@@ -20,6 +21,8 @@ Graph::Graph(const std::vector<StageSettings>& stages) {
       n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
     else if (s.kind == "ae_hits")
       n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i));
+    else if (s.kind == "vibration")
+      n.stage = std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i));
     else
       throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
     nodes_.push_back(std::move(n));
@@ -71,6 +74,10 @@ StageStatus Graph::run(const Exec& exec) noexcept {
       result = StageStatus::kFailed;
   }
   return result;
+}
+
+void Graph::acknowledge() noexcept {
+  for (Node& n : nodes_) n.stage->acknowledge();
 }
 
 void Graph::reset() noexcept {

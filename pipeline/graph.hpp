@@ -27,6 +27,8 @@ class Graph {
   StageStatus run(const Exec& exec) noexcept;
 
   void reset() noexcept;
+  // Releases every latched alarm. Pipeline thread.
+  void acknowledge() noexcept;
 
   // Sample streams: index 0 is "input", then every stage that outputs samples.
   struct Stream {

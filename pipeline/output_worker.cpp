@@ -132,10 +132,11 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
     nlohmann::json body;
     const char* type = "alarm";
     switch (ev.kind) {
-      case EventKind::kAlarmRaised: body["state"] = "raised"; break;
-      case EventKind::kAlarmCleared: body["state"] = "cleared"; break;
+      case EventKind::kAlarmRaised:
+      case EventKind::kAlarmCleared: break;  // the stage adds state, rule and level
       case EventKind::kAeHit: type = "ae_hit"; break;
       case EventKind::kAeLevel: type = "ae_level"; break;
+      case EventKind::kVibration: type = "vibration"; break;
     }
     body["stage"] = graph_.stage_name(ev.stage);
     body["band"] = graph_.stage_input_band_name(ev.stage, ev.band);

@@ -70,6 +70,10 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   counters_.clipped_samples.fetch_add(clipped, std::memory_order_relaxed);
   counters_.non_finite_samples.fetch_add(non_finite, std::memory_order_relaxed);
 
+  if (const uint32_t acks = ack_requests_.load(std::memory_order_relaxed); acks != acks_done_) {
+    acks_done_ = acks;
+    graph_.acknowledge();
+  }
   Exec exec;
   exec.chunk = {header.first_frame, header.t_first_utc_ns, header.sequence};
   exec.events = &events_;

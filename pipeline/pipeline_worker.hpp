@@ -28,6 +28,8 @@ class PipelineWorker {
   // Test-only fault: after this many nanoseconds of running, stop processing (chunks pile up
   // and are then dropped by the capture loop), as a hung GPU or stage would. 0: never.
   void set_stall_after_ns(int64_t ns) noexcept { stall_after_ns_ = ns; }
+  // Any thread: latched alarms are released before the next chunk is processed.
+  void request_acknowledge() noexcept { ack_requests_.fetch_add(1, std::memory_order_relaxed); }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   const PipelineCounters& counters() const noexcept { return counters_; }
 
@@ -45,6 +47,8 @@ class PipelineWorker {
   std::vector<int> stream_of_output_;
   std::vector<ConvertCounts> convert_counts_;
   int64_t stall_after_ns_ = 0;
+  std::atomic<uint32_t> ack_requests_{0};
+  uint32_t acks_done_ = 0;
   uint64_t output_lost_frames_ = 0;  // dropped for want of a slot since the last slot sent
   PipelineCounters counters_;
   std::atomic<bool> finished_{false};

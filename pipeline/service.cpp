@@ -96,6 +96,10 @@ void Service::request_stop() noexcept {
 
 bool Service::finished() const noexcept { return output_done_.load(std::memory_order_acquire); }
 
+void Service::acknowledge_alarms() noexcept {
+  if (pipeline_) pipeline_->request_acknowledge();
+}
+
 void Service::join() {
   for (std::thread* t : {&capture_thread_, &pipeline_thread_, &output_thread_})
     if (t->joinable()) t->join();

@@ -30,6 +30,8 @@ class Service {
   // True once every thread has finished (the source ended or a stop was requested).
   bool finished() const noexcept;
   void join();
+  // Releases latched alarms (before the next chunk). Any thread.
+  void acknowledge_alarms() noexcept;
 
   nlohmann::json status_json() const;   // capture and pipeline fields of a status event
   nlohmann::json report() const;        // the whole status event body, output counters included

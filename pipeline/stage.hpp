@@ -22,6 +22,8 @@ class Stage {
   virtual StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept = 0;
   // Forget history.
   virtual void reset() noexcept = 0;
+  // Releases latched alarms (SIGUSR1). Pipeline thread, between chunks.
+  virtual void acknowledge() noexcept {}
   // Output thread: adds this stage's fields for one of its events to `body` (which already has
   // stage, band, channel, frame and sample_time). Reads only what prepare() set. May throw.
   virtual void describe_event(const EventRecord& /*ev*/, nlohmann::json& /*body*/) const {}

@@ -1,0 +1,56 @@
+// VibrationStage: condition monitoring of every lane of its input (raw channels or fir_bank
+// bands). Every hop, each lane's last window is analysed (dsp/VibrationAnalyzer): one `vibration`
+// event with the metrics and ISO zone, then each alarm rule is evaluated (alarm events on every
+// level change). The FFT work of a hop is spread over the following process() calls (a bounded
+// number of lanes per call) so no chunk carries all lanes' analyses at once; events keep the
+// frame and time of the window's last sample. Output: events only.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "pipeline/stage.hpp"
+
+namespace vigil {
+
+class VibrationStage final : public Stage {
+ public:
+  VibrationStage(VibrationStageSettings settings, uint16_t stage_index)
+      : settings_(std::move(settings)), stage_index_(stage_index) {}
+  StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
+  StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
+  void reset() noexcept override;
+  void acknowledge() noexcept override;
+  void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+
+  // Windows whose analysis was overtaken by the next one before it ran (never, at sane hops).
+  uint64_t windows_skipped() const noexcept { return windows_skipped_; }
+
+ private:
+  struct Lane {
+    std::vector<float> ring;     // the last window, circular
+    uint32_t pos = 0;
+    uint64_t seen = 0;           // samples pushed (stream frames since the start)
+    std::vector<float> pending;  // a completed window, in time order, waiting for analysis
+    bool is_pending = false;
+    uint64_t pending_end_frame = 0;
+    std::vector<AlarmRuleState> rules;
+  };
+  void analyze(uint32_t lane, const Exec& exec) noexcept;
+  void push_event(EventRecord& ev, const Exec& exec) noexcept;
+
+  VibrationStageSettings settings_;
+  uint16_t stage_index_;
+  std::unique_ptr<VibrationAnalyzer> analyzer_;
+  uint32_t channels_ = 0;
+  uint32_t delay_frames_ = 0;
+  double rate_hz_ = 0;
+  uint32_t per_call_ = 1;  // analyses per process() call
+  std::vector<Lane> lanes_;
+  std::vector<uint32_t> queue_;  // lanes waiting, FIFO ring
+  size_t queue_head_ = 0, queue_size_ = 0;
+  uint64_t windows_skipped_ = 0;
+};
+
+}  // namespace vigil

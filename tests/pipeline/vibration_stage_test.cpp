@@ -1,0 +1,134 @@
+// The vibration stage in a graph: one `vibration` event per lane per hop at the window's last
+// frame, the ISO zone of each lane's known velocity, and the exact alarm sequence that the
+// velocity profile, hysteresis, on/off delays and latching (with acknowledge) call for.
+#include "pipeline/vibration_stage.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "acquisition/spsc_queue.hpp"
+#include "config/config_loader.hpp"
+#include "pipeline/event_record.hpp"
+#include "pipeline/graph.hpp"
+
+namespace vigil {
+namespace {
+
+constexpr double kRate = 25600;
+constexpr uint32_t kChunk = 1024;
+
+const char* kConfig = R"(source: {rate_hz: 25600, channels: 4, chunk_frames: 1024}
+stages:
+  - name: vib
+    kind: vibration
+    input: input
+    window_s: 1.0
+    hop_s: 0.5
+    full_scale_v: 10
+    sensitivity_mv_per_g: 100
+    velocity: true
+    iso_20816: {group: 2, foundation: rigid}
+    rules:
+      - {name: velocity, metric: velocity_rms, alert: 2.8, danger: 4.5, hysteresis: 0.5, on_delay_s: 1.0, off_delay_s: 1.0}
+      - {name: latched, metric: velocity_rms, alert: 2.8, latch: true}
+)";
+
+// Sample value of an 80 Hz acceleration sine of velocity RMS v (mm/s), 100 mV/g, 10 V full scale.
+float sample(double v_mm_s, uint64_t n) {
+  const double f = 80, a_peak = v_mm_s * 1e-3 * std::sqrt(2.0) * 2 * std::numbers::pi * f;
+  return float(a_peak * std::sin(2 * std::numbers::pi * f * double(n) / kRate) * (0.100 / 9.80665) / 10.0);
+}
+
+double channel_velocity(uint32_t c, double t) {
+  switch (c) {
+    case 0: return t >= 4 && t < 10 ? 3.5 : 1.0;  // alert from 4 s to 10 s
+    case 1: return 6.0;                           // zone D throughout
+    case 2: return 2.0;                           // zone B
+    default: return 1.0;                          // zone A
+  }
+}
+
+TEST(VibrationStage, MetricsZonesAndTheAlarmSequence) {
+  const ConfigResult cfg = parse_config(kConfig, "vib.yaml");
+  ASSERT_TRUE(cfg.settings) << format_error("vib.yaml", cfg.errors[0]);
+  Graph g(cfg.settings->stages);
+  StreamFormat in;
+  in.rate_hz = kRate;
+  in.channels = 4;
+  g.prepare(in, kChunk);
+  SpscQueue<EventRecord> events(4096);
+  std::atomic<uint64_t> dropped{0};
+  std::vector<EventRecord> got;
+  uint64_t frame = 0;
+  bool acked = false;
+  while (frame < uint64_t(17 * kRate)) {
+    if (!acked && frame >= uint64_t(14 * kRate)) {
+      g.acknowledge();
+      acked = true;
+    }
+    Block& b = g.input_block();
+    b.frames = kChunk;
+    for (uint32_t c = 0; c < 4; ++c)
+      for (uint32_t i = 0; i < kChunk; ++i) b.lane(0, c)[i] = sample(channel_velocity(c, double(frame + i) / kRate), frame + i);
+    Exec exec;
+    exec.chunk = {frame, int64_t(frame) * 1'000'000'000 / int64_t(kRate), frame / kChunk};
+    exec.events = &events;
+    exec.events_dropped = &dropped;
+    ASSERT_EQ(g.run(exec), StageStatus::kOk);
+    EventRecord ev;
+    while (events.pop(ev)) got.push_back(ev);
+    frame += kChunk;
+  }
+  EXPECT_EQ(dropped.load(), 0u);
+
+  // Window k ends at frame 25599 + 12800 k.
+  std::vector<std::vector<EventRecord>> metrics(4);
+  std::vector<EventRecord> alarms;
+  for (const EventRecord& e : got) (e.kind == EventKind::kVibration ? metrics[e.channel] : alarms).push_back(e);
+  for (uint32_t c = 0; c < 4; ++c) {
+    SCOPED_TRACE(c);
+    ASSERT_GE(metrics[c].size(), 32u);
+    for (size_t k = 0; k < metrics[c].size(); ++k) {
+      const EventRecord& e = metrics[c][k];
+      ASSERT_EQ(e.frame, 25599u + 12800u * k);
+      const double t_end = double(e.frame + 1) / kRate;
+      if (c != 0 || (t_end >= 5 && t_end <= 10) || t_end <= 4 || t_end >= 11) {  // windows of one velocity
+        const double v = channel_velocity(c, t_end - 0.5);
+        EXPECT_NEAR(e.vibration[VibrationMetric::kVelocityRms], v, 0.01 * v) << "window ending " << t_end;
+        EXPECT_EQ(e.vibration.zone, v < 1.4 ? 'A' : v < 2.8 ? 'B' : v < 4.5 ? 'C' : 'D');
+      }
+    }
+  }
+
+  struct Want {
+    uint32_t channel;
+    uint16_t rule;
+    EventKind kind;
+    AlarmLevel to;
+    uint64_t frame;  // where the condition first held
+    double threshold;
+  };
+  const std::vector<Want> want = {
+      {1, 1, EventKind::kAlarmRaised, AlarmLevel::kAlert, 25599, 2.8},   // no delay: the first window
+      {1, 0, EventKind::kAlarmRaised, AlarmLevel::kDanger, 25599, 4.5},  // held 1 s: reported at 51199
+      {0, 1, EventKind::kAlarmRaised, AlarmLevel::kAlert, 127999, 2.8},  // window 4..5 s
+      {0, 0, EventKind::kAlarmRaised, AlarmLevel::kAlert, 127999, 2.8},  // on-delay: reported at 6 s
+      {0, 0, EventKind::kAlarmCleared, AlarmLevel::kNormal, 281599, 2.3},  // window 10..11 s; off-delay
+      {0, 1, EventKind::kAlarmCleared, AlarmLevel::kNormal, 371199, 2.8 - 0.14},  // first window after ack
+  };
+  ASSERT_EQ(alarms.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(alarms[i].channel, want[i].channel);
+    EXPECT_EQ(alarms[i].rule, want[i].rule);
+    EXPECT_EQ(alarms[i].kind, want[i].kind);
+    EXPECT_EQ(AlarmLevel(alarms[i].level), want[i].to);
+    EXPECT_EQ(alarms[i].frame, want[i].frame);
+    EXPECT_NEAR(alarms[i].threshold, want[i].threshold, 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace vigil
