@@ -49,6 +49,10 @@ void expect_one_error(const std::string& yaml, int line, int column, const std::
   EXPECT_NE(e.message.find(fragment), std::string::npos) << "message: " << e.message;
 }
 
+void expect_one_error_in(const std::string& yaml, int line, int column, const std::string& fragment) {
+  expect_one_error(yaml, line, column, fragment);
+}
+
 TEST(ConfigLoader, ValidFileLoads) {
   const ConfigResult r = parse_config(kValid, "test.yaml");
   ASSERT_TRUE(r.errors.empty()) << format_error("test.yaml", r.errors[0]);
@@ -189,6 +193,81 @@ TEST(ConfigLoader, CrossoverBands) {
   std::string descending = y;
   descending.replace(descending.find("[500, 4000]"), 11, "[4000, 500]");
   expect_one_error(descending, 11, 26, "ascending order");
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+const char* kDetectors = R"(source: {rate_hz: 51200, channels: 2, chunk_frames: 1024}
+stages:
+  - name: hits
+    kind: ae_hits
+    input: input
+    threshold_db: 45
+    hdt_us: 800
+    full_scale_v: 10
+  - name: vib
+    kind: vibration
+    input: input
+    window_s: 1.0
+    full_scale_v: 10
+    sensitivity_mv_per_g: 100
+    velocity: true
+    iso_20816: {group: 1, foundation: flexible}
+    envelope:
+      low_hz: 2000
+      high_hz: 8000
+      shaft_hz: 25
+      bearing: {rollers: 9, roller_diameter_mm: 7.94, pitch_diameter_mm: 39.04}
+    rules:
+      - {name: velocity, metric: velocity_rms, alert: 7.1, danger: 11}
+      - {name: outer race, metric: bpfo, alert: 0.5, on_delay_s: 10, latch: true}
+)";
+
+std::string edit_detectors(const std::string& from, const std::string& to) {
+  std::string s = kDetectors;
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(ConfigLoader, DetectorStagesLoad) {
+  const ConfigResult r = parse_config(kDetectors, "d.yaml");
+  ASSERT_TRUE(r.settings) << format_error("d.yaml", r.errors[0]);
+  const auto& ae = std::get<AeHitSettings>(r.settings->stages[0].params);
+  EXPECT_EQ(ae.threshold_db, 45);
+  EXPECT_NEAR(ae.hdt_s, 800e-6, 1e-15);
+  EXPECT_NEAR(ae.pdt_s, 200e-6, 1e-15);  // default
+  const auto& v = std::get<VibrationStageSettings>(r.settings->stages[1].params);
+  EXPECT_NEAR(v.analysis.sensitivity_v_per_ms2, 0.1 / 9.80665, 1e-15);
+  EXPECT_EQ(v.analysis.zones.bc, 7.1);  // group 1, flexible
+  EXPECT_NEAR(v.analysis.defects.bpfo, 3.585 * 25, 0.03);
+  ASSERT_EQ(v.rules.size(), 2u);
+  EXPECT_EQ(v.rules[1].metric, VibrationMetric::kBpfo);
+  EXPECT_TRUE(v.rules[1].levels.latch);
+  EXPECT_EQ(v.analysis.hop_s, 0.5);  // default: half the window
+}
+
+TEST(ConfigLoader, DetectorErrorsPointAtTheirNode) {
+  expect_one_error_in(edit_detectors("metric: bpfo", "metric: bpf0"), 24, 36, "did you mean 'bpfo'?");
+  expect_one_error_in(edit_detectors("alert: 7.1, danger: 11", "alert: 7.1, danger: 5"), 23, 68,
+                      "danger must be at least alert");
+  // The stage map (line 9) for what only the rate decides; the key itself otherwise.
+  expect_one_error_in(edit_detectors("    window_s: 1.0", "    window_s: 0.05"), 9, 5, "the velocity band must lie");
+  expect_one_error_in(edit_detectors("    hdt_us: 800", "    hdt_us: -1"), 7, 13, "hdt_us must be 0..");
+  expect_one_error_in(edit_detectors("    threshold_db: 45\n", "    threshold_db: 45\n    floating_margin_db: 6\n    floating_window_s: 0.0001\n"),
+                      3, 5, "floating_window_s (in samples) must be 32..");
+  // Velocity off: the zones and the rule on velocity_rms both say why.
+  const ConfigResult r = parse_config(edit_detectors("    velocity: true", "    velocity: false"), "d.yaml");
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].line, 16);
+  EXPECT_NE(r.errors[0].message.find("zones grade velocity"), std::string::npos) << r.errors[0].message;
+  EXPECT_EQ(r.errors[1].line, 23);
+  EXPECT_NE(r.errors[1].message.find("'velocity_rms' is not computed: enable velocity"), std::string::npos)
+      << r.errors[1].message;
 }
 
 }  // namespace
