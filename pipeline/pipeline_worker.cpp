@@ -80,8 +80,10 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   exec.events_dropped = &counters_.events_dropped;
   if (graph_.run(exec) != StageStatus::kOk) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);
 
+  // Every chunk goes to the output thread, data outputs or not: it measures end-to-end latency
+  // and deadlines there (after the chunk's events), so an events-only rig is accounted too.
   OutputSlot* slot = nullptr;
-  if (!stream_of_output_.empty()) {
+  {
     if (free_slots_.pop(slot)) {
       slot->header = header;
       if (output_lost_frames_) {  // tell the receiver, through the trailer, what it never got

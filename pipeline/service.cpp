@@ -133,8 +133,7 @@ nlohmann::json Service::status_json() const {
 }
 
 uint64_t Service::progress() const noexcept {
-  return settings_.data_outputs.empty() ? pipeline_->counters().chunks_processed.load(std::memory_order_relaxed)
-                                        : output_->counters().chunks_sent.load(std::memory_order_relaxed);
+  return output_->counters().chunks_sent.load(std::memory_order_relaxed);
 }
 
 nlohmann::json Service::report() const { return output_->status_json(finished()); }

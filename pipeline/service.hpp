@@ -35,8 +35,8 @@ class Service {
 
   nlohmann::json status_json() const;   // capture and pipeline fields of a status event
   nlohmann::json report() const;        // the whole status event body, output counters included
-  // Chunks that have made it through the whole pipeline (sent, or processed when nothing is
-  // sent): the watchdog's measure of progress. Any thread.
+  // Chunks that have made it through the whole pipeline (to the end of the output thread, data
+  // outputs or not): the watchdog's measure of progress. Any thread.
   uint64_t progress() const noexcept;
   const std::string& backend() const noexcept { return backend_; }
   std::string describe() const;         // one line for the log
