@@ -35,8 +35,15 @@ __device__ void emit_hit(const AeHitsParams& k, const AeHit& h, unsigned lane) {
 }
 
 // Samples of one step: lane j holds sample n0 + j (valid when j < count).
-__device__ void step(const AeHitsParams& k, AeChannelState& s, float v, uint64_t n0, unsigned count, unsigned lane,
-                     uint32_t channel) {
+// Running sums of the floating-threshold window and the level interval are kept per lane (each
+// lane's share) and reduced across the warp only where an interval ends: the common step has no
+// reduction at all.
+struct LaneSums {
+  double noise = 0, level_sq = 0, level_abs = 0;
+};
+
+__device__ void step(const AeHitsParams& k, AeChannelState& s, LaneSums& ls, float v, uint64_t n0, unsigned count,
+                     unsigned lane, uint32_t channel) {
   const AeSampleParams& p = k.p;
   const bool valid = lane < count;
   const float a = fabsf(v);
@@ -50,14 +57,13 @@ __device__ void step(const AeHitsParams& k, AeChannelState& s, float v, uint64_t
     const unsigned bm = __ballot_sync(kFull, valid && (n + 1) % p.floating_window == 0);
     if (bm) {
       const unsigned kb = __ffs(bm) - 1;
-      const double head = warp_sum(valid && lane <= kb ? double(a) : 0.0);
-      const double tail = warp_sum(valid && lane > kb ? double(a) : 0.0);
-      const float next = ae_floating_threshold(p, (s.noise_sum + head) / p.floating_window);
+      const double head = warp_sum(ls.noise + (valid && lane <= kb ? double(a) : 0.0));
+      const float next = ae_floating_threshold(p, head / p.floating_window);
       if (lane > kb) thr = next;
       s.threshold = next;
-      s.noise_sum = tail;
+      ls.noise = valid && lane > kb ? double(a) : 0.0;
     } else {
-      s.noise_sum += warp_sum(valid ? double(a) : 0.0);
+      ls.noise += valid ? double(a) : 0.0;
     }
   }
   if (p.level_interval) {
@@ -65,17 +71,17 @@ __device__ void step(const AeHitsParams& k, AeChannelState& s, float v, uint64_t
     const unsigned bm = __ballot_sync(kFull, valid && (n + 1) % p.level_interval == 0);
     if (bm) {
       const unsigned kb = __ffs(bm) - 1;
-      const double head_sq = warp_sum(lane <= kb ? sq : 0.0), head_ab = warp_sum(lane <= kb ? ab : 0.0);
-      const double tail_sq = warp_sum(lane > kb ? sq : 0.0), tail_ab = warp_sum(lane > kb ? ab : 0.0);
+      const double head_sq = warp_sum(ls.level_sq + (lane <= kb ? sq : 0.0));
+      const double head_ab = warp_sum(ls.level_abs + (lane <= kb ? ab : 0.0));
       if (lane == 0) {
         const unsigned i = atomicAdd(&k.d_counts[1], 1u);
-        if (i < k.capacity) k.d_levels[i] = AeLevel{channel, n0 + kb, s.level_sq + head_sq, s.level_abs + head_ab, p.level_interval};
+        if (i < k.capacity) k.d_levels[i] = AeLevel{channel, n0 + kb, head_sq, head_ab, p.level_interval};
       }
-      s.level_sq = tail_sq;
-      s.level_abs = tail_ab;
+      ls.level_sq = lane > kb ? sq : 0.0;
+      ls.level_abs = lane > kb ? ab : 0.0;
     } else {
-      s.level_sq += warp_sum(sq);
-      s.level_abs += warp_sum(ab);
+      ls.level_sq += sq;
+      ls.level_abs += ab;
     }
   }
 
@@ -172,6 +178,8 @@ __global__ void ae_hits_kernel(AeHitsParams k) {
   if (channel >= k.lanes) return;  // whole warps only
   const float* x = k.d_x + size_t(channel) * k.stride;
   AeChannelState s = k.d_state[channel];
+  LaneSums ls;  // lane 0 carries the sums so far; the others start from 0
+  if (lane == 0) ls = LaneSums{s.noise_sum, s.level_sq, s.level_abs};
   // Four steps' loads in flight at once; the state machine then runs over them in order.
   constexpr unsigned kUnroll = 4;
   for (uint32_t base = 0; base < k.frames; base += 32 * kUnroll) {
@@ -186,9 +194,12 @@ __global__ void ae_hits_kernel(AeHitsParams k) {
       const uint32_t b = base + 32 * u;
       if (b >= k.frames) break;
       const unsigned count = k.frames - b < 32 ? k.frames - b : 32;
-      step(k, s, v[u], k.first_frame + b, count, lane, channel);
+      step(k, s, ls, v[u], k.first_frame + b, count, lane, channel);
     }
   }
+  s.noise_sum = warp_sum(ls.noise);
+  s.level_sq = warp_sum(ls.level_sq);
+  s.level_abs = warp_sum(ls.level_abs);
   if (lane == 0) k.d_state[channel] = s;
 }
 
