@@ -485,7 +485,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
   } else if (st.kind == "ae_hits") {
     r.check_keys(n, where, {"name", "kind", "input", "threshold_db", "floating_margin_db", "floating_window_s",
                             "hdt_us", "pdt_us", "hlt_us", "max_duration_ms", "full_scale_v", "preamp_gain_db",
-                            "level_interval_s"});
+                            "level_interval_s", "waveform"});
     AeHitSettings p;
     double hdt_us = p.hdt_s * 1e6, pdt_us = p.pdt_s * 1e6, hlt_us = p.hlt_s * 1e6, max_ms = p.max_duration_s * 1e3;
     r.number(n, where, "threshold_db", -20.0, 140.0, p.threshold_db, true);
@@ -502,6 +502,20 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     p.pdt_s = pdt_us * 1e-6;
     p.hlt_s = hlt_us * 1e-6;
     p.max_duration_s = max_ms * 1e-3;
+    if (const YAML::Node w = n["waveform"]) {
+      const std::string ww = where + ".waveform";
+      if (r.expect_map(w, ww)) {
+        r.check_keys(w, ww, {"pretrigger_us", "length_us", "buffers"});
+        double pre_us = 0, len_us = 0;
+        r.number(w, ww, "pretrigger_us", 0.0, 1e6, pre_us);
+        if (r.number(w, ww, "length_us", 1e-3, 1e7, len_us, true) && pre_us >= len_us)
+          r.error(w["length_us"].Mark(), ww + ".length_us must exceed pretrigger_us (" + num_str(pre_us) + "), got " +
+                                             w["length_us"].Scalar());
+        r.number<uint32_t>(w, ww, "buffers", 2, 65536, p.waveform_buffers);
+        p.pretrigger_s = pre_us * 1e-6;
+        p.waveform_s = len_us * 1e-6;
+      }
+    }
     try {  // what depends on the rate (windows of at least 32 samples)
       (void)ae_sample_params(p, 2 * nyquist);
     } catch (const std::invalid_argument& e) {
@@ -561,6 +575,7 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
 void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
   std::set<std::string> names{"input"};
   std::set<std::string> sample_streams{"input"};
+  std::set<std::string> waveform_streams;  // ae_hits stages that capture hit waveforms
   const YAML::Node stages = root["stages"];
   for (size_t i = 0; i < s.stages.size(); ++i) {
     const StageSettings& st = s.stages[i];
@@ -577,6 +592,7 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
     }
     names.insert(st.name);
     if (st.kind == "fir_bank") sample_streams.insert(st.name);
+    if (st.kind == "ae_hits" && std::get<AeHitSettings>(st.params).waveform_s > 0) waveform_streams.insert(st.name);
   }
   const YAML::Node outs = root["outputs"];
   size_t data_index = 0;
@@ -584,10 +600,12 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
     if (!outs[i].IsMap() || !outs[i]["kind"] || outs[i]["kind"].Scalar() != "vita49") continue;
     if (data_index >= s.data_outputs.size()) break;
     const std::string& stream = s.data_outputs[data_index++].stream;
-    if (stream.empty() || sample_streams.count(stream)) continue;
+    if (stream.empty() || sample_streams.count(stream) || waveform_streams.count(stream)) continue;
     std::vector<std::string> cands(sample_streams.begin(), sample_streams.end());
     std::string msg = "outputs[" + std::to_string(i) + "].stream: no stream of samples named '" + stream + "'";
-    if (names.count(stream)) msg = "outputs[" + std::to_string(i) + "].stream: stage '" + stream + "' produces events, not samples";
+    if (names.count(stream))
+      msg = "outputs[" + std::to_string(i) + "].stream: stage '" + stream +
+            "' produces events, not samples (an ae_hits stage sends hit waveforms when it has `waveform:`)";
     const std::string near = nearest_key(stream, cands);
     if (!near.empty()) msg += " (did you mean '" + near + "'?)";
     r.error(outs[i]["stream"].Mark(), msg);

@@ -30,6 +30,11 @@ struct AeHitSettings {
   double full_scale_v = 1.0;      // volts at the ADC input for sample value 1.0
   double preamp_gain_db = 40;     // between sensor and ADC
   double level_interval_s = 1.0;  // time-driven RMS and ASL every this long; 0 = off
+  // Transient capture (pipeline stage only): each hit's waveform from pretrigger before the
+  // arrival, waveform_s long in all; 0 = off.
+  double pretrigger_s = 0;
+  double waveform_s = 0;
+  uint32_t waveform_buffers = 64;  // captures that may wait for the output thread
 };
 
 // The same in samples, as both backends use it. Built by ae_sample_params (which validates).
@@ -111,7 +116,13 @@ class AeHitDetector {
   // calls per channel must be contiguous). on_hit(const AeHit&) for each hit that ends,
   // on_level(const AeLevel&) for each level interval that ends. RT-safe.
   template <typename OnHit, typename OnLevel>
-  void push(uint32_t c, const float* x, uint32_t frames, uint64_t first_frame, OnHit&& on_hit, OnLevel&& on_level);
+  void push(uint32_t c, const float* x, uint32_t frames, uint64_t first_frame, OnHit&& on_hit, OnLevel&& on_level) {
+    push(c, x, frames, first_frame, on_hit, on_level, [](const AeHit&) {});
+  }
+  // The same, with on_open(const AeHit&) called at each arrival (for transient capture).
+  template <typename OnHit, typename OnLevel, typename OnOpen>
+  void push(uint32_t c, const float* x, uint32_t frames, uint64_t first_frame, OnHit&& on_hit, OnLevel&& on_level,
+            OnOpen&& on_open);
 
   void reset() noexcept;
   const AeChannelState& state(uint32_t c) const noexcept { return state_[c]; }
@@ -122,9 +133,9 @@ class AeHitDetector {
   std::vector<AeChannelState> state_;
 };
 
-template <typename OnHit, typename OnLevel>
+template <typename OnHit, typename OnLevel, typename OnOpen>
 void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t first_frame, OnHit&& on_hit,
-                         OnLevel&& on_level) {
+                         OnLevel&& on_level, OnOpen&& on_open) {
   AeChannelState& s = state_[c];
   for (uint32_t i = 0; i < frames; ++i) {
     const uint64_t n = first_frame + i;
@@ -158,6 +169,7 @@ void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t f
       s.run_abs = a;
       s.hit.sum_sq = s.run_sq;
       s.hit.sum_abs = s.run_abs;
+      on_open(s.hit);
     } else if (s.phase == AeChannelState::kHit) {
       s.run_sq += double(v) * v;
       s.run_abs += a;

@@ -1,7 +1,10 @@
 // RT: pipeline thread (process); output thread (describe_event).
 #include "pipeline/ae_hits_stage.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "acquisition/spsc_queue.hpp"
 #include "pipeline/event_record.hpp"
@@ -14,11 +17,53 @@ StreamFormat AeHitsStage::prepare(const StreamFormat& in, uint32_t) {
   channels_ = in.channels;
   delay_frames_ = in.delay_frames;
   detector_ = std::make_unique<AeHitDetector>(params_, in.bands * in.channels);
+  if (settings_.waveform_s > 0) {
+    waveform_len_ = uint32_t(std::llround(settings_.waveform_s * in.rate_hz));
+    pretrigger_ = uint32_t(std::llround(settings_.pretrigger_s * in.rate_hz));
+    if (waveform_len_ < 1 || pretrigger_ >= waveform_len_ || waveform_len_ > (1u << 24))
+      throw std::invalid_argument("ae_hits: the waveform must be 1 sample..2^24 samples long and longer than its pretrigger");
+    waveforms_ = std::make_unique<WaveformChannel>(settings_.waveform_buffers, waveform_len_);
+    captures_.assign(size_t(in.bands) * in.channels, Capture{std::vector<float>(pretrigger_, 0.0f), nullptr, 0});
+  }
   StreamFormat out;
   out.rate_hz = in.rate_hz;
   out.channels = in.channels;
   out.bands = 0;
   return out;
+}
+
+void AeHitsStage::start_capture(Capture& cap, uint32_t lane, uint64_t arrival, const float* x, uint64_t first,
+                                const Exec& exec) noexcept {
+  Waveform* w = nullptr;
+  if (!cap.active) {
+    w = cap.spare ? cap.spare : waveforms_->acquire();
+    cap.spare = nullptr;
+  }
+  if (!w) {  // still capturing the previous hit on this lane, or the output thread is behind
+    waveforms_dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  cap.start = arrival >= pretrigger_ ? arrival - pretrigger_ : 0;
+  w->band = lane / channels_;
+  w->channel = lane % channels_;
+  w->first_frame = stream_to_input_frame(cap.start, delay_frames_);
+  w->t_first_utc_ns = input_frame_utc_ns(exec.chunk, w->first_frame, params_.rate_hz);
+  w->samples = 0;
+  // The pretrigger: from this chunk where it reaches back no further, else from the history.
+  for (uint64_t m = cap.start; m < arrival; ++m)
+    w->data[w->samples++] = m >= first ? x[m - first] : cap.history[pretrigger_ - (first - m)];
+  cap.active = w;
+}
+
+void AeHitsStage::continue_capture(Capture& cap, const float* x, uint32_t frames, uint64_t first) noexcept {
+  Waveform* w = cap.active;
+  uint64_t m = cap.start + w->samples;
+  while (w->samples < waveform_len_ && m < first + frames) w->data[w->samples++] = x[m++ - first];
+  if (w->samples == waveform_len_) {
+    waveforms_->publish(w);
+    waveforms_sent_.fetch_add(1, std::memory_order_relaxed);
+    cap.active = nullptr;
+  }
 }
 
 StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noexcept {
@@ -32,11 +77,15 @@ StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noex
       if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
     }
   };
+  const uint64_t first = exec.chunk.first_frame;
   for (uint32_t b = 0; b < in.bands; ++b) {
     for (uint32_t c = 0; c < in.channels; ++c) {
       const uint32_t lane = b * channels_ + c;
+      const float* x = in.lane(b, c);
+      Capture* cap = waveforms_ ? &captures_[lane] : nullptr;
+      if (cap && cap->active) continue_capture(*cap, x, in.frames, first);
       detector_->push(
-          lane, in.lane(b, c), in.frames, exec.chunk.first_frame,
+          lane, x, in.frames, first,
           [&](const AeHit& h) {
             EventRecord ev;
             ev.kind = EventKind::kAeHit;
@@ -48,14 +97,39 @@ StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noex
             ev.kind = EventKind::kAeLevel;
             ev.ae_level = l;
             emit(ev, lane, l.end_frame);
+          },
+          [&](const AeHit& h) {
+            if (!cap) return;
+            start_capture(*cap, lane, h.arrival_frame, x, first, exec);
+            if (cap->active) continue_capture(*cap, x, in.frames, first);
           });
+      if (cap && pretrigger_ > 0) {  // keep the last `pretrigger` samples for the next chunk
+        std::vector<float>& h = cap->history;
+        if (in.frames >= pretrigger_) {
+          std::copy(x + (in.frames - pretrigger_), x + in.frames, h.begin());
+        } else {
+          std::copy(h.begin() + in.frames, h.end(), h.begin());
+          std::copy(x, x + in.frames, h.end() - in.frames);
+        }
+      }
     }
   }
   return StageStatus::kOk;
 }
 
+void AeHitsStage::add_status(nlohmann::json& status) const {
+  if (!waveforms_) return;
+  status["waveforms_captured"] = waveforms_sent_.load(std::memory_order_relaxed);
+  status["waveforms_dropped"] = waveforms_dropped_.load(std::memory_order_relaxed);
+}
+
 void AeHitsStage::reset() noexcept {
   if (detector_) detector_->reset();
+  for (Capture& c : captures_) {
+    if (c.active) c.spare = c.active;
+    c.active = nullptr;
+    std::fill(c.history.begin(), c.history.end(), 0.0f);
+  }
 }
 
 void AeHitsStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {

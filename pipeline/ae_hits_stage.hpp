@@ -1,12 +1,17 @@
 // AeHitsStage: the acoustic-emission hit detector (dsp/AeHitDetector) on every lane of its input
 // (raw or denoised samples). Emits one `ae_hit` event per hit and, every level interval, one
-// `ae_level` event per lane. Output: events only.
+// `ae_level` event per lane. With transient capture on, each hit's waveform (pretrigger included)
+// goes to the output thread through waveforms() and out as VITA 49 data on a per-channel hit
+// stream. Output: events only.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <vector>
 
 #include "dsp/ae_hit_detector.hpp"
 #include "pipeline/stage.hpp"
+#include "pipeline/waveform_channel.hpp"
 
 namespace vigil {
 
@@ -17,7 +22,11 @@ class AeHitsStage final : public Stage {
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+  void add_status(nlohmann::json& status) const override;
   const AeSampleParams& params() const noexcept { return params_; }
+  WaveformChannel* waveforms() const noexcept override { return waveforms_.get(); }
+  // Captures lost: the lane was still capturing the previous hit, or no buffer was free.
+  uint64_t waveforms_dropped() const noexcept { return waveforms_dropped_.load(std::memory_order_relaxed); }
 
  private:
   AeHitSettings settings_;
@@ -26,6 +35,19 @@ class AeHitsStage final : public Stage {
   uint32_t channels_ = 0;
   uint32_t delay_frames_ = 0;
   std::unique_ptr<AeHitDetector> detector_;  // one lane per (band, channel)
+
+  struct Capture {
+    std::vector<float> history;  // the last `pretrigger` samples before the current chunk
+    Waveform* active = nullptr;  // being filled
+    Waveform* spare = nullptr;   // kept by reset() (only the output thread may release buffers)
+    uint64_t start = 0;          // stream frame of active->data[0]
+  };
+  void start_capture(Capture& cap, uint32_t lane, uint64_t arrival, const float* x, uint64_t first, const Exec& exec) noexcept;
+  void continue_capture(Capture& cap, const float* x, uint32_t frames, uint64_t first) noexcept;
+  uint32_t pretrigger_ = 0, waveform_len_ = 0;
+  std::unique_ptr<WaveformChannel> waveforms_;
+  std::vector<Capture> captures_;
+  std::atomic<uint64_t> waveforms_dropped_{0}, waveforms_sent_{0};
 };
 
 }  // namespace vigil

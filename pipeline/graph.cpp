@@ -37,6 +37,12 @@ int Graph::find_stream(const std::string& name) const noexcept {
   return -1;
 }
 
+int Graph::find_stage(const std::string& name) const noexcept {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].name == name) return int(i);
+  return -1;
+}
+
 void Graph::prepare(const StreamFormat& input, uint32_t max_frames) {
   streams_.clear();
   buffers_.clear();

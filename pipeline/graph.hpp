@@ -44,6 +44,9 @@ class Graph {
   size_t stage_count() const noexcept { return nodes_.size(); }
   const std::string& stage_name(size_t i) const noexcept { return nodes_[i].name; }
   const Stage& stage(size_t i) const noexcept { return *nodes_[i].stage; }
+  // Index of a stage by name, or -1; the format of its input stream.
+  int find_stage(const std::string& name) const noexcept;
+  const StreamFormat& stage_input_format(size_t i) const noexcept { return streams_[size_t(nodes_[i].input_stream)].format; }
   // Band name of lane `band` of stage i's input (for event text).
   const std::string& stage_input_band_name(size_t i, size_t band) const noexcept;
 

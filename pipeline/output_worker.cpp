@@ -8,6 +8,7 @@
 #include "acquisition/clock.hpp"
 #include "acquisition/spsc_queue.hpp"
 #include "pipeline/vita49.hpp"
+#include "pipeline/waveform_channel.hpp"
 
 namespace vigil {
 
@@ -22,7 +23,14 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     d.sender = std::make_unique<UdpSender>(io_, d.settings.destination);
     d.stream = stream_of_output[o];
     d.output_index = uint32_t(o);
-    const StreamFormat& f = graph_.stream(size_t(d.stream)).format;
+    if (d.stream >= 0) {
+      d.format = &graph_.stream(size_t(d.stream)).format;
+    } else {
+      const int st = graph_.find_stage(d.settings.stream);
+      d.waveforms = graph_.stage(size_t(st)).waveforms();
+      d.format = &graph_.stage_input_format(size_t(st));
+    }
+    const StreamFormat& f = *d.format;
     d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
     d.context_counts.assign(size_t(f.bands) * f.channels, 0);
     data_.push_back(std::move(d));
@@ -35,7 +43,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
 OutputWorker::~OutputWorker() = default;
 
 void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
-  const StreamFormat& f = graph_.stream(size_t(out.stream)).format;
+  const StreamFormat& f = *out.format;
   vita49::ContextPacket p;
   vita49::split_ps(__int128(last_utc_ns_) * 1000, p.ts_int, p.ts_frac_ps);
   p.changed = changed;
@@ -57,6 +65,35 @@ void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
   }
 }
 
+void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n_total,
+                             __int128 t_first_ps, bool sample_loss, bool over_range) noexcept {
+  const auto rate = static_cast<unsigned __int128>(options_.rate_hz);
+  const bool integral_rate = double(rate) == options_.rate_hz;
+  const size_t per_packet =
+      vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
+  const size_t lane = size_t(band) * out.format->channels + channel;
+  vita49::DataPacket p;
+  p.stream_id = stream_id(out.output_index, band, channel);
+  p.over_range = over_range;
+  for (size_t k = 0; k < n_total; k += per_packet) {
+    const size_t n = std::min(per_packet, n_total - k);
+    // Timestamp of the packet's first sample: exact picoseconds for integer rates.
+    const __int128 offset_ps = integral_rate ? __int128(k) * 1'000'000'000'000 / __int128(rate)
+                                             : __int128(double(k) * 1e12 / options_.rate_hz);
+    vita49::split_ps(t_first_ps + offset_ps, p.ts_int, p.ts_frac_ps);
+    p.sample_loss = k == 0 && sample_loss;
+    p.packet_count = out.packet_counts[lane];
+    out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
+    const size_t bytes = vita49::encode_data(p, samples + k, n, packet_.data(), packet_.size());
+    if (out.sender->send(packet_.data(), bytes)) {
+      counters_.packets_sent.fetch_add(1, std::memory_order_relaxed);
+      counters_.bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
+    } else {
+      counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
 void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
   const ChunkHeader& h = slot.header;
   last_utc_ns_ = h.t_first_utc_ns;
@@ -69,38 +106,16 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
       send_context(out, out.next_context_mono_ns == 0);
       out.next_context_mono_ns = now + int64_t(out.settings.context_interval_s * 1e9);
     }
-    const StreamFormat& f = graph_.stream(size_t(out.stream)).format;
+    if (out.stream < 0) continue;  // hit waveforms: send_waveforms()
+    const StreamFormat& f = *out.format;
     // Stamp each sample with the time of the input frame it belongs to.
     const __int128 delay_ps = integral_rate ? __int128(f.delay_frames) * 1'000'000'000'000 / __int128(rate)
                                             : __int128(double(f.delay_frames) * 1e12 / options_.rate_hz);
-    const size_t per_packet =
-        vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
-    for (uint32_t b = 0; b < f.bands; ++b) {
-      for (uint32_t c = 0; c < f.channels; ++c) {
-        const size_t lane = size_t(b) * f.channels + c;
-        const float* samples = slot.data[o].data() + lane * slot.stride;
-        vita49::DataPacket p;
-        p.stream_id = stream_id(out.output_index, b, c);
-        p.over_range = (h.flags & chunk_flags::kClipped) != 0;
-        for (size_t k = 0; k < slot.frames; k += per_packet) {
-          const size_t n = std::min(per_packet, size_t(slot.frames) - k);
-          // Timestamp of the packet's first sample: exact picoseconds for integer rates.
-          const __int128 offset_ps = integral_rate ? __int128(k) * 1'000'000'000'000 / __int128(rate)
-                                                   : __int128(double(k) * 1e12 / options_.rate_hz);
-          vita49::split_ps(__int128(h.t_first_utc_ns) * 1000 + offset_ps - delay_ps, p.ts_int, p.ts_frac_ps);
-          p.sample_loss = k == 0 && (h.flags & chunk_flags::kOverrunBefore) != 0;
-          p.packet_count = out.packet_counts[lane];
-          out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
-          const size_t bytes = vita49::encode_data(p, samples + k, n, packet_.data(), packet_.size());
-          if (out.sender->send(packet_.data(), bytes)) {
-            counters_.packets_sent.fetch_add(1, std::memory_order_relaxed);
-            counters_.bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
-          } else {
-            counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
-          }
-        }
-      }
-    }
+    for (uint32_t b = 0; b < f.bands; ++b)
+      for (uint32_t c = 0; c < f.channels; ++c)
+        send_lane(out, b, c, slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride, slot.frames,
+                  __int128(h.t_first_utc_ns) * 1000 - delay_ps, (h.flags & chunk_flags::kOverrunBefore) != 0,
+                  (h.flags & chunk_flags::kClipped) != 0);
   }
   const int64_t done = mono_now_ns();
   counters_.end_to_end.record_ns(done - h.t_capture_mono_ns);
@@ -108,6 +123,17 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     counters_.deadline_misses.fetch_add(1, std::memory_order_relaxed);
   counters_.chunks_sent.fetch_add(1, std::memory_order_relaxed);
   counters_.frames_sent.fetch_add(slot.frames, std::memory_order_relaxed);
+}
+
+bool OutputWorker::send_waveforms(DataOutput& out) noexcept {
+  bool did = false;
+  while (Waveform* w = out.waveforms->next()) {
+    // Each waveform's first packet is stamped with the time of its first (pretrigger) sample.
+    send_lane(out, w->band, w->channel, w->data.data(), w->samples, __int128(w->t_first_utc_ns) * 1000, false, false);
+    out.waveforms->release(w);
+    did = true;
+  }
+  return did;
 }
 
 void OutputWorker::send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept {
@@ -199,6 +225,8 @@ void OutputWorker::run() noexcept {
       send_event_record(ev);
       did = true;
     }
+    for (DataOutput& out : data_)
+      if (out.waveforms && send_waveforms(out)) did = true;
     OutputSlot* slot = nullptr;
     if (full_slots_.pop(slot)) {
       send_slot(*slot);

@@ -46,7 +46,9 @@ class OutputWorker {
   struct DataOutput {
     DataOutputSettings settings;
     std::unique_ptr<UdpSender> sender;
-    int stream = -1;
+    int stream = -1;                  // graph sample stream, or -1 for hit waveforms:
+    WaveformChannel* waveforms = nullptr;  // then these, of the detector's input lanes
+    const StreamFormat* format = nullptr;  // lanes and rate of what is sent
     uint32_t output_index = 0;
     std::vector<uint8_t> packet_counts;  // 4-bit counter per lane
     std::vector<uint8_t> context_counts;
@@ -59,6 +61,10 @@ class OutputWorker {
   };
 
   void send_slot(const OutputSlot& slot) noexcept;
+  bool send_waveforms(DataOutput& out) noexcept;
+  // Sends n samples of one lane as data packets, the first stamped t_first_ps (UTC picoseconds).
+  void send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n,
+                 __int128 t_first_ps, bool sample_loss, bool over_range) noexcept;
   void send_context(DataOutput& out, bool changed) noexcept;
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
   void send_event_record(const EventRecord& ev) noexcept;

@@ -93,6 +93,7 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
       }
       slot->frames = in.frames;
       for (size_t o = 0; o < stream_of_output_.size(); ++o) {
+        if (stream_of_output_[o] < 0) continue;  // hit waveforms travel on their own channel
         const Block& b = graph_.stream(size_t(stream_of_output_[o])).block;
         for (uint32_t lane = 0; lane < b.bands * b.channels; ++lane)
           std::copy_n(b.data + lane * b.stride, in.frames, slot->data[o].data() + lane * slot->stride);

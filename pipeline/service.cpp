@@ -39,8 +39,10 @@ Service::Service(const Settings& settings) : settings_(settings) {
   std::vector<int> stream_of_output;
   for (const DataOutputSettings& d : settings_.data_outputs) {
     const int s = graph_->find_stream(d.stream);
-    if (s < 0) throw std::runtime_error("outputs: stream '" + d.stream + "' does not exist");
-    stream_of_output.push_back(s);
+    const int st = graph_->find_stage(d.stream);
+    if (s < 0 && (st < 0 || !graph_->stage(size_t(st)).waveforms()))
+      throw std::runtime_error("outputs: stream '" + d.stream + "' does not exist");
+    stream_of_output.push_back(s);  // -1: a detector's hit waveforms
   }
 
   const uint32_t n_slots = settings_.pipeline.output_slots;
@@ -50,6 +52,10 @@ Service::Service(const Settings& settings) : settings_(settings) {
   for (OutputSlot& slot : slots_) {
     slot.stride = format_.chunk_frames;
     for (int s : stream_of_output) {
+      if (s < 0) {
+        slot.data.emplace_back();
+        continue;
+      }
       const StreamFormat& f = graph_->stream(size_t(s)).format;
       slot.data.emplace_back(size_t(f.bands) * f.channels * format_.chunk_frames, 0.0f);
     }
@@ -114,6 +120,11 @@ nlohmann::json Service::status_json() const {
                  {"rate_hz", format_.rate_hz},
                  {"channels", format_.channels}};
   j["backend"] = backend_;
+  for (size_t i = 0; i < graph_->stage_count(); ++i) {  // detector counters, under the stage's name
+    nlohmann::json st = nlohmann::json::object();
+    graph_->stage(i).add_status(st);
+    if (!st.empty()) j["stages"][graph_->stage_name(i)] = st;
+  }
   j["chunks_in"] = cap.chunks_captured.load(std::memory_order_relaxed);
   j["frames_in"] = cap.frames_captured.load(std::memory_order_relaxed);
   j["dropped_chunks"] = cap.chunks_dropped.load(std::memory_order_relaxed);

@@ -10,6 +10,7 @@
 namespace vigil {
 
 struct EventRecord;
+class WaveformChannel;
 
 enum class StageStatus { kOk, kFailed };
 
@@ -27,6 +28,11 @@ class Stage {
   // Output thread: adds this stage's fields for one of its events to `body` (which already has
   // stage, band, channel, frame and sample_time). Reads only what prepare() set. May throw.
   virtual void describe_event(const EventRecord& /*ev*/, nlohmann::json& /*body*/) const {}
+  // Any thread: adds this stage's counters to a status event (atomics only).
+  virtual void add_status(nlohmann::json& /*status*/) const {}
+  // Hit waveforms this stage captures for a VITA 49 output, or null.
+  // (The channel is internally synchronised: a const stage still hands it out.)
+  virtual WaveformChannel* waveforms() const noexcept { return nullptr; }
 };
 
 }  // namespace vigil

@@ -16,6 +16,9 @@
 
 #include "../support/process.hpp"
 #include "../support/udp.hpp"
+#include "acquisition/rfc3339.hpp"
+#include "acquisition/synthetic_source.hpp"
+#include "dsp/sample_convert.hpp"
 
 namespace vigil {
 namespace {
@@ -26,19 +29,21 @@ namespace fs = std::filesystem;
 const std::string kVigild = std::string(VIGIL_BIN_DIR) + "/vigild";
 const std::string kListen = std::string(VIGIL_BIN_DIR) + "/vigil-listen";
 
-// Runs vigild on `config_body` (outputs appended) until its source ends, with vigil-listen
-// --json receiving; returns the event objects vigil-listen printed.
-std::vector<json> run_rig(const std::string& name, const std::string& config_body) {
-  const fs::path dir = fs::temp_directory_path() / (name + "-" + std::to_string(getpid()));
+// Runs vigild on `config_body` (the events output appended; `data_outputs` may name
+// "DATA_PORT") until its source ends, with vigil-listen --json receiving and recording data
+// into dir/rec; returns the event objects vigil-listen printed.
+std::vector<json> run_rig(const fs::path& dir, const std::string& config_body, const std::string& data_outputs = "") {
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const uint16_t event_port = test::free_udp_port();
+  const uint16_t event_port = test::free_udp_port(), data_port = test::free_udp_port();
+  std::string outputs = data_outputs;
+  for (size_t at; (at = outputs.find("DATA_PORT")) != std::string::npos;) outputs.replace(at, 9, std::to_string(data_port));
   const fs::path config = dir / "rig.yaml";
   std::ofstream(config) << config_body << "outputs:\n  - kind: events\n    destination: 127.0.0.1:" << event_port
-                        << "\n    status_interval_s: 10\n";
+                        << "\n    status_interval_s: 10\n" << outputs;
   const std::string out = (dir / "listen.jsonl").string();
-  test::Process listen({kListen, "--data-port", "0", "--event-port", std::to_string(event_port), "--json",
-                        "--seconds", "60"},
+  test::Process listen({kListen, "--data-port", std::to_string(data_port), "--event-port", std::to_string(event_port),
+                        "--json", "--record", (dir / "rec").string(), "--seconds", "60"},
                        out);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it bind
   test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0"});
@@ -60,14 +65,18 @@ std::vector<json> run_rig(const std::string& name, const std::string& config_bod
   EXPECT_FALSE(summary.is_null());
   if (!summary.is_null()) {
     EXPECT_EQ(summary["event_gaps"], 0);
+    EXPECT_EQ(summary["malformed"], 0);
+    for (const json& st : summary["streams"]) EXPECT_EQ(st["gaps"], 0);
   }
-  fs::remove_all(dir);
   return events;
 }
 
 constexpr double kAeRate = 1e6;
 // The planted bursts: channel, onset (s). Same amplitude, carrier, rise and decay everywhere.
-const std::vector<std::pair<uint32_t, double>> kBursts = {{0, 0.10}, {0, 0.35}, {0, 0.62}, {2, 0.20}, {2, 0.5004}};
+// 0.3277 s is 20 frames after a chunk boundary (16384 x 20): its pretrigger comes from the chunk
+// before; 0.65506 s is 300 frames before one: its waveform runs into the next chunk.
+const std::vector<std::pair<uint32_t, double>> kBursts = {{0, 0.10},   {0, 0.35},   {0, 0.62},
+                                                          {2, 0.20},   {2, 0.3277}, {2, 0.5004}, {2, 0.65506}};
 constexpr double kAmp = 0.05, kFreq = 50e3, kRise = 40e-6, kDecay = 100e-6;
 
 double burst(double k) {  // the synthetic source's burst model at k samples after the onset
@@ -89,7 +98,7 @@ TEST(DetectionIntegration, AeRigReportsExactlyThePlantedHits) {
   signals:
     - {noise_rms: 0.0002, bursts: {amplitude: 0.05, freq_hz: 50000, rise_s: 0.00004, decay_s: 0.0001, times_s: [0.10, 0.35, 0.62]}}
     - {noise_rms: 0.0002}
-    - {noise_rms: 0.0002, bursts: {amplitude: 0.05, freq_hz: 50000, rise_s: 0.00004, decay_s: 0.0001, times_s: [0.20, 0.5004]}}
+    - {noise_rms: 0.0002, bursts: {amplitude: 0.05, freq_hz: 50000, rise_s: 0.00004, decay_s: 0.0001, times_s: [0.20, 0.3277, 0.5004, 0.65506]}}
     - {noise_rms: 0.0002}
 pipeline: {pool_chunks: 16}
 stages:
@@ -101,7 +110,9 @@ stages:
     preamp_gain_db: 40
     level_interval_s: 0.25
 )";
-  const std::vector<json> events = run_rig("vigil-ae-rig", config);
+  const fs::path dir = fs::temp_directory_path() / ("vigil-ae-rig-" + std::to_string(getpid()));
+  config += "    waveform: {pretrigger_us: 100, length_us: 1000}\n";
+  const std::vector<json> events = run_rig(dir, config, "  - kind: vita49\n    stream: hits\n    destination: 127.0.0.1:DATA_PORT\n");
   std::vector<json> hits;
   std::map<uint32_t, int> levels;
   for (const json& e : events) {
@@ -134,6 +145,61 @@ stages:
     EXPECT_TRUE(hits[i]["sample_time"].get<std::string>().ends_with("Z"));
   }
   for (uint32_t c = 0; c < 4; ++c) EXPECT_EQ(levels[c], 4) << c;  // 1 s in 0.25 s intervals
+
+  // Each hit's waveform, on its channel's hit stream (data output 0, band 0): the input samples from
+  // 100 us before the arrival, 1000 samples in all, exactly as vigild converted them.
+  SyntheticSpec spec;
+  spec.rate_hz = kAeRate;
+  spec.channels = 4;
+  spec.chunk_frames = 16384;
+  spec.seed = 3;
+  spec.rate_factor = 0;
+  spec.duration_s = 1.0;
+  spec.signals.resize(4);
+  for (ChannelSignal& sig : spec.signals) sig.noise_rms = 0.0002;
+  spec.signals[0].bursts = {kAmp, kFreq, kRise, kDecay, 0, {0.10, 0.35, 0.62}};
+  spec.signals[2].bursts = {kAmp, kFreq, kRise, kDecay, 0, {0.20, 0.3277, 0.5004, 0.65506}};
+  SyntheticSource src(spec);
+  std::vector<std::vector<float>> input(4);
+  std::vector<std::byte> mem(16384 * 4 * 2);
+  Chunk chunk;
+  chunk.data = mem.data();
+  chunk.capacity_bytes = mem.size();
+  std::vector<float> planar(4 * 16384);
+  while (src.read(chunk) == ReadStatus::kOk) {
+    convert_to_planar(chunk.data, SampleFormat::kInt16, chunk.header.frames, 4, 1.0f / 32768, planar.data(), 16384, nullptr);
+    for (uint32_t c = 0; c < 4; ++c)
+      input[c].insert(input[c].end(), planar.begin() + c * 16384, planar.begin() + c * 16384 + chunk.header.frames);
+  }
+  for (const uint32_t c : {0u, 2u}) {
+    SCOPED_TRACE(c);
+    const fs::path rec = dir / "rec" / ("stream-0000000" + std::to_string(c) + ".f32");
+    ASSERT_TRUE(fs::exists(rec)) << [&] {
+      std::string names;
+      for (const auto& e : fs::directory_iterator(dir / "rec")) names += e.path().filename().string() + " ";
+      return names;
+    }();
+    std::vector<float> samples(fs::file_size(rec) / sizeof(float));
+    std::ifstream f(rec, std::ios::binary);
+    f.read(reinterpret_cast<char*>(samples.data()), std::streamsize(samples.size() * sizeof(float)));
+    size_t k = 0;
+    for (const json& h : hits) {
+      if (h["channel"] != c) continue;
+      const uint64_t start = h["frame"].get<uint64_t>() - 100;
+      ASSERT_LE((k + 1) * 1000, samples.size());
+      for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(samples[k * 1000 + i], input[c][start + i]) << "hit " << k << " sample " << i;
+      ++k;
+    }
+    EXPECT_EQ(samples.size(), k * 1000);
+    const json side = json::parse(std::ifstream(dir / "rec" / ("stream-0000000" + std::to_string(c) + ".json")));
+    // The first waveform's first packet carries the time of its first (pretrigger) sample.
+    const json& first_hit = *std::find_if(hits.begin(), hits.end(), [&](const json& h) { return h["channel"] == c; });
+    int64_t arrival_ns = 0, first_ns = 0;
+    ASSERT_TRUE(parse_rfc3339_utc(first_hit["sample_time"].get<std::string>(), arrival_ns));
+    ASSERT_TRUE(parse_rfc3339_utc(side["first_timestamp"].get<std::string>(), first_ns));
+    EXPECT_NEAR(double(first_ns - arrival_ns), -100'000.0, 2.0);
+  }
+  fs::remove_all(dir);
 }
 
 TEST(DetectionIntegration, VibrationRigGradesVelocityAndRaisesTheAlarm) {
@@ -167,7 +233,9 @@ stages:
     rules:
       - {name: velocity, metric: velocity_rms, alert: 2.8, danger: 4.5}
 )";
-  const std::vector<json> events = run_rig("vigil-vib-rig", config);
+  const fs::path dir = fs::temp_directory_path() / ("vigil-vib-rig-" + std::to_string(getpid()));
+  const std::vector<json> events = run_rig(dir, config);
+  fs::remove_all(dir);
   std::map<uint32_t, std::vector<json>> metrics;
   std::vector<json> alarms;
   for (const json& e : events) {
