@@ -10,9 +10,9 @@
 namespace vigil {
 
 inline int64_t input_frame_utc_ns(const ChunkInfo& chunk, uint64_t input_frame, double rate_hz) noexcept {
-  return input_frame >= chunk.first_frame
-             ? chunk.t_first_utc_ns + frames_to_ns(input_frame - chunk.first_frame, rate_hz)
-             : chunk.t_first_utc_ns - frames_to_ns(chunk.first_frame - input_frame, rate_hz);
+  // Through the stream's frame-0 time, so the same frame gets the same nanosecond whichever
+  // chunk an event is raised in (rounding both offsets separately could differ by 1 ns).
+  return chunk.t_first_utc_ns - frames_to_ns(chunk.first_frame, rate_hz) + frames_to_ns(input_frame, rate_hz);
 }
 
 // Stream sample n of a stream that lags the input by delay_frames belongs to input frame n - delay.

@@ -78,6 +78,13 @@ TEST(ConfigLoader, TheShippedDefaultConfigIsValid) {
   EXPECT_TRUE(r.errors.empty()) << format_error("vigil.yaml", r.errors[0]);
 }
 
+TEST(ConfigLoader, TheExampleConfigsAreValid) {
+  for (const char* name : {"ae-rig.yaml", "vibration-rig.yaml"}) {
+    const ConfigResult r = load_config_file(std::string(VIGIL_SOURCE_DIR) + "/config/examples/" + name);
+    EXPECT_TRUE(r.errors.empty()) << format_error(name, r.errors[0]);
+  }
+}
+
 TEST(ConfigLoader, SyntaxErrorHasLineAndColumn) {
   // yaml-cpp notices the unclosed flow sequence of line 4 at the ':' of line 5 (column 15).
   expect_one_error(edit("  channels: 2", "  channels: [2"), 5, 15, "syntax error");
