@@ -117,6 +117,42 @@ __device__ void step(const AeHitsParams& k, AeChannelState& s, LaneSums& ls, flo
         }
       }
       if (!mask) break;
+      // Bulk: an open hit that cannot close in the rest of the step (HDT and the maximum
+      // duration both run out beyond it) and whose peak cannot lock there takes every remaining
+      // lane at once: the same decisions as visiting them one by one.
+      if (s.phase == AeChannelState::kHit) {
+        const uint64_t n_last = n0 + count - 1;
+        const bool no_close = s.hit.end_frame + p.hdt >= n_last && s.hit.arrival_frame + p.max_duration > n_last;
+        const bool no_lock = s.peak_locked || n_last - s.hit.peak_frame <= p.pdt;
+        if (no_close && no_lock) {
+          const unsigned last_above = 31u - unsigned(__clz(mask));
+          // Lanes before `end` are visited or summed (the gap above); `end` is the first above.
+          const unsigned before = end ? (1u << end) - 1u : 0u;
+          const unsigned rising_rest = rmask & ~before;
+          const double sq_pos = end ? __shfl_sync(kFull, psq, end - 1) : 0.0;
+          const double ab_pos = end ? __shfl_sync(kFull, pab, end - 1) : 0.0;
+          const double sq_last = __shfl_sync(kFull, psq, last_above), ab_last = __shfl_sync(kFull, pab, last_above);
+          const double sq_end = __shfl_sync(kFull, psq, count - 1), ab_end = __shfl_sync(kFull, pab, count - 1);
+          if (!s.peak_locked) {
+            // The largest |x| among the remaining above-threshold lanes, at its first lane.
+            float m = (mask >> lane) & 1u ? a : -1.0f;
+            for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
+            if (m > s.hit.peak) {
+              const unsigned at = unsigned(__ffs(__ballot_sync(kFull, ((mask >> lane) & 1u) && a == m)) - 1);
+              s.hit.peak = m;
+              s.hit.peak_frame = n0 + at;
+              s.hit.counts_to_peak = s.hit.counts + unsigned(__popc(rising_rest & (at == 31 ? kFull : (2u << at) - 1u)));
+            }
+          }
+          s.hit.counts += unsigned(__popc(rising_rest));
+          s.hit.end_frame = n0 + last_above;
+          s.hit.sum_sq = s.run_sq + (sq_last - sq_pos);
+          s.hit.sum_abs = s.run_abs + (ab_last - ab_pos);
+          s.run_sq += sq_end - sq_pos;
+          s.run_abs += ab_end - ab_pos;
+          break;
+        }
+      }
       // Lane `end` is above threshold: the CPU's per-sample logic, verbatim.
       const unsigned j = end;
       const float vj = __shfl_sync(kFull, v, j);
