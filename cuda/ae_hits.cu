@@ -40,6 +40,9 @@ __device__ void emit_hit(const AeHitsParams& k, const AeHit& h, unsigned lane) {
 // reduction at all.
 struct LaneSums {
   double noise = 0, level_sq = 0, level_abs = 0;
+  // Position of the step's first sample within the floating window and the level interval
+  // (n mod W, n mod L), advanced by addition: no 64-bit division per step.
+  uint32_t window_pos = 0, level_pos = 0;
 };
 
 __device__ void step(const AeHitsParams& k, AeChannelState& s, LaneSums& ls, float v, uint64_t n0, unsigned count,
@@ -47,16 +50,17 @@ __device__ void step(const AeHitsParams& k, AeChannelState& s, LaneSums& ls, flo
   const AeSampleParams& p = k.p;
   const bool valid = lane < count;
   const float a = fabsf(v);
-  const uint64_t n = n0 + lane;
   float prev = __shfl_up_sync(kFull, v, 1);
   if (lane == 0) prev = s.prev;
 
   // Threshold in force at each sample: a floating window ending at lane kb changes it after kb.
   float thr = s.threshold;
   if (p.floating_window) {
-    const unsigned bm = __ballot_sync(kFull, valid && (n + 1) % p.floating_window == 0);
-    if (bm) {
-      const unsigned kb = __ffs(bm) - 1;
+    const uint32_t to_end = p.floating_window - 1 - ls.window_pos;  // lanes before the window's last
+    ls.window_pos += count;
+    if (ls.window_pos >= p.floating_window) ls.window_pos -= p.floating_window;
+    if (to_end < count) {
+      const unsigned kb = to_end;
       const double head = warp_sum(ls.noise + (valid && lane <= kb ? double(a) : 0.0));
       const float next = ae_floating_threshold(p, head / p.floating_window);
       if (lane > kb) thr = next;
@@ -68,9 +72,11 @@ __device__ void step(const AeHitsParams& k, AeChannelState& s, LaneSums& ls, flo
   }
   if (p.level_interval) {
     const double sq = valid ? double(v) * v : 0.0, ab = valid ? double(a) : 0.0;
-    const unsigned bm = __ballot_sync(kFull, valid && (n + 1) % p.level_interval == 0);
-    if (bm) {
-      const unsigned kb = __ffs(bm) - 1;
+    const uint32_t to_end = p.level_interval - 1 - ls.level_pos;
+    ls.level_pos += count;
+    if (ls.level_pos >= p.level_interval) ls.level_pos -= p.level_interval;
+    if (to_end < count) {
+      const unsigned kb = to_end;
       const double head_sq = warp_sum(ls.level_sq + (lane <= kb ? sq : 0.0));
       const double head_ab = warp_sum(ls.level_abs + (lane <= kb ? ab : 0.0));
       if (lane == 0) {
@@ -215,9 +221,15 @@ __global__ void ae_hits_kernel(AeHitsParams k) {
   const float* x = k.d_x + size_t(channel) * k.stride;
   AeChannelState s = k.d_state[channel];
   LaneSums ls;  // lane 0 carries the sums so far; the others start from 0
-  if (lane == 0) ls = LaneSums{s.noise_sum, s.level_sq, s.level_abs};
-  // Four steps' loads in flight at once; the state machine then runs over them in order.
-  constexpr unsigned kUnroll = 4;
+  if (lane == 0) {
+    ls.noise = s.noise_sum;
+    ls.level_sq = s.level_sq;
+    ls.level_abs = s.level_abs;
+  }
+  if (k.p.floating_window) ls.window_pos = uint32_t(k.first_frame % k.p.floating_window);
+  if (k.p.level_interval) ls.level_pos = uint32_t(k.first_frame % k.p.level_interval);
+  // Eight steps' loads in flight at once; the state machine then runs over them in order.
+  constexpr unsigned kUnroll = 8;
   for (uint32_t base = 0; base < k.frames; base += 32 * kUnroll) {
     float v[kUnroll];
 #pragma unroll
