@@ -31,12 +31,23 @@ std::optional<vigil::Settings> load(const std::string& path) {
 }
 
 std::string status_line(const nlohmann::json& s) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, latency p99 %llu us",
+  // The slowest stage by p99, so `systemctl status` shows where the time goes.
+  std::string slowest;
+  uint64_t slowest_p99 = 0;
+  if (s.contains("stages"))
+    for (const auto& [name, st] : s["stages"].items())
+      if (st.contains("time_us") && st["time_us"].value("p99", 0ull) >= slowest_p99) {
+        slowest_p99 = st["time_us"].value("p99", 0ull);
+        slowest = name;
+      }
+  char buf[384];
+  std::snprintf(buf, sizeof buf,
+                "chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, latency p99 %llu us%s%s%s",
                 (unsigned long long)s.value("chunks_in", 0ull), (unsigned long long)s.value("chunks_out", 0ull),
                 (unsigned long long)(s.value("dropped_frames", 0ull) + s.value("output_dropped_frames", 0ull)),
                 (unsigned long long)s.value("deadline_misses", 0ull),
-                (unsigned long long)s["latency_us"].value("p99", 0ull));
+                (unsigned long long)s["latency_us"].value("p99", 0ull), slowest.empty() ? "" : ", slowest stage ",
+                slowest.c_str(), slowest.empty() ? "" : (" p99 " + std::to_string(slowest_p99) + " us").c_str());
   return buf;
 }
 

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "acquisition/clock.hpp"
+
 #include "pipeline/ae_hits_stage.hpp"
 #include "pipeline/band_rms_stage.hpp"
 #include "pipeline/fir_bank_stage.hpp"
@@ -72,12 +74,19 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames) {
 StageStatus Graph::run(const Exec& exec) noexcept {
   const uint32_t frames = streams_[0].block.frames;
   StageStatus result = StageStatus::kOk;
-  for (Node& n : nodes_) {
+  slowest_ = {};
+  int64_t t = mono_now_ns();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
     const Block& in = streams_[size_t(n.input_stream)].block;
     Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
     out.frames = frames;
     if (n.stage->process(in, out, exec) != StageStatus::kOk && result == StageStatus::kOk)
       result = StageStatus::kFailed;
+    const int64_t t1 = mono_now_ns();
+    n.time->record_ns(t1 - t);
+    if (t1 - t > slowest_.ns) slowest_ = {int(i), t1 - t};
+    t = t1;
   }
   return result;
 }

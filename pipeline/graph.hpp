@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/settings.hpp"
+#include "pipeline/latency_histogram.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -24,7 +25,15 @@ class Graph {
   Block& input_block() noexcept { return streams_[0].block; }
 
   // Runs every stage on input_block() (frames already set). RT-safe. Returns the first failure.
+  // Times every stage (stage_time()) and notes the slowest of this run.
   StageStatus run(const Exec& exec) noexcept;
+  struct Slowest {
+    int stage = -1;
+    int64_t ns = 0;
+  };
+  Slowest slowest_of_last_run() const noexcept { return slowest_; }
+  // Per-stage processing time per chunk (recorded on the pipeline thread, read anywhere).
+  const LatencyHistogram& stage_time(size_t i) const noexcept { return *nodes_[i].time; }
 
   void reset() noexcept;
   // Releases every latched alarm. Pipeline thread.
@@ -58,7 +67,9 @@ class Graph {
     int input_stream = -1;
     int output_stream = -1;  // -1 for detectors
     Block scratch;           // output block handed to detectors (empty)
+    std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
   };
+  Slowest slowest_;
   std::vector<Node> nodes_;
   std::vector<Stream> streams_;
   std::vector<std::vector<float>> buffers_;  // one per stream

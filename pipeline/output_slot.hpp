@@ -13,6 +13,9 @@ struct OutputSlot {
   ChunkHeader header;                    // of the chunk these streams came from
   uint32_t frames = 0;
   int64_t t_processed_mono_ns = 0;
+  int64_t t_dequeued_mono_ns = 0;        // when the pipeline thread took the chunk
+  int slowest_stage = -1;                // graph stage that took longest on it (deadline culprit)
+  int64_t slowest_stage_ns = 0;
   std::vector<std::vector<float>> data;  // per data output: bands x channels lanes, `stride` apart
   size_t stride = 0;                     // floats between lanes (= max frames)
 };

@@ -38,6 +38,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
   for (const EventOutputSettings& e : settings.event_outputs)
     event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0});
   packet_.resize(vita49::kMaxJumboDatagram);
+  misses_by_ = std::make_unique<std::atomic<uint64_t>[]>(graph_.stage_count() + 2);
 }
 
 OutputWorker::~OutputWorker() = default;
@@ -119,8 +120,14 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
   }
   const int64_t done = mono_now_ns();
   counters_.end_to_end.record_ns(done - h.t_capture_mono_ns);
-  if (done > h.t_capture_mono_ns + options_.deadline_budget_ns)
+  if (done > h.t_capture_mono_ns + options_.deadline_budget_ns) {
     counters_.deadline_misses.fetch_add(1, std::memory_order_relaxed);
+    // The culprit: the longest of waiting for the pipeline, the slowest stage, and sending.
+    const int64_t queued = slot.t_dequeued_mono_ns - h.t_capture_mono_ns, sending = done - slot.t_processed_mono_ns;
+    size_t culprit = queued >= sending ? 0 : 1;
+    if (slot.slowest_stage >= 0 && slot.slowest_stage_ns > std::max(queued, sending)) culprit = 2 + size_t(slot.slowest_stage);
+    misses_by_[culprit].fetch_add(1, std::memory_order_relaxed);
+  }
   counters_.chunks_sent.fetch_add(1, std::memory_order_relaxed);
   counters_.frames_sent.fetch_add(slot.frames, std::memory_order_relaxed);
 }
@@ -171,6 +178,8 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
     body["sample_time"] = rfc3339_utc(ev.t_utc_ns);
     graph_.stage(ev.stage).describe_event(ev, body);
     send_event(type, std::move(body), utc_now_ns());
+    const size_t by = ev.kind == EventKind::kAeHit ? 1 : ev.kind == EventKind::kAeLevel ? 2 : ev.kind == EventKind::kVibration ? 3 : 0;
+    events_by_type_[by].fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
   }
@@ -188,9 +197,22 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   j["send_errors"] = counters_.send_errors.load(std::memory_order_relaxed);
   j["events_sent"] = counters_.events_sent.load(std::memory_order_relaxed);
   j["deadline_misses"] = counters_.deadline_misses.load(std::memory_order_relaxed);
-  const LatencyHistogram& l = counters_.end_to_end;
-  j["latency_us"] = {{"p50", l.quantile_us(0.5)}, {"p99", l.quantile_us(0.99)}, {"p999", l.quantile_us(0.999)},
-                     {"max", l.max_us()}};
+  auto quantiles = [](const LatencyHistogram& l) {
+    return nlohmann::json{{"p50", l.quantile_us(0.5)}, {"p99", l.quantile_us(0.99)}, {"p999", l.quantile_us(0.999)},
+                          {"max", l.max_us()}};
+  };
+  j["latency_us"] = quantiles(counters_.end_to_end);
+  j["deadline_misses_by"] = {{"capture_queue", misses_by_[0].load(std::memory_order_relaxed)},
+                             {"output", misses_by_[1].load(std::memory_order_relaxed)}};
+  for (size_t i = 0; i < graph_.stage_count(); ++i) {
+    nlohmann::json& st = j["stages"][graph_.stage_name(i)];
+    st["time_us"] = quantiles(graph_.stage_time(i));
+    st["deadline_misses"] = misses_by_[2 + i].load(std::memory_order_relaxed);
+  }
+  j["events_by_type"] = {{"alarm", events_by_type_[0].load(std::memory_order_relaxed)},
+                         {"ae_hit", events_by_type_[1].load(std::memory_order_relaxed)},
+                         {"ae_level", events_by_type_[2].load(std::memory_order_relaxed)},
+                         {"vibration", events_by_type_[3].load(std::memory_order_relaxed)}};
   return j;
 }
 

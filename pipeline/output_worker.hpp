@@ -3,6 +3,7 @@
 // end-to-end latency and deadlines. Sending never waits (failures are counted).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <functional>
@@ -85,6 +86,11 @@ class OutputWorker {
   // thread while the output thread runs (a write in run() was a data race, found by TSan).
   const int64_t start_mono_ns_;
   OutputCounters counters_;
+  // Deadline misses by culprit: [0] waiting in the capture queue, [1] sending, [2 + i] stage i
+  // (the longest of the three parts of the chunk's time).
+  std::unique_ptr<std::atomic<uint64_t>[]> misses_by_;
+  // Events sent by type: alarm, ae_hit, ae_level, vibration.
+  std::array<std::atomic<uint64_t>, 4> events_by_type_{};
 };
 
 // Stream id of lane (band, channel) of data output `output_index` (see docs/PROTOCOL.md).

@@ -110,6 +110,9 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   counters_.frames_processed.fetch_add(in.frames, std::memory_order_relaxed);
   if (slot) {
     slot->t_processed_mono_ns = t1;
+    slot->t_dequeued_mono_ns = t0;
+    slot->slowest_stage = graph_.slowest_of_last_run().stage;
+    slot->slowest_stage_ns = graph_.slowest_of_last_run().ns;
     full_slots_.push(slot);  // cannot fail: the queue holds every slot
   }
 }

@@ -131,6 +131,13 @@ nlohmann::json Service::status_json() const {
   j["dropped_frames"] = cap.frames_dropped.load(std::memory_order_relaxed);
   j["read_errors"] = cap.read_errors.load(std::memory_order_relaxed);
   j["chunks_processed"] = pc.chunks_processed.load(std::memory_order_relaxed);
+  // Queue depths from the counters of both ends (a chunk being worked on counts as queued).
+  const uint64_t in = cap.chunks_captured.load(std::memory_order_relaxed);
+  const uint64_t processed = pc.chunks_processed.load(std::memory_order_relaxed);
+  const uint64_t out = output_ ? output_->counters().chunks_sent.load(std::memory_order_relaxed) : 0;
+  const uint64_t not_sent = pc.output_chunks_dropped.load(std::memory_order_relaxed);
+  j["queues"] = {{"capture_to_pipeline", in >= processed ? in - processed : 0},
+                 {"pipeline_to_output", processed >= out + not_sent ? processed - out - not_sent : 0}};
   j["output_dropped_chunks"] = pc.output_chunks_dropped.load(std::memory_order_relaxed);
   j["output_dropped_frames"] = pc.output_frames_dropped.load(std::memory_order_relaxed);
   j["stage_failures"] = pc.stage_failures.load(std::memory_order_relaxed);

@@ -209,6 +209,22 @@ TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) {
   EXPECT_EQ(final_status["send_errors"].get<uint64_t>(), 0u);
   EXPECT_EQ(final_status["chunks_in"], final_status["chunks_out"]);
   EXPECT_GT(final_status["latency_us"]["max"].get<uint64_t>(), 0u);
+  // Per-stage times, miss attribution, queue depths (drained: 0) and events by type.
+  for (const char* stage : {"bands", "alarm"}) {
+    const json& st = final_status["stages"][stage];
+    EXPECT_GT(st["time_us"]["max"].get<uint64_t>(), 0u) << stage;
+    EXPECT_LE(st["time_us"]["p50"].get<uint64_t>(), st["time_us"]["max"].get<uint64_t>()) << stage;
+    EXPECT_GE(st["deadline_misses"].get<uint64_t>(), 0u) << stage;
+  }
+  uint64_t misses = final_status["deadline_misses_by"]["capture_queue"].get<uint64_t>() +
+                    final_status["deadline_misses_by"]["output"].get<uint64_t>();
+  for (const char* stage : {"bands", "alarm"}) misses += final_status["stages"][stage]["deadline_misses"].get<uint64_t>();
+  EXPECT_EQ(misses, final_status["deadline_misses"].get<uint64_t>());
+  EXPECT_EQ(final_status["queues"]["capture_to_pipeline"], 0);
+  EXPECT_EQ(final_status["queues"]["pipeline_to_output"], 0);
+  int alarms_seen = 0;
+  for (const json& e : r.events) alarms_seen += e["type"] == "alarm";
+  EXPECT_EQ(final_status["events_by_type"]["alarm"], alarms_seen);
 
   // Alarms: raised for channel 0's low band, never for channel 1.
   int raised_ch0_low = 0, any_ch1 = 0;
