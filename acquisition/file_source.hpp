@@ -19,6 +19,7 @@ struct FileSourceSpec {
   uint32_t chunk_frames = 1024;
   double rate_factor = 1.0;  // 1 = the recorded rate, 0 = unpaced
   bool loop = false;
+  bool operator==(const FileSourceSpec&) const = default;
 };
 
 // What a recording holds, read from its header alone.

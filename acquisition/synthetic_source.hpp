@@ -15,6 +15,7 @@ struct SineSpec {
   double freq_hz = 0;     // 0 <= f < rate/2
   double amplitude = 0;   // fraction of full scale
   double phase_rad = 0;
+  bool operator==(const SineSpec&) const = default;
 };
 
 struct ImpulseSpec {       // single-sample spikes
@@ -22,6 +23,7 @@ struct ImpulseSpec {       // single-sample spikes
   double period_s = 0;     // > 0: one every period_s, starting at offset_s
   double offset_s = 0;
   std::vector<double> times_s;  // and/or at these times (ascending)
+  bool operator==(const ImpulseSpec&) const = default;
 };
 
 struct BurstSpec {         // AE-like burst: a * env(t) * sin(2 pi f t), t from the onset, where
@@ -31,6 +33,7 @@ struct BurstSpec {         // AE-like burst: a * env(t) * sin(2 pi f t), t from 
   double decay_s = 0.001;  // time constant; a burst lasts rise_s + 10 of them
   double rate_hz = 0;      // > 0: onsets as a Poisson process of this mean rate (seeded)
   std::vector<double> times_s;  // and/or at these times (ascending)
+  bool operator==(const BurstSpec&) const = default;
 };
 
 struct ChannelSignal {
@@ -38,6 +41,7 @@ struct ChannelSignal {
   double noise_rms = 0;    // white Gaussian noise, fraction of full scale
   ImpulseSpec impulses;
   BurstSpec bursts;
+  bool operator==(const ChannelSignal&) const = default;
 };
 
 struct SyntheticSpec {
@@ -49,6 +53,7 @@ struct SyntheticSpec {
   double rate_factor = 1.0;    // 1 = real time, 20 = twenty times faster, 0 = unpaced
   double duration_s = 0;       // > 0: end after this much signal time
   std::vector<ChannelSignal> signals;  // one per channel, or one for all channels
+  bool operator==(const SyntheticSpec&) const = default;
 };
 
 class SyntheticSource final : public Source {

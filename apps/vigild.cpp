@@ -67,6 +67,60 @@ void log_status(const nlohmann::json& s) {
   vigil::log::line(vigil::log::Level::kInfo, buf);
 }
 
+// SIGHUP: reads `path` again. Invalid: rejected with FILE:LINE:COLUMN messages, the running
+// config stays. Coefficients and thresholds only: applied in place between two chunks. Anything
+// structural: the service is stopped, drained and rebuilt (the old config comes back if the new
+// one cannot be built). Each outcome is logged and sent as a `reload` event. Returns whether the
+// service was rebuilt.
+bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
+  using vigil::log::Level;
+  vigil::log::line(Level::kNotice, "vigild: SIGHUP: reloading " + path);
+  vigil::ConfigResult r = vigil::load_config_file(path);
+  if (!r.settings) {
+    nlohmann::json errors = nlohmann::json::array();
+    for (const auto& e : r.errors) {
+      std::cerr << vigil::format_error(path, e) << "\n";
+      errors.push_back(vigil::format_error(path, e));
+    }
+    vigil::log::line(Level::kError, "vigild: reload rejected (" + std::to_string(r.errors.size()) +
+                                        " errors above): the running config stays");
+    service->post_event("reload", {{"result", "rejected"}, {"path", path}, {"errors", errors}});
+    return false;
+  }
+  std::string why;
+  try {
+    if (service->update(*r.settings, why)) {
+      vigil::log::line(Level::kNotice, "vigild: reload: coefficients and thresholds updated in place, no sample lost");
+      service->post_event("reload", {{"result", "updated"}, {"path", path}});
+      return false;
+    }
+  } catch (const std::exception& e) {
+    vigil::log::line(Level::kError, std::string("vigild: reload rejected: ") + e.what() + ": the running config stays");
+    service->post_event("reload", {{"result", "rejected"}, {"path", path}, {"errors", {e.what()}}});
+    return false;
+  }
+  vigil::log::line(Level::kNotice, "vigild: reload: " + why + ": rebuilding the pipeline");
+  const vigil::Settings old = service->settings();
+  service->request_stop();
+  service->join();
+  const uint64_t seq = service->next_event_seq();
+  service.reset();  // the source (a device) is free again before the new service opens it
+  nlohmann::json event = {{"result", "rebuilt"}, {"path", path}, {"reason", why}};
+  try {
+    service = std::make_unique<vigil::Service>(*r.settings);
+  } catch (const std::exception& e) {
+    vigil::log::line(Level::kError, std::string("vigild: the new config cannot run: ") + e.what() +
+                                        ": restarting with the previous one");
+    event = {{"result", "rejected"}, {"path", path}, {"errors", {e.what()}}};
+    service = std::make_unique<vigil::Service>(old);
+  }
+  vigil::log::line(Level::kInfo, "vigild: " + service->describe());
+  service->set_next_event_seq(seq);  // receivers see one unbroken event sequence
+  service->post_event("reload", event);
+  service->start();
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,6 +170,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGUSR1);  // acknowledge latched alarms
+  sigaddset(&stop_signals, SIGHUP);   // reload the config
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::unique_ptr<vigil::Service> service;
@@ -150,6 +205,12 @@ int main(int argc, char** argv) {
     if (sig == SIGUSR1) {
       service->acknowledge_alarms();
       vigil::log::line(vigil::log::Level::kNotice, "vigild: SIGUSR1: latched alarms acknowledged");
+    }
+    if (sig == SIGHUP) {
+      if (notifier.enabled())
+        notifier.notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(vigil::mono_now_ns() / 1000));
+      if (reload(path, service)) last_progress = UINT64_MAX;  // a new service counts from 0
+      if (notifier.enabled()) notifier.notify("READY=1");
     }
     if (service->finished()) break;
     const int64_t now = vigil::mono_now_ns();

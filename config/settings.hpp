@@ -21,6 +21,7 @@ struct BandSettings {
   FilterType type = FilterType::kLowpass;
   double f1_hz = 0;  // cutoff, or lower edge of a bandpass/bandstop
   double f2_hz = 0;  // upper edge of a bandpass/bandstop
+  bool operator==(const BandSettings&) const = default;
 };
 
 struct FirBankSettings {
@@ -29,23 +30,27 @@ struct FirBankSettings {
   WindowSpec window;
   std::vector<BandSettings> bands;   // explicit bands, or (with crossover_hz) just their names
   std::vector<double> crossover_hz;  // non-empty: complementary bands split at these edges
+  bool operator==(const FirBankSettings&) const = default;
 };
 
 struct BandRmsSettings {
   double window_s = 0.1;        // RMS over consecutive windows of this length
   double threshold = 0;         // raise when RMS > threshold
   double clear_threshold = -1;  // clear when RMS < clear_threshold (hysteresis); default 0.9*threshold
+  bool operator==(const BandRmsSettings&) const = default;
 };
 
 struct VibrationRuleSettings {
   std::string name;
   VibrationMetric metric = VibrationMetric::kRms;
   AlarmRuleSettings levels;
+  bool operator==(const VibrationRuleSettings&) const = default;
 };
 
 struct VibrationStageSettings {
   VibrationSettings analysis;
   std::vector<VibrationRuleSettings> rules;
+  bool operator==(const VibrationStageSettings&) const = default;
 };
 
 struct StageSettings {
@@ -53,11 +58,13 @@ struct StageSettings {
   std::string kind;   // "fir_bank" | "band_rms" | "ae_hits" | "vibration"
   std::string input;  // "input" or an earlier stage's name
   std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings> params;
+  bool operator==(const StageSettings&) const = default;
 };
 
 struct Endpoint {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
+  bool operator==(const Endpoint&) const = default;
 };
 
 struct DataOutputSettings {
@@ -65,11 +72,13 @@ struct DataOutputSettings {
   Endpoint destination{"127.0.0.1", 4991};
   bool jumbo = false;            // allow datagrams up to 8972 bytes instead of 1472
   double context_interval_s = 2; // context packets at start and this often
+  bool operator==(const DataOutputSettings&) const = default;
 };
 
 struct EventOutputSettings {
   Endpoint destination{"127.0.0.1", 4992};
   double status_interval_s = 1;
+  bool operator==(const EventOutputSettings&) const = default;
 };
 
 struct PipelineSettings {
@@ -78,6 +87,7 @@ struct PipelineSettings {
   uint32_t output_slots = 64;       // processed chunks that may wait for the output thread
   double deadline_budget_ms = 0;    // 0: one chunk period (at the pacing rate)
   double test_stall_after_s = 0;    // test-only fault: the pipeline stops processing after this
+  bool operator==(const PipelineSettings&) const = default;
 };
 
 struct Settings {
@@ -89,6 +99,7 @@ struct Settings {
   std::vector<StageSettings> stages;
   std::vector<DataOutputSettings> data_outputs;
   std::vector<EventOutputSettings> event_outputs;
+  bool operator==(const Settings&) const = default;
 };
 
 // Largest pool the loader accepts, in bytes (chunk bytes x pool_chunks).

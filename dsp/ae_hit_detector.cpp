@@ -1,5 +1,6 @@
 #include "dsp/ae_hit_detector.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -75,6 +76,12 @@ double ae_level_asl_db(const AeLevel& l, const AeSampleParams& p) noexcept {
 
 AeHitDetector::AeHitDetector(const AeSampleParams& params, uint32_t channels) : p_(params), state_(channels) {
   reset();
+}
+
+void AeHitDetector::set_params(const AeSampleParams& p) noexcept {
+  p_ = p;
+  for (AeChannelState& s : state_)
+    s.threshold = p_.floating_window ? std::max(s.threshold, p_.threshold) : p_.threshold;
 }
 
 void AeHitDetector::reset() noexcept {

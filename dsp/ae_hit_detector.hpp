@@ -35,6 +35,9 @@ struct AeHitSettings {
   double pretrigger_s = 0;
   double waveform_s = 0;
   uint32_t waveform_buffers = 64;  // captures that may wait for the output thread
+#if __cplusplus >= 202002L  // (nvcc compiles this header as C++17)
+  bool operator==(const AeHitSettings&) const = default;
+#endif
 };
 
 // The same in samples, as both backends use it. Built by ae_sample_params (which validates).
@@ -125,6 +128,9 @@ class AeHitDetector {
             OnOpen&& on_open);
 
   void reset() noexcept;
+  // New thresholds and times (same rate and calibration), from the next sample on; open hits
+  // continue under the new times. RT-safe.
+  void set_params(const AeSampleParams& p) noexcept;
   const AeChannelState& state(uint32_t c) const noexcept { return state_[c]; }
   const AeSampleParams& params() const noexcept { return p_; }
 

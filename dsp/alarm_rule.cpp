@@ -15,7 +15,7 @@ const char* to_string(AlarmLevel l) noexcept {
   return "?";
 }
 
-AlarmRuleState::AlarmRuleState(const AlarmRuleSettings& s, double rate_hz) : s_(s) {
+AlarmRuleState::AlarmRuleState(const AlarmRuleSettings& s, double rate_hz) : s_(s), rate_hz_(rate_hz) {
   if (!(s_.alert > 0)) throw std::invalid_argument("alarm rule: alert must be > 0, got " + std::to_string(s_.alert));
   if (s_.danger != 0 && !(s_.danger >= s_.alert))
     throw std::invalid_argument("alarm rule: danger must be >= alert (" + std::to_string(s_.alert) + ") or 0, got " +
@@ -24,6 +24,14 @@ AlarmRuleState::AlarmRuleState(const AlarmRuleSettings& s, double rate_hz) : s_(
   if (s_.on_delay_s < 0 || s_.off_delay_s < 0) throw std::invalid_argument("alarm rule: delays must be >= 0");
   on_delay_frames_ = uint64_t(std::llround(s_.on_delay_s * rate_hz));
   off_delay_frames_ = uint64_t(std::llround(s_.off_delay_s * rate_hz));
+}
+
+void AlarmRuleState::set_settings(const AlarmRuleSettings& s) noexcept {
+  s_ = s;
+  if (s_.hysteresis < 0) s_.hysteresis = 0.05 * s_.alert;
+  on_delay_frames_ = uint64_t(std::llround(s_.on_delay_s * rate_hz_));
+  off_delay_frames_ = uint64_t(std::llround(s_.off_delay_s * rate_hz_));
+  pending_ = false;
 }
 
 void AlarmRuleState::reset() noexcept {

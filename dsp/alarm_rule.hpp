@@ -17,6 +17,7 @@ struct AlarmRuleSettings {
   double on_delay_s = 0;
   double off_delay_s = 0;
   bool latch = false;
+  bool operator==(const AlarmRuleSettings&) const = default;
 };
 
 enum class AlarmLevel : uint8_t { kNormal = 0, kAlert = 1, kDanger = 2 };
@@ -39,6 +40,9 @@ class AlarmRuleState {
   // Releases a latched level: the next evaluations may lower it (subject to off-delay).
   void acknowledge() noexcept { acked_ = true; }
   void reset() noexcept;
+  // New levels, hysteresis, delays or latching (already validated by a constructor), keeping the
+  // current level; a change being timed restarts. RT-safe.
+  void set_settings(const AlarmRuleSettings& s) noexcept;
   AlarmLevel level() const noexcept { return level_; }
   double threshold(AlarmLevel l) const noexcept { return l == AlarmLevel::kDanger ? s_.danger : s_.alert; }
 
@@ -46,6 +50,7 @@ class AlarmRuleState {
   AlarmLevel indicated(double value) const noexcept;
 
   AlarmRuleSettings s_;
+  double rate_hz_ = 0;
   uint64_t on_delay_frames_ = 0, off_delay_frames_ = 0;
   AlarmLevel level_ = AlarmLevel::kNormal;
   bool pending_ = false;      // a change away from level_ is being timed

@@ -15,10 +15,12 @@ struct BearingGeometry {
   double roller_diameter = 0;  // d, any length unit
   double pitch_diameter = 0;   // D, same unit
   double contact_angle_deg = 0;
+  bool operator==(const BearingGeometry&) const = default;
 };
 
 struct BearingFrequencies {
   double bpfo = 0, bpfi = 0, bsf = 0, ftf = 0;  // Hz
+  bool operator==(const BearingFrequencies&) const = default;
 };
 
 inline BearingFrequencies bearing_frequencies(const BearingGeometry& g, double shaft_hz) noexcept {

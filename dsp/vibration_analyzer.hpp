@@ -18,6 +18,7 @@ namespace vigil {
 // A/B, B/C, C/D of broadband velocity RMS (10-1000 Hz, machines above 600 r/min), mm/s.
 struct IsoZoneBounds {
   double ab = 0, bc = 0, cd = 0;  // all 0: no grading
+  bool operator==(const IsoZoneBounds&) const = default;
 };
 // group 1: large machines (300 kW..50 MW); group 2: medium (15..300 kW). flexible: foundation.
 IsoZoneBounds iso20816_3_bounds(int group, bool flexible_foundation);
@@ -34,6 +35,7 @@ struct VibrationSettings {
   bool envelope = false;
   double envelope_lo_hz = 0, envelope_hi_hz = 0;  // band-pass before the envelope
   BearingFrequencies defects;                     // Hz; 0 = not reported
+  bool operator==(const VibrationSettings&) const = default;
 };
 
 enum class VibrationMetric : uint8_t {

@@ -15,6 +15,7 @@ enum class WindowKind { kRectangular, kHamming, kHann, kBlackman, kKaiser, kFlat
 struct WindowSpec {
   WindowKind kind = WindowKind::kHamming;
   double kaiser_beta = 8.6;  // Kaiser only: shape, 0 <= beta <= 50
+  bool operator==(const WindowSpec&) const = default;
 };
 
 std::optional<WindowKind> parse_window_kind(std::string_view name) noexcept;

@@ -1,4 +1,5 @@
 // RT: pipeline thread (process); output thread (describe_event).
+#include "config/settings.hpp"
 #include "pipeline/ae_hits_stage.hpp"
 
 #include <algorithm>
@@ -115,6 +116,41 @@ StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noex
     }
   }
   return StageStatus::kOk;
+}
+
+namespace {
+struct AeHitsUpdate final : StageUpdate {
+  AeSampleParams params;
+};
+}  // namespace
+
+StageUpdatePlan AeHitsStage::plan_update(const StageSettings& next) const {
+  const auto& n = std::get<AeHitSettings>(next.params);
+  StageUpdatePlan plan;
+  if (n == settings_) return plan;
+  // Threshold and timing change in place; what sets units, windows or buffers is structural.
+  AeHitSettings same = n;
+  same.threshold_db = settings_.threshold_db;
+  same.floating_margin_db = settings_.floating_margin_db;
+  same.hdt_s = settings_.hdt_s;
+  same.pdt_s = settings_.pdt_s;
+  same.hlt_s = settings_.hlt_s;
+  same.max_duration_s = settings_.max_duration_s;
+  if (!(same == settings_) || (n.floating_margin_db > 0) != (settings_.floating_margin_db > 0)) {
+    plan.structural = true;
+    plan.why = "the calibration, the floating window, the level interval or the waveform capture changed";
+    return plan;
+  }
+  auto u = std::make_unique<AeHitsUpdate>();
+  u->params = ae_sample_params(n, params_.rate_hz);
+  plan.update = std::move(u);
+  return plan;
+}
+
+void AeHitsStage::apply_update(StageUpdate& update) noexcept {
+  // params_ (read by describe_event on the output thread) keeps its calibration, which an
+  // update cannot change; the detector takes the new thresholds and times.
+  detector_->set_params(static_cast<AeHitsUpdate&>(update).params);
 }
 
 void AeHitsStage::add_status(nlohmann::json& status) const {

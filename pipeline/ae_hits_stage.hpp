@@ -23,6 +23,8 @@ class AeHitsStage final : public Stage {
   void reset() noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   void add_status(nlohmann::json& status) const override;
+  StageUpdatePlan plan_update(const StageSettings& next) const override;
+  void apply_update(StageUpdate& update) noexcept override;
   const AeSampleParams& params() const noexcept { return params_; }
   WaveformChannel* waveforms() const noexcept override { return waveforms_.get(); }
   // Captures lost: the lane was still capturing the previous hit, or no buffer was free.

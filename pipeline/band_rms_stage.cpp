@@ -1,4 +1,5 @@
 // RT: pipeline thread (process).
+#include "config/settings.hpp"
 #include "pipeline/band_rms_stage.hpp"
 
 #include <cmath>
@@ -58,6 +59,31 @@ void BandRmsStage::describe_event(const EventRecord& ev, nlohmann::json& body) c
   body["rule"] = "band_rms";
   body["value"] = ev.value;
   body["threshold"] = ev.threshold;
+}
+
+namespace {
+struct BandRmsUpdate final : StageUpdate {
+  BandRmsSettings settings;
+};
+}  // namespace
+
+StageUpdatePlan BandRmsStage::plan_update(const StageSettings& next) const {
+  const auto& n = std::get<BandRmsSettings>(next.params);
+  StageUpdatePlan plan;
+  if (n == settings_) return plan;
+  if (n.window_s != settings_.window_s) {
+    plan.structural = true;
+    plan.why = "window_s changed";
+    return plan;
+  }
+  auto u = std::make_unique<BandRmsUpdate>();
+  u->settings = n;
+  plan.update = std::move(u);
+  return plan;
+}
+
+void BandRmsStage::apply_update(StageUpdate& update) noexcept {
+  settings_ = static_cast<BandRmsUpdate&>(update).settings;  // thresholds: the next window on
 }
 
 void BandRmsStage::reset() noexcept {

@@ -15,6 +15,7 @@ class EventEncoder {
   // Adds "type", "seq" (0, 1, 2, ... per encoder) and "time" to body and serialises it.
   std::string encode(const std::string& type, nlohmann::json body, int64_t utc_ns);
   uint64_t next_seq() const noexcept { return seq_; }
+  void set_next_seq(uint64_t seq) noexcept { seq_ = seq; }  // a rebuilt service continues the count
 
  private:
   uint64_t seq_ = 0;

@@ -1,33 +1,75 @@
+#include "config/settings.hpp"
 #include "pipeline/fir_bank_stage.hpp"
 
 #include <stdexcept>
 
 namespace vigil {
 
+std::vector<std::vector<float>> FirBankStage::design(const FirBankSettings& s, double rate_hz) {
+  std::vector<std::vector<float>> taps;
+  if (!s.crossover_hz.empty()) {
+    for (const std::vector<double>& h : design_crossover(s.crossover_hz, s.taps, rate_hz, s.window))
+      taps.emplace_back(h.begin(), h.end());
+  } else {
+    for (const BandSettings& b : s.bands) {
+      const std::vector<double> h = design_fir(FirSpec{b.type, s.taps, b.f1_hz, b.f2_hz, rate_hz, s.window});
+      taps.emplace_back(h.begin(), h.end());
+    }
+  }
+  return taps;
+}
+
 StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) {
   if (in.bands != 1)
     throw std::invalid_argument("fir_bank: input must have 1 band per channel, got " + std::to_string(in.bands));
-  std::vector<std::vector<float>> taps;
+  rate_hz_ = in.rate_hz;
   StreamFormat out = in;
   out.bands = uint32_t(settings_.bands.size());
   out.band_names.clear();
-  if (!settings_.crossover_hz.empty()) {
-    for (const std::vector<double>& h : design_crossover(settings_.crossover_hz, settings_.taps, in.rate_hz,
-                                                         settings_.window))
-      taps.emplace_back(h.begin(), h.end());
-    for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
-  } else {
-    for (const BandSettings& b : settings_.bands) {
-      FirSpec spec{b.type, settings_.taps, b.f1_hz, b.f2_hz, in.rate_hz, settings_.window};
-      const std::vector<double> h = design_fir(spec);
-      taps.emplace_back(h.begin(), h.end());
-      out.band_names.push_back(b.name);
-    }
-  }
+  for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
-  bank_ = std::make_unique<StreamingFirBank>(taps, in.channels, max_frames, max_latency);
+  bank_ = std::make_unique<StreamingFirBank>(design(settings_, in.rate_hz), in.channels, max_frames, max_latency);
   out.delay_frames = in.delay_frames + bank_->latency_frames();
   return out;
+}
+
+namespace {
+struct FirBankUpdate final : StageUpdate {
+  FirBankSettings settings;
+  std::vector<std::vector<float>> taps;
+};
+}  // namespace
+
+StageUpdatePlan FirBankStage::plan_update(const StageSettings& next) const {
+  const auto& n = std::get<FirBankSettings>(next.params);
+  StageUpdatePlan plan;
+  if (n == settings_) return plan;
+  std::vector<std::string> old_names, new_names;
+  for (const BandSettings& b : settings_.bands) old_names.push_back(b.name);
+  for (const BandSettings& b : n.bands) new_names.push_back(b.name);
+  if (n.taps != settings_.taps || n.max_latency_frames != settings_.max_latency_frames || new_names != old_names ||
+      n.crossover_hz.empty() != settings_.crossover_hz.empty()) {
+    plan.structural = true;
+    plan.why = "the number of taps, the bands or the latency limit changed";
+    return plan;
+  }
+  auto u = std::make_unique<FirBankUpdate>();
+  u->settings = n;
+  u->taps = design(n, rate_hz_);
+  plan.update = std::move(u);
+  return plan;
+}
+
+void FirBankStage::apply_update(StageUpdate& update) noexcept {
+  auto& u = static_cast<FirBankUpdate&>(update);
+  try {
+    // Crossfades from the old taps to the new over one block (direct form: 256 frames). The
+    // new spectra are computed here, once per reload (an allocation on this thread, accepted for
+    // an operator's reload; see docs/CONFIG.md).
+    bank_->set_taps(u.taps);
+    settings_ = u.settings;
+  } catch (...) {  // the same tap count and bands as prepared: cannot fail but for memory
+  }
 }
 
 StageStatus FirBankStage::process(const Block& in, Block& out, const Exec&) noexcept {

@@ -18,10 +18,16 @@ class FirBankStage final : public Stage {
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
+  StageUpdatePlan plan_update(const StageSettings& next) const override;
+  void apply_update(StageUpdate& update) noexcept override;
   const StreamingFirBank* bank() const noexcept { return bank_.get(); }
 
  private:
+  // The taps `s` designs at `rate_hz` (one vector per band).
+  static std::vector<std::vector<float>> design(const FirBankSettings& s, double rate_hz);
+
   FirBankSettings settings_;
+  double rate_hz_ = 0;
   std::unique_ptr<StreamingFirBank> bank_;
 };
 

@@ -91,6 +91,45 @@ StageStatus Graph::run(const Exec& exec) noexcept {
   return result;
 }
 
+StageUpdatePlan Stage::plan_update(const StageSettings&) const {
+  StageUpdatePlan plan;
+  plan.structural = true;
+  plan.why = "its settings changed";
+  return plan;
+}
+
+std::unique_ptr<Graph::Update> Graph::plan_update(const std::vector<StageSettings>& current,
+                                                  const std::vector<StageSettings>& next, std::string& why) const {
+  if (current.size() != next.size() || current.size() != nodes_.size()) {
+    why = "the number of stages changed";
+    return nullptr;
+  }
+  auto update = std::make_unique<Update>();
+  for (size_t i = 0; i < next.size(); ++i) {
+    const StageSettings &a = current[i], &b = next[i];
+    if (a.name != b.name || a.kind != b.kind || a.input != b.input) {
+      why = "stage " + std::to_string(i) + " ('" + a.name + "') changed its name, kind or input";
+      return nullptr;
+    }
+    if (a == b) {
+      update->stages.emplace_back();
+      continue;
+    }
+    StageUpdatePlan plan = nodes_[i].stage->plan_update(b);
+    if (plan.structural) {
+      why = "stage '" + a.name + "': " + plan.why;
+      return nullptr;
+    }
+    update->stages.push_back(std::move(plan.update));
+  }
+  return update;
+}
+
+void Graph::apply_update(Update& update) noexcept {
+  for (size_t i = 0; i < nodes_.size() && i < update.stages.size(); ++i)
+    if (update.stages[i]) nodes_[i].stage->apply_update(*update.stages[i]);
+}
+
 void Graph::acknowledge() noexcept {
   for (Node& n : nodes_) n.stage->acknowledge();
 }

@@ -185,6 +185,11 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
   }
 }
 
+void OutputWorker::post_event(const std::string& type, nlohmann::json body) {
+  const std::lock_guard<std::mutex> lock(posted_mutex_);
+  posted_.emplace_back(type, std::move(body));
+}
+
 nlohmann::json OutputWorker::status_json(bool final_report) const {
   nlohmann::json j = options_.status_fields ? options_.status_fields() : nlohmann::json::object();
   j["final"] = final_report;
@@ -242,6 +247,13 @@ void OutputWorker::run() noexcept {
   }
   auto drain = [&] {
     bool did = false;
+    if (posted_mutex_.try_lock()) {  // never wait here: a poster holds it only to append
+      std::vector<std::pair<std::string, nlohmann::json>> posted;
+      posted.swap(posted_);
+      posted_mutex_.unlock();
+      for (auto& [type, body] : posted) send_event(type, std::move(body), utc_now_ns());
+      did = did || !posted.empty();
+    }
     EventRecord ev;
     while (events_.pop(ev)) {
       send_event_record(ev);

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ class OutputWorker {
   void run() noexcept;
   const OutputCounters& counters() const noexcept { return counters_; }
   nlohmann::json status_json(bool final_report) const;
+  // Before run(): the first event's seq (a rebuilt service continues its predecessor's count).
+  void set_next_event_seq(uint64_t seq) noexcept { encoder_.set_next_seq(seq); }
+  // After run() has returned: the seq the next event would have had.
+  uint64_t next_event_seq() const noexcept { return encoder_.next_seq(); }
+  // Any thread: an event to send with the others (the output thread takes it within a pass).
+  void post_event(const std::string& type, nlohmann::json body);
 
  private:
   struct DataOutput {
@@ -85,6 +92,8 @@ class OutputWorker {
   // Set once in the constructor, before any thread runs: status_json() reads it from the main
   // thread while the output thread runs (a write in run() was a data race, found by TSan).
   const int64_t start_mono_ns_;
+  std::mutex posted_mutex_;  // the output thread only try_locks it
+  std::vector<std::pair<std::string, nlohmann::json>> posted_;
   OutputCounters counters_;
   // Deadline misses by culprit: [0] waiting in the capture queue, [1] sending, [2 + i] stage i
   // (the longest of the three parts of the chunk's time).

@@ -70,6 +70,11 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   counters_.clipped_samples.fetch_add(clipped, std::memory_order_relaxed);
   counters_.non_finite_samples.fetch_add(non_finite, std::memory_order_relaxed);
 
+  if (Graph::Update* u = pending_update_.load(std::memory_order_acquire)) {
+    graph_.apply_update(*u);  // between chunks: every sample goes through one filter or the crossfade
+    pending_update_.store(nullptr, std::memory_order_release);
+    applied_updates_.fetch_add(1, std::memory_order_acq_rel);
+  }
   if (const uint32_t acks = ack_requests_.load(std::memory_order_relaxed); acks != acks_done_) {
     acks_done_ = acks;
     graph_.acknowledge();

@@ -30,6 +30,13 @@ class PipelineWorker {
   void set_stall_after_ns(int64_t ns) noexcept { stall_after_ns_ = ns; }
   // Any thread: latched alarms are released before the next chunk is processed.
   void request_acknowledge() noexcept { ack_requests_.fetch_add(1, std::memory_order_relaxed); }
+  // Any thread: hands over a planned graph update, applied before the next chunk; false while a
+  // previous one is still pending. applied_updates() counts those applied.
+  bool post_update(Graph::Update* update) noexcept {
+    Graph::Update* none = nullptr;
+    return pending_update_.compare_exchange_strong(none, update, std::memory_order_acq_rel);
+  }
+  uint64_t applied_updates() const noexcept { return applied_updates_.load(std::memory_order_acquire); }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   const PipelineCounters& counters() const noexcept { return counters_; }
 
@@ -48,6 +55,8 @@ class PipelineWorker {
   std::vector<ConvertCounts> convert_counts_;
   int64_t stall_after_ns_ = 0;
   std::atomic<uint32_t> ack_requests_{0};
+  std::atomic<Graph::Update*> pending_update_{nullptr};  // owned by the poster
+  std::atomic<uint64_t> applied_updates_{0};
   uint32_t acks_done_ = 0;
   uint64_t output_lost_frames_ = 0;  // dropped for want of a slot since the last slot sent
   PipelineCounters counters_;

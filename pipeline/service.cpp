@@ -1,5 +1,10 @@
 #include "pipeline/service.hpp"
 
+#include "acquisition/clock.hpp"
+
+#include <chrono>
+#include <thread>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -85,6 +90,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
 Service::~Service() {
   request_stop();
   join();
+  unapplied_.clear();  // the pipeline thread has ended: nothing can take them any more
 }
 
 void Service::start() {
@@ -105,6 +111,38 @@ bool Service::finished() const noexcept { return output_done_.load(std::memory_o
 void Service::acknowledge_alarms() noexcept {
   if (pipeline_) pipeline_->request_acknowledge();
 }
+
+bool Service::update(const Settings& next, std::string& why) {
+  Settings rest = settings_;  // everything but the stages must be equal
+  rest.path = next.path;
+  rest.stages = next.stages;
+  if (!(rest == next)) {
+    why = "the source, pipeline or outputs changed";
+    return false;
+  }
+  std::unique_ptr<Graph::Update> u = graph_->plan_update(settings_.stages, next.stages, why);
+  if (!u) return false;
+  const uint64_t before = pipeline_->applied_updates();
+  if (!pipeline_->post_update(u.get())) {
+    why = "a previous update is still pending";
+    return false;
+  }
+  // Wait for the pipeline thread to take it between two chunks (it cannot while stalled or after
+  // the source ended: then the update is kept, unapplied, until the service is destroyed).
+  const int64_t give_up = mono_now_ns() + 5'000'000'000;
+  while (pipeline_->applied_updates() == before && mono_now_ns() < give_up && !pipeline_->finished())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (pipeline_->applied_updates() == before) {
+    unapplied_.push_back(std::move(u));
+    why = "the pipeline did not take the update within 5 s";
+    return false;
+  }
+  settings_.stages = next.stages;
+  settings_.path = next.path;
+  return true;
+}
+
+void Service::post_event(const std::string& type, nlohmann::json body) { output_->post_event(type, std::move(body)); }
 
 void Service::join() {
   for (std::thread* t : {&capture_thread_, &pipeline_thread_, &output_thread_})

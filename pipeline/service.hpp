@@ -32,6 +32,17 @@ class Service {
   void join();
   // Releases latched alarms (before the next chunk). Any thread.
   void acknowledge_alarms() noexcept;
+  // A reload, main thread. When `next` changes only coefficients and thresholds, applies them
+  // between two chunks (filters crossfade; no sample lost or repeated) and returns true.
+  // Otherwise returns false with `why` (the caller rebuilds the service). Throws when planning
+  // fails (e.g. a filter design error).
+  bool update(const Settings& next, std::string& why);
+  // Any thread: an event the output thread sends with the others (e.g. `reload`).
+  void post_event(const std::string& type, nlohmann::json body);
+  const Settings& settings() const noexcept { return settings_; }
+  // Event seq continuity over a rebuild: read after join(), set before start().
+  uint64_t next_event_seq() const noexcept { return output_->next_event_seq(); }
+  void set_next_event_seq(uint64_t seq) noexcept { output_->set_next_event_seq(seq); }
 
   nlohmann::json status_json() const;   // capture and pipeline fields of a status event
   nlohmann::json report() const;        // the whole status event body, output counters included
@@ -57,6 +68,7 @@ class Service {
   std::unique_ptr<OutputWorker> output_;
   std::thread capture_thread_, pipeline_thread_, output_thread_;
   std::atomic<bool> output_done_{false};
+  std::vector<std::unique_ptr<Graph::Update>> unapplied_;  // posted but never taken (stalled pipeline)
 };
 
 }  // namespace vigil

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
@@ -14,6 +15,20 @@ class WaveformChannel;
 
 enum class StageStatus { kOk, kFailed };
 
+struct StageSettings;
+
+// A change of coefficients or thresholds a stage has prepared off the real-time path (a reload).
+struct StageUpdate {
+  virtual ~StageUpdate() = default;
+};
+
+// What prepare_update() decided: nothing to do, an update to apply, or a structural change (why).
+struct StageUpdatePlan {
+  bool structural = false;
+  std::string why;                      // structural: what differs
+  std::unique_ptr<StageUpdate> update;  // null: nothing changes
+};
+
 class Stage {
  public:
   virtual ~Stage() = default;
@@ -23,6 +38,13 @@ class Stage {
   virtual StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept = 0;
   // Forget history.
   virtual void reset() noexcept = 0;
+  // Main thread (a reload): prepares the change to `next` (same kind, name and input) when it
+  // keeps this stage's structure (lanes, rates, delays, buffers); otherwise says why not.
+  // The default: any difference is structural.
+  virtual StageUpdatePlan plan_update(const StageSettings& next) const;
+  // Pipeline thread, between chunks: applies what plan_update() prepared. No sample is lost or
+  // repeated; filters crossfade.
+  virtual void apply_update(StageUpdate& /*update*/) noexcept {}
   // Releases latched alarms (SIGUSR1). Pipeline thread, between chunks.
   virtual void acknowledge() noexcept {}
   // Output thread: adds this stage's fields for one of its events to `body` (which already has

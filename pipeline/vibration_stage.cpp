@@ -1,4 +1,5 @@
 // RT: pipeline thread (process, acknowledge); output thread (describe_event).
+#include "config/settings.hpp"
 #include "pipeline/vibration_stage.hpp"
 
 #include <cmath>
@@ -116,6 +117,41 @@ void VibrationStage::reset() noexcept {
     for (AlarmRuleState& r : l.rules) r.reset();
   }
   queue_head_ = queue_size_ = 0;
+}
+
+namespace {
+struct VibrationUpdate final : StageUpdate {
+  std::vector<AlarmRuleSettings> levels;  // per rule
+};
+}  // namespace
+
+StageUpdatePlan VibrationStage::plan_update(const StageSettings& next) const {
+  const auto& n = std::get<VibrationStageSettings>(next.params);
+  StageUpdatePlan plan;
+  if (n == settings_) return plan;
+  bool same_rules = n.rules.size() == settings_.rules.size();
+  for (size_t r = 0; same_rules && r < n.rules.size(); ++r)
+    same_rules = n.rules[r].name == settings_.rules[r].name && n.rules[r].metric == settings_.rules[r].metric;
+  if (!(n.analysis == settings_.analysis) || !same_rules) {
+    plan.structural = true;
+    plan.why = "the analysis settings or the list of rules changed";
+    return plan;
+  }
+  auto u = std::make_unique<VibrationUpdate>();
+  for (const VibrationRuleSettings& r : n.rules) {
+    AlarmRuleState check(r.levels, rate_hz_);  // validates (throws std::invalid_argument)
+    u->levels.push_back(r.levels);
+  }
+  plan.update = std::move(u);
+  return plan;
+}
+
+void VibrationStage::apply_update(StageUpdate& update) noexcept {
+  const auto& u = static_cast<VibrationUpdate&>(update);
+  for (size_t r = 0; r < u.levels.size(); ++r) {
+    settings_.rules[r].levels = u.levels[r];  // (describe_event reads only name and metric)
+    for (Lane& l : lanes_) l.rules[r].set_settings(u.levels[r]);
+  }
 }
 
 void VibrationStage::acknowledge() noexcept {

@@ -22,6 +22,8 @@ class VibrationStage final : public Stage {
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
   void acknowledge() noexcept override;
+  StageUpdatePlan plan_update(const StageSettings& next) const override;
+  void apply_update(StageUpdate& update) noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
 
   // Windows whose analysis was overtaken by the next one before it ran (never, at sane hops).

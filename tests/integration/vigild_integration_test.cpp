@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -440,6 +441,150 @@ TEST(VigildIntegration, CheckConfigExitCodes) {
     EXPECT_EQ(l2, bad.string() + ":3:3: unknown key 'chanels' in source (did you mean 'channels'?)");
   }
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// A reload config: the integration signal, a FIR bank and a band RMS alarm whose coefficients
+// and threshold the tests change.
+std::string reload_config(uint16_t data_port, uint16_t event_port, double cutoff_hz, double threshold, int taps = 63,
+                          const std::string& extra = "") {
+  std::ostringstream c;
+  c << kSyntheticSource << "  duration_s: 30\n" << kSignals << R"(stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: )" << taps << R"(
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: )" << cutoff_hz << R"(}
+      - {name: high, type: highpass, cutoff_hz: )" << cutoff_hz << R"(}
+  - name: alarm
+    kind: band_rms
+    input: bands
+    window_s: 0.05
+    threshold: )" << threshold << "\n" << extra << R"(outputs:
+  - kind: vita49
+    stream: input
+    destination: 127.0.0.1:)" << data_port << R"(
+  - kind: vita49
+    stream: bands
+    destination: 127.0.0.1:)" << data_port << R"(
+  - kind: events
+    destination: 127.0.0.1:)" << event_port << R"(
+    status_interval_s: 0.5
+)";
+  return c.str();
+}
+
+std::vector<json> events_of_type(const Received& r, const std::string& type) {
+  std::vector<json> out;
+  for (const json& e : r.events)
+    if (e["type"] == type) out.push_back(e);
+  return out;
+}
+
+TEST(VigildReload, CoefficientsAndThresholdsChangeWithoutLosingASample) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-reload-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  const fs::path config = dir / "vigil.yaml";
+  // Threshold 0.5: channel 0's low band (RMS 0.35) stays quiet until the reload lowers it to 0.2.
+  std::ofstream(config) << reload_config(data.port, events.port, 1000, 0.5);
+  Received r;
+  std::atomic<bool> stop{false};
+  std::thread rx([&] { receive(data, events, r, stop); });
+  const std::string log = (dir / "vigild.log").string();
+  test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + config.string() + " --log-interval 0 2>" + log});
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  std::ofstream(config) << reload_config(data.port, events.port, 1500, 0.2);  // new taps and threshold
+  vigild.signal(SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // An invalid config is rejected with its line and column; the running one stays.
+  std::ofstream(config) << reload_config(data.port, events.port, 1500, 0.2).replace(0, 7, "sourze:");
+  vigild.signal(SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  vigild.signal(SIGTERM);
+  const int status = vigild.wait(std::chrono::seconds(10));
+  stop = true;
+  rx.join();
+  std::ifstream log_in(log);
+  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
+  fs::remove_all(dir);
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  const auto reloads = events_of_type(r, "reload");
+  ASSERT_EQ(reloads.size(), 2u) << log_text;
+  EXPECT_EQ(reloads[0]["result"], "updated");
+  EXPECT_EQ(reloads[1]["result"], "rejected");
+  ASSERT_FALSE(reloads[1]["errors"].empty());
+  EXPECT_NE(reloads[1]["errors"][0].get<std::string>().find("vigil.yaml:1:1: "), std::string::npos)
+      << reloads[1]["errors"][0];
+  EXPECT_NE(log_text.find("vigil.yaml:1:1: unknown key 'sourze'"), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find("reload rejected"), std::string::npos) << log_text;
+  EXPECT_EQ(events_of_type(r, "start").size(), 1u);  // never restarted
+
+  // The new threshold took effect: channel 0's low band raised after the reload, not before.
+  const auto alarms = events_of_type(r, "alarm");
+  ASSERT_GE(alarms.size(), 1u);
+  EXPECT_EQ(alarms[0]["channel"], 0);
+  EXPECT_EQ(alarms[0]["band"], "low");
+  EXPECT_EQ(alarms[0]["state"], "raised");
+  EXPECT_GT(alarms[0]["seq"].get<uint64_t>(), reloads[0]["seq"].get<uint64_t>());
+
+  // Every stream carries every frame once, with contiguous timestamps, across the crossfade.
+  const json& final_status = r.events.back();
+  ASSERT_TRUE(final_status["final"].get<bool>());
+  const uint64_t frames_in = final_status["frames_in"].get<uint64_t>();
+  EXPECT_GT(frames_in, 51200u * 4);
+  EXPECT_EQ(final_status["dropped_frames"], 0);
+  for (const auto& [id, s] : r.monitor.streams()) {
+    EXPECT_EQ(s.samples, frames_in) << std::hex << id;
+    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
+    const auto& ts = r.timestamps.at(id);
+    for (size_t k = 1; k < ts.size(); ++k) {
+      const __int128 expect = ts[k - 1].first + __int128(ts[k - 1].second) * 19'531'250;
+      ASSERT_LE(std::abs(double(ts[k].first - expect)), 1000.0) << "stream " << std::hex << id << " packet " << k;
+    }
+  }
+}
+
+TEST(VigildReload, AStructuralChangeRebuildsThePipeline) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-rebuild-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  const fs::path config = dir / "vigil.yaml";
+  std::ofstream(config) << reload_config(data.port, events.port, 1000, 0.2);
+  Received r;
+  std::atomic<bool> stop{false};
+  std::thread rx([&] { receive(data, events, r, stop); });
+  test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  std::ofstream(config) << reload_config(data.port, events.port, 1000, 0.2, 31);  // fewer taps: new buffers
+  vigild.signal(SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  vigild.signal(SIGTERM);
+  const int status = vigild.wait(std::chrono::seconds(10));
+  stop = true;
+  rx.join();
+  fs::remove_all(dir);
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const auto reloads = events_of_type(r, "reload");
+  ASSERT_EQ(reloads.size(), 1u);
+  EXPECT_EQ(reloads[0]["result"], "rebuilt");
+  EXPECT_NE(reloads[0]["reason"].get<std::string>().find("stage 'bands': the number of taps"), std::string::npos)
+      << reloads[0]["reason"];
+  EXPECT_EQ(events_of_type(r, "start").size(), 2u);
+  for (size_t i = 0; i < r.events.size(); ++i)  // one unbroken sequence across the rebuild
+    ASSERT_EQ(r.events[i]["seq"].get<uint64_t>(), i) << r.events[i].dump();
+  // The rebuilt pipeline runs: its final status counts chunks of its own.
+  EXPECT_GT(r.events.back()["chunks_out"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(r.events.back()["final"].get<bool>());
 }
 
 }  // namespace
