@@ -275,10 +275,27 @@ int main(int argc, char** argv) {
                         (unsigned long long)l.value("p99", 0ull), (unsigned long long)l.value("max", 0ull),
                         (unsigned long long)ev.value("send_errors", 0ull));
           } else if (ev.value("type", "") == "alarm") {
-            std::printf("event alarm seq %llu: %s %s band '%s' channel %u: value %.4g, threshold %.4g at %s\n",
+            const std::string rule = ev.value("rule", "");
+            const std::string level = ev.contains("level") ? " (" + ev.value("level", "") + ")" : "";
+            std::printf("event alarm seq %llu: %s %s%s %s band '%s' channel %u: value %.4g, threshold %.4g at %s\n",
                         (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(),
-                        ev.value("state", "").c_str(), ev.value("band", "").c_str(), ev.value("channel", 0u),
-                        ev.value("value", 0.0), ev.value("threshold", 0.0), ev.value("sample_time", "").c_str());
+                        ev.value("state", "").c_str(), level.c_str(), rule.c_str(), ev.value("band", "").c_str(),
+                        ev.value("channel", 0u), ev.value("value", 0.0), ev.value("threshold", 0.0),
+                        ev.value("sample_time", "").c_str());
+          } else if (ev.value("type", "") == "ae_hit") {
+            std::printf("event ae_hit seq %llu: %s channel %u: %.1f dB_AE, rise %.0f us, duration %.0f us, %d counts, "
+                        "energy %.4g eu at %s\n",
+                        (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(), ev.value("channel", 0u),
+                        ev.value("amplitude_db", 0.0), ev.value("rise_time_us", 0.0), ev.value("duration_us", 0.0),
+                        ev.value("counts", 0), ev.value("energy_eu", 0.0), ev.value("sample_time", "").c_str());
+          } else if (ev.value("type", "") == "vibration") {
+            const std::string zone = ev.contains("iso_zone") ? ", zone " + ev.value("iso_zone", "") : "";
+            const std::string velocity =
+                ev.contains("velocity_rms") ? ", velocity " + std::to_string(ev.value("velocity_rms", 0.0)) + " mm/s" : "";
+            std::printf("event vibration seq %llu: %s band '%s' channel %u: rms %.4g, crest %.3g, kurtosis %.3g%s%s\n",
+                        (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(),
+                        ev.value("band", "").c_str(), ev.value("channel", 0u), ev.value("rms", 0.0),
+                        ev.value("crest_factor", 0.0), ev.value("kurtosis", 0.0), velocity.c_str(), zone.c_str());
           } else {
             std::printf("event %s\n", ev.dump().c_str());
           }
