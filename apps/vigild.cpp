@@ -10,6 +10,8 @@
 #include "apps/cli_args.hpp"
 #include "apps/log.hpp"
 #include "config/config_loader.hpp"
+#include "pipeline/metrics_server.hpp"
+#include "pipeline/prometheus.hpp"
 #include "pipeline/service.hpp"
 #include "systemd/sd_notifier.hpp"
 
@@ -182,6 +184,17 @@ int main(int argc, char** argv) {
   }
   vigil::log::line(vigil::log::Level::kInfo, std::string("vigild ") + VIGIL_VERSION + ": config " + path);
   vigil::log::line(vigil::log::Level::kInfo, "vigild: " + service->describe());
+  std::unique_ptr<vigil::MetricsServer> metrics;
+  if (settings->metrics.enabled) {
+    try {
+      metrics = std::make_unique<vigil::MetricsServer>(settings->metrics.listen);
+      vigil::log::line(vigil::log::Level::kInfo, "vigild: Prometheus metrics on http://" + settings->metrics.listen.host +
+                                                     ":" + std::to_string(metrics->port()) + "/metrics");
+    } catch (const std::exception& e) {
+      vigil::log::line(vigil::log::Level::kError, std::string("vigild: ") + e.what());
+      return kExitFailure;
+    }
+  }
   vigil::SdNotifier notifier;
   if (notifier.enabled()) notifier.notify("STATUS=starting: " + service->describe());
   service->start();
@@ -213,6 +226,7 @@ int main(int argc, char** argv) {
       if (notifier.enabled()) notifier.notify("READY=1");
     }
     if (service->finished()) break;
+    if (metrics) metrics->serve_pending([&] { return vigil::prometheus_text(service->report()); });
     const int64_t now = vigil::mono_now_ns();
     if (notifier.enabled()) {
       const uint64_t progress = service->progress();

@@ -571,6 +571,27 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
   }
 }
 
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+void read_metrics(Reader& r, const YAML::Node& n, Settings& s) {
+  if (!r.expect_map(n, "metrics")) return;
+  r.check_keys(n, "metrics", {"listen", "allow_non_loopback"});
+  MetricsSettings& m = s.metrics;
+  m.enabled = true;
+  std::string text;
+  if (r.string(n, "metrics", "listen", text, true)) {
+    std::string why;
+    if (!parse_endpoint(text, m.listen, why)) r.error(n["listen"].Mark(), "metrics.listen: " + why);
+  }
+  r.boolean(n, "metrics", "allow_non_loopback", m.allow_non_loopback);
+  if (n["listen"] && !is_loopback(m.listen.host) && !m.allow_non_loopback)
+    r.error(n["listen"].Mark(), "metrics.listen: '" + m.listen.host +
+                                    "' is not a loopback address; set allow_non_loopback: true to expose the metrics "
+                                    "on a network");
+}
+
 // Cross-references: stage inputs, output streams, pool size.
 void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
   std::set<std::string> names{"input"};
@@ -698,7 +719,7 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
   if (!root || root.IsNull()) {
     r.error(YAML::Mark(), "the file is empty (expected a mapping with source, stages and outputs)");
   } else if (r.expect_map(root, "top level")) {
-    r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs"});
+    r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs", "metrics"});
     if (root["source"]) read_source(r, root["source"], s);
     if (root["pipeline"]) read_pipeline(r, root["pipeline"], s);
     if (const YAML::Node stages = root["stages"]) {
@@ -713,6 +734,7 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
       }
     }
     if (root["outputs"]) read_outputs(r, root["outputs"], s);
+    if (root["metrics"]) read_metrics(r, root["metrics"], s);
     if (r.errors.empty()) check_graph(r, root, s);
   }
   result.errors = std::move(r.errors);

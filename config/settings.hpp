@@ -90,6 +90,13 @@ struct PipelineSettings {
   bool operator==(const PipelineSettings&) const = default;
 };
 
+struct MetricsSettings {
+  bool enabled = false;           // off by default: vigild opens no listening socket
+  Endpoint listen{"127.0.0.1", 9102};
+  bool allow_non_loopback = false;  // must be set to listen anywhere but loopback
+  bool operator==(const MetricsSettings&) const = default;
+};
+
 struct Settings {
   std::string path;                 // the file these came from
   std::string source_kind = "synthetic";  // "synthetic" | "file"
@@ -99,6 +106,7 @@ struct Settings {
   std::vector<StageSettings> stages;
   std::vector<DataOutputSettings> data_outputs;
   std::vector<EventOutputSettings> event_outputs;
+  MetricsSettings metrics;
   bool operator==(const Settings&) const = default;
 };
 

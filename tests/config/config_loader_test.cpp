@@ -241,6 +241,24 @@ std::string edit_detectors(const std::string& from, const std::string& to) {
   return s.replace(at, from.size(), to);
 }
 
+TEST(ConfigLoader, MetricsListenOnLoopbackUnlessAllowed) {
+  const std::string base = "source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\n";
+  ConfigResult r = parse_config(base + "metrics: {listen: \"127.0.0.1:9102\"}\n", "m.yaml");
+  ASSERT_TRUE(r.settings);
+  EXPECT_TRUE(r.settings->metrics.enabled);
+  EXPECT_EQ(r.settings->metrics.listen.port, 9102);
+  r = parse_config(base, "m.yaml");
+  ASSERT_TRUE(r.settings);
+  EXPECT_FALSE(r.settings->metrics.enabled);  // off by default
+  r = parse_config(base + "metrics: {listen: \"0.0.0.0:9102\"}\n", "m.yaml");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 2);
+  EXPECT_EQ(r.errors[0].column, 19);
+  EXPECT_NE(r.errors[0].message.find("not a loopback address; set allow_non_loopback"), std::string::npos);
+  r = parse_config(base + "metrics: {listen: \"0.0.0.0:9102\", allow_non_loopback: true}\n", "m.yaml");
+  EXPECT_TRUE(r.settings);
+}
+
 TEST(ConfigLoader, DetectorStagesLoad) {
   const ConfigResult r = parse_config(kDetectors, "d.yaml");
   ASSERT_TRUE(r.settings) << format_error("d.yaml", r.errors[0]);

@@ -37,6 +37,7 @@ class Process {
     }
   }
   void signal(int sig) { kill(pid_, sig); }
+  pid_t pid() const noexcept { return pid_; }
 
   // Waits up to `limit`; returns the raw wait status, or -1 on time-out.
   int wait(std::chrono::milliseconds limit) {

@@ -1,0 +1,105 @@
+#include "pipeline/prometheus.hpp"
+
+#include <sstream>
+
+namespace vigil {
+namespace {
+
+class Writer {
+ public:
+  // One metric family: HELP and TYPE once, then its samples.
+  void family(const std::string& name, const char* type, const char* help) {
+    out_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+  }
+  void sample(const std::string& name, const std::string& labels, double v) {
+    out_ << name;
+    if (!labels.empty()) out_ << '{' << labels << '}';
+    out_ << ' ' << v << '\n';
+  }
+  void counter(const nlohmann::json& s, const char* key, const std::string& name, const char* help) {
+    if (!s.contains(key)) return;
+    family(name, "counter", help);
+    sample(name, "", s[key].get<double>());
+  }
+  void quantiles(const nlohmann::json& q, const std::string& name, const std::string& labels) {
+    for (const auto& [key, label] : {std::pair{"p50", "0.5"}, {"p99", "0.99"}, {"p999", "0.999"}, {"max", "1"}})
+      if (q.contains(key))
+        sample(name, (labels.empty() ? "" : labels + ",") + "quantile=\"" + label + "\"", q[key].get<double>() * 1e-6);
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+std::string escape(const std::string& v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\' || c == '"') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string prometheus_text(const nlohmann::json& s) {
+  Writer w;
+  w.counter(s, "chunks_in", "vigil_chunks_in_total", "Chunks handed from capture to the pipeline.");
+  w.counter(s, "frames_in", "vigil_frames_in_total", "Frames handed from capture to the pipeline.");
+  w.counter(s, "dropped_frames", "vigil_dropped_frames_total", "Captured frames dropped: no free pool chunk.");
+  w.counter(s, "output_dropped_frames", "vigil_output_dropped_frames_total",
+            "Processed frames not sent: no free output slot.");
+  w.counter(s, "read_errors", "vigil_read_errors_total", "Source read failures.");
+  w.counter(s, "chunks_out", "vigil_chunks_out_total", "Chunks through the whole pipeline.");
+  w.counter(s, "packets_sent", "vigil_packets_sent_total", "VITA 49 data packets sent.");
+  w.counter(s, "bytes_sent", "vigil_bytes_sent_total", "Bytes sent (data, context and events).");
+  w.counter(s, "send_errors", "vigil_send_errors_total", "Datagrams the kernel did not accept.");
+  w.counter(s, "events_dropped", "vigil_events_dropped_total", "Detector events lost to a full queue.");
+  w.counter(s, "deadline_misses", "vigil_deadline_misses_total", "Chunks finished after their deadline.");
+  w.counter(s, "clipped_samples", "vigil_clipped_samples_total", "Input samples at full scale.");
+  w.counter(s, "non_finite_samples", "vigil_non_finite_samples_total", "NaN/Inf input samples (replaced).");
+  w.counter(s, "stage_failures", "vigil_stage_failures_total", "Stage process() calls that failed.");
+  if (s.contains("uptime_s")) {
+    w.family("vigil_uptime_seconds", "gauge", "Seconds since the pipeline started.");
+    w.sample("vigil_uptime_seconds", "", s["uptime_s"].get<double>());
+  }
+  if (s.contains("source")) {
+    w.family("vigil_source_running", "gauge", "1 while the source delivers, else 0.");
+    w.sample("vigil_source_running", "kind=\"" + escape(s["source"].value("kind", "")) + "\"",
+             s["source"].value("state", "") == "running" ? 1 : 0);
+  }
+  if (s.contains("latency_us")) {
+    w.family("vigil_latency_seconds", "summary", "Per chunk: capture of its last frame to its last datagram sent.");
+    w.quantiles(s["latency_us"], "vigil_latency_seconds", "");
+  }
+  if (s.contains("queues")) {
+    w.family("vigil_queue_depth", "gauge", "Chunks waiting between threads.");
+    for (const auto& [q, v] : s["queues"].items()) w.sample("vigil_queue_depth", "queue=\"" + escape(q) + "\"", v.get<double>());
+  }
+  if (s.contains("events_by_type")) {
+    w.family("vigil_events_total", "counter", "Events sent, by type.");
+    for (const auto& [t, v] : s["events_by_type"].items()) w.sample("vigil_events_total", "type=\"" + escape(t) + "\"", v.get<double>());
+  }
+  if (s.contains("deadline_misses_by")) {
+    w.family("vigil_deadline_misses_by_total", "counter", "Deadline misses by culprit (capture queue, output, stage).");
+    for (const auto& [c, v] : s["deadline_misses_by"].items())
+      w.sample("vigil_deadline_misses_by_total", "culprit=\"" + escape(c) + "\"", v.get<double>());
+    if (s.contains("stages"))
+      for (const auto& [name, st] : s["stages"].items())
+        if (st.contains("deadline_misses"))
+          w.sample("vigil_deadline_misses_by_total", "culprit=\"stage:" + escape(name) + "\"", st["deadline_misses"].get<double>());
+  }
+  if (s.contains("stages")) {
+    w.family("vigil_stage_seconds", "summary", "Per chunk: processing time of each stage.");
+    for (const auto& [name, st] : s["stages"].items())
+      if (st.contains("time_us")) w.quantiles(st["time_us"], "vigil_stage_seconds", "stage=\"" + escape(name) + "\"");
+  }
+  return w.str();
+}
+
+}  // namespace vigil
