@@ -91,9 +91,11 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
   }
   std::string why;
   try {
-    if (service->update(*r.settings, why)) {
-      vigil::log::line(Level::kNotice, "vigild: reload: coefficients and thresholds updated in place, no sample lost");
-      service->post_event("reload", {{"result", "updated"}, {"path", path}});
+    uint64_t from_frame = 0;
+    if (service->update(*r.settings, why, &from_frame)) {
+      vigil::log::line(Level::kNotice, "vigild: reload: coefficients and thresholds updated in place from frame " +
+                                           std::to_string(from_frame) + ", no sample lost");
+      service->post_event("reload", {{"result", "updated"}, {"path", path}, {"from_frame", from_frame}});
       return false;
     }
   } catch (const std::exception& e) {

@@ -73,6 +73,7 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   if (Graph::Update* u = pending_update_.load(std::memory_order_acquire)) {
     graph_.apply_update(*u);  // between chunks: every sample goes through one filter or the crossfade
     pending_update_.store(nullptr, std::memory_order_release);
+    last_update_frame_.store(header.first_frame, std::memory_order_release);
     applied_updates_.fetch_add(1, std::memory_order_acq_rel);
   }
   if (const uint32_t acks = ack_requests_.load(std::memory_order_relaxed); acks != acks_done_) {

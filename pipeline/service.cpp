@@ -112,7 +112,7 @@ void Service::acknowledge_alarms() noexcept {
   if (pipeline_) pipeline_->request_acknowledge();
 }
 
-bool Service::update(const Settings& next, std::string& why) {
+bool Service::update(const Settings& next, std::string& why, uint64_t* from_frame) {
   Settings rest = settings_;  // everything but the stages must be equal
   rest.path = next.path;
   rest.stages = next.stages;
@@ -139,6 +139,7 @@ bool Service::update(const Settings& next, std::string& why) {
   }
   settings_.stages = next.stages;
   settings_.path = next.path;
+  if (from_frame) *from_frame = pipeline_->last_update_frame();
   return true;
 }
 

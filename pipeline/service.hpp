@@ -36,7 +36,8 @@ class Service {
   // between two chunks (filters crossfade; no sample lost or repeated) and returns true.
   // Otherwise returns false with `why` (the caller rebuilds the service). Throws when planning
   // fails (e.g. a filter design error).
-  bool update(const Settings& next, std::string& why);
+  // `from_frame` (when given) gets the first input frame processed with the new settings.
+  bool update(const Settings& next, std::string& why, uint64_t* from_frame = nullptr);
   // Any thread: an event the output thread sends with the others (e.g. `reload`).
   void post_event(const std::string& type, nlohmann::json body);
   const Settings& settings() const noexcept { return settings_; }
