@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGHUP);   // reload the config
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Preparing the graph (filter design, FFT plans, on a GPU its context and kernels) can take
+  // longer than systemd's start timeout on a cold machine: ask for more before it starts.
+  vigil::SdNotifier notifier;
+  if (notifier.enabled()) notifier.notify("EXTEND_TIMEOUT_USEC=60000000\nSTATUS=preparing the pipeline");
   std::unique_ptr<vigil::Service> service;
   try {
     service = std::make_unique<vigil::Service>(*settings);
@@ -197,7 +201,6 @@ int main(int argc, char** argv) {
       return kExitFailure;
     }
   }
-  vigil::SdNotifier notifier;
   if (notifier.enabled()) notifier.notify("STATUS=starting: " + service->describe());
   service->start();
   // READY=1 once the first chunk has gone all the way through; WATCHDOG=1 every half period

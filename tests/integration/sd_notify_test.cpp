@@ -97,8 +97,16 @@ TEST_F(SdNotify, ReadyThenWatchdogWhileHealthyThenStopping) {
   std::vector<Message> m = run(config(0), 2.0, p);
   std::unique_ptr<test::Process> proc(p);
   ASSERT_FALSE(m.empty()) << "vigild sent nothing to NOTIFY_SOCKET";
-  EXPECT_NE(m.front().text.find("STATUS=starting"), std::string::npos) << m.front().text;
+  // More start time is asked for before the pipeline is prepared, then READY once it runs.
+  EXPECT_NE(m.front().text.find("EXTEND_TIMEOUT_USEC=60000000"), std::string::npos) << m.front().text;
+  ASSERT_GE(m.size(), 2u);
+  EXPECT_NE(m[1].text.find("STATUS=starting"), std::string::npos) << m[1].text;
   ASSERT_EQ(count(m, "READY=1"), 1u);
+  // A reload says RELOADING=1 (with MONOTONIC_USEC) and READY=1 again when done.
+  proc->signal(SIGHUP);
+  const std::vector<Message> reload = collect(0.5);
+  EXPECT_EQ(count(reload, "RELOADING=1\nMONOTONIC_USEC="), 1u);
+  EXPECT_EQ(count(reload, "READY=1"), 1u);
   // Pings every 100 ms (half of WATCHDOG_USEC) once running: ~15 in 2 s; at least 5 here.
   EXPECT_GE(count(m, "WATCHDOG=1"), 5u);
   EXPECT_GE(count(m, "STATUS=chunks in"), 1u);
