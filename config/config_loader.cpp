@@ -253,7 +253,11 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
 void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "pipeline";
   if (!r.expect_map(n, where)) return;
-  r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms", "test_stall_after_s"});
+  r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms", "test_stall_after_s",
+                          "overload", "overload_restore_s", "test_optional_cost_ms"});
+  r.choice(n, where, "overload", {"report", "shed"}, s.pipeline.overload);
+  r.number(n, where, "overload_restore_s", 0.1, 86400.0, s.pipeline.overload_restore_s);
+  r.number(n, where, "test_optional_cost_ms", 0.0, 10000.0, s.pipeline.test_optional_cost_ms);
   r.choice(n, where, "backend", {"auto", "cpu", "cuda"}, s.pipeline.backend);
   r.number<uint32_t>(n, where, "pool_chunks", 2, 65536, s.pipeline.pool_chunks);
   r.number<uint32_t>(n, where, "output_slots", 2, 65536, s.pipeline.output_slots);
@@ -301,7 +305,7 @@ void read_vibration_rule(Reader& r, const YAML::Node& n, const std::string& wher
 }
 
 void read_vibration(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
-  r.check_keys(n, where, {"name", "kind", "input", "window_s", "hop_s", "full_scale_v", "sensitivity_mv_per_g",
+  r.check_keys(n, where, {"name", "kind", "input", "optional", "window_s", "hop_s", "full_scale_v", "sensitivity_mv_per_g",
                           "sensitivity_mv_per_ms2", "velocity", "iso_20816", "zones_mm_s", "envelope", "rules"});
   const size_t errors_before = r.errors.size();
   VibrationStageSettings p;
@@ -417,11 +421,14 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
   r.string(n, where, "name", st.name, true);
   r.string(n, where, "input", st.input, true);
   if (!r.choice(n, where, "kind", {"fir_bank", "band_rms", "ae_hits", "vibration"}, st.kind, true)) {
-    r.check_keys(n, where, {"name", "kind", "input"});
+    r.check_keys(n, where, {"name", "kind", "input", "optional"});
     return;
   }
+  if (r.boolean(n, where, "optional", st.optional) && st.optional && st.kind == "fir_bank")
+    r.error(n["optional"].Mark(), where + ".optional: only detector stages (band_rms, ae_hits, vibration) may be shed; "
+                                         "a fir_bank feeds later stages and outputs");
   if (st.kind == "fir_bank") {
-    r.check_keys(n, where, {"name", "kind", "input", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
+    r.check_keys(n, where, {"name", "kind", "input", "optional", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
                             "crossover_hz", "band_names"});
     FirBankSettings p;
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
@@ -483,7 +490,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
   } else if (st.kind == "vibration") {
     read_vibration(r, n, where, nyquist, st);
   } else if (st.kind == "ae_hits") {
-    r.check_keys(n, where, {"name", "kind", "input", "threshold_db", "floating_margin_db", "floating_window_s",
+    r.check_keys(n, where, {"name", "kind", "input", "optional", "threshold_db", "floating_margin_db", "floating_window_s",
                             "hdt_us", "pdt_us", "hlt_us", "max_duration_ms", "full_scale_v", "preamp_gain_db",
                             "level_interval_s", "waveform"});
     AeHitSettings p;
@@ -523,7 +530,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     }
     st.params = p;
   } else {
-    r.check_keys(n, where, {"name", "kind", "input", "window_s", "threshold", "clear_threshold"});
+    r.check_keys(n, where, {"name", "kind", "input", "optional", "window_s", "threshold", "clear_threshold"});
     BandRmsSettings p;
     r.number(n, where, "window_s", 1e-6, 3600.0, p.window_s);
     r.number(n, where, "threshold", 0.0, 1e12, p.threshold, true);

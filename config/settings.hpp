@@ -57,6 +57,7 @@ struct StageSettings {
   std::string name;
   std::string kind;   // "fir_bank" | "band_rms" | "ae_hits" | "vibration"
   std::string input;  // "input" or an earlier stage's name
+  bool optional = false;  // may be shed under overload (detectors only)
   std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings> params;
   bool operator==(const StageSettings&) const = default;
 };
@@ -87,6 +88,9 @@ struct PipelineSettings {
   uint32_t output_slots = 64;       // processed chunks that may wait for the output thread
   double deadline_budget_ms = 0;    // 0: one chunk period (at the pacing rate)
   double test_stall_after_s = 0;    // test-only fault: the pipeline stops processing after this
+  std::string overload = "report";  // report | shed (skip `optional` stages while misses persist)
+  double overload_restore_s = 10;   // shed stages come back after this long without a miss
+  double test_optional_cost_ms = 0; // test-only fault: each optional stage takes this long per chunk
   bool operator==(const PipelineSettings&) const = default;
 };
 

@@ -9,7 +9,9 @@
 
 namespace vigil {
 
-enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration };
+// kOverload: the pipeline's own (stage unused): level 1 = shedding started, 0 = stages restored;
+// value = deadline misses in the last second.
+enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration, kOverload };
 
 struct EventRecord {
   EventKind kind = EventKind::kAlarmRaised;

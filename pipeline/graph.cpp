@@ -17,6 +17,7 @@ Graph::Graph(const std::vector<StageSettings>& stages) {
     Node n;
     n.name = s.name;
     n.input = s.input;
+    n.optional = s.optional;
     if (s.kind == "fir_bank")
       n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params));
     else if (s.kind == "band_rms")
@@ -78,6 +79,8 @@ StageStatus Graph::run(const Exec& exec) noexcept {
   int64_t t = mono_now_ns();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
+    if (n.optional && shed_) continue;
+    if (n.optional && test_optional_cost_ns_ > 0) sleep_until_mono_ns(mono_now_ns() + test_optional_cost_ns_);
     const Block& in = streams_[size_t(n.input_stream)].block;
     Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
     out.frames = frames;
@@ -128,6 +131,20 @@ std::unique_ptr<Graph::Update> Graph::plan_update(const std::vector<StageSetting
 void Graph::apply_update(Update& update) noexcept {
   for (size_t i = 0; i < nodes_.size() && i < update.stages.size(); ++i)
     if (update.stages[i]) nodes_[i].stage->apply_update(*update.stages[i]);
+}
+
+void Graph::set_shed(bool shed) noexcept {
+  if (shed_ && !shed)
+    for (Node& n : nodes_)
+      if (n.optional) n.stage->reset();
+  shed_ = shed;
+}
+
+std::vector<std::string> Graph::optional_stages() const {
+  std::vector<std::string> names;
+  for (const Node& n : nodes_)
+    if (n.optional) names.push_back(n.name);
+  return names;
 }
 
 void Graph::acknowledge() noexcept {

@@ -36,6 +36,14 @@ class Graph {
   const LatencyHistogram& stage_time(size_t i) const noexcept { return *nodes_[i].time; }
 
   void reset() noexcept;
+  // Overload: while shed, `optional` stages are skipped (pipeline thread); restoring resets them
+  // so they start clean rather than from a gap.
+  void set_shed(bool shed) noexcept;
+  bool shed() const noexcept { return shed_; }
+  std::vector<std::string> optional_stages() const;
+  // Test-only fault: every optional stage (while not shed) takes this much longer per chunk.
+  void set_test_optional_cost_ns(int64_t ns) noexcept { test_optional_cost_ns_ = ns; }
+
   // Releases every latched alarm. Pipeline thread.
   void acknowledge() noexcept;
 
@@ -78,7 +86,10 @@ class Graph {
     int output_stream = -1;  // -1 for detectors
     Block scratch;           // output block handed to detectors (empty)
     std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
+    bool optional = false;
   };
+  bool shed_ = false;
+  int64_t test_optional_cost_ns_ = 0;
   Slowest slowest_;
   std::vector<Node> nodes_;
   std::vector<Stream> streams_;

@@ -19,6 +19,9 @@ struct PipelineCounters {
   std::atomic<uint64_t> non_finite_samples{0};
   std::atomic<uint64_t> events_dropped{0};         // event queue full
   LatencyHistogram processing;                     // convert + graph, per chunk
+  std::atomic<bool> shedding{false};               // optional stages skipped now
+  std::atomic<uint64_t> shed_episodes{0};
+  std::atomic<uint64_t> chunks_shed{0};            // chunks processed without the optional stages
 };
 
 struct OutputCounters {

@@ -49,6 +49,33 @@ void PipelineWorker::run() noexcept {
   finished_.store(true, std::memory_order_release);
 }
 
+void PipelineWorker::watch_overload(int64_t t_done, int64_t t_capture, const Exec& exec) noexcept {
+  if (t_done - window_start_ > 1'000'000'000) {
+    window_start_ = t_done;
+    misses_in_window_ = 0;
+  }
+  if (t_done > t_capture + budget_ns_) {
+    ++misses_in_window_;
+    last_miss_ = t_done;
+  }
+  const bool shed = graph_.shed();
+  const bool start = !shed && misses_in_window_ >= 3;
+  const bool stop = shed && t_done - last_miss_ > restore_ns_;
+  if (!start && !stop) return;
+  graph_.set_shed(start);
+  counters_.shedding.store(start, std::memory_order_relaxed);
+  if (start) counters_.shed_episodes.fetch_add(1, std::memory_order_relaxed);
+  EventRecord ev;
+  ev.kind = EventKind::kOverload;
+  ev.level = start ? 1 : 0;
+  ev.value = misses_in_window_;
+  ev.frame = exec.chunk.first_frame;
+  ev.t_utc_ns = exec.chunk.t_first_utc_ns;
+  if (!events_.push(ev)) counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
+  misses_in_window_ = 0;
+  window_start_ = t_done;
+}
+
 void PipelineWorker::process(Chunk& chunk) noexcept {
   const int64_t t0 = mono_now_ns();
   ChunkHeader header = chunk.header;
@@ -84,7 +111,9 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   exec.chunk = {header.first_frame, header.t_first_utc_ns, header.sequence};
   exec.events = &events_;
   exec.events_dropped = &counters_.events_dropped;
+  if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
   if (graph_.run(exec) != StageStatus::kOk) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);
+  if (shed_policy_) watch_overload(mono_now_ns(), header.t_capture_mono_ns, exec);
 
   // Every chunk goes to the output thread, data outputs or not: it measures end-to-end latency
   // and deadlines there (after the chunk's events), so an events-only rig is accounted too.

@@ -28,6 +28,13 @@ class PipelineWorker {
   // Test-only fault: after this many nanoseconds of running, stop processing (chunks pile up
   // and are then dropped by the capture loop), as a hung GPU or stage would. 0: never.
   void set_stall_after_ns(int64_t ns) noexcept { stall_after_ns_ = ns; }
+  // Overload policy: with `shed`, optional stages are skipped once 3 chunks in one second finish
+  // after their deadline (capture + budget), and come back after restore_ns without a miss.
+  void set_overload_policy(bool shed, int64_t budget_ns, int64_t restore_ns) noexcept {
+    shed_policy_ = shed;
+    budget_ns_ = budget_ns;
+    restore_ns_ = restore_ns;
+  }
   // Any thread: latched alarms are released before the next chunk is processed.
   void request_acknowledge() noexcept { ack_requests_.fetch_add(1, std::memory_order_relaxed); }
   // Any thread: hands over a planned graph update, applied before the next chunk; false while a
@@ -56,6 +63,11 @@ class PipelineWorker {
   std::vector<int> stream_of_output_;
   std::vector<ConvertCounts> convert_counts_;
   int64_t stall_after_ns_ = 0;
+  void watch_overload(int64_t t_done, int64_t t_capture, const Exec& exec) noexcept;
+  bool shed_policy_ = false;
+  int64_t budget_ns_ = 0, restore_ns_ = 0;
+  int64_t window_start_ = 0, last_miss_ = 0;
+  uint32_t misses_in_window_ = 0;
   std::atomic<uint32_t> ack_requests_{0};
   std::atomic<Graph::Update*> pending_update_{nullptr};  // owned by the poster
   std::atomic<uint64_t> applied_updates_{0};

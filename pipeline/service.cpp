@@ -81,6 +81,9 @@ Service::Service(const Settings& settings) : settings_(settings) {
     budget_ms = 1e3 * format_.chunk_frames / format_.rate_hz / factor;  // one chunk period, as paced
   }
   opt.deadline_budget_ns = int64_t(budget_ms * 1e6);
+  pipeline_->set_overload_policy(settings_.pipeline.overload == "shed", opt.deadline_budget_ns,
+                                 int64_t(settings_.pipeline.overload_restore_s * 1e9));
+  graph_->set_test_optional_cost_ns(int64_t(settings_.pipeline.test_optional_cost_ms * 1e6));
   opt.status_fields = [this] { return status_json(); };
   opt.upstream_finished = [this] { return pipeline_->finished(); };
   output_ = std::make_unique<OutputWorker>(settings_, *graph_, stream_of_output, *full_slots_, *free_slots_,
@@ -170,6 +173,10 @@ nlohmann::json Service::status_json() const {
   j["dropped_frames"] = cap.frames_dropped.load(std::memory_order_relaxed);
   j["read_errors"] = cap.read_errors.load(std::memory_order_relaxed);
   j["chunks_processed"] = pc.chunks_processed.load(std::memory_order_relaxed);
+  j["overload"] = {{"policy", settings_.pipeline.overload},
+                   {"shedding", pc.shedding.load(std::memory_order_relaxed)},
+                   {"episodes", pc.shed_episodes.load(std::memory_order_relaxed)},
+                   {"chunks_shed", pc.chunks_shed.load(std::memory_order_relaxed)}};
   // Queue depths from the counters of both ends (a chunk being worked on counts as queued).
   const uint64_t in = cap.chunks_captured.load(std::memory_order_relaxed);
   const uint64_t processed = pc.chunks_processed.load(std::memory_order_relaxed);

@@ -592,3 +592,78 @@ TEST(VigildReload, AStructuralChangeRebuildsThePipeline) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// Overload: an optional detector made slow (test fault) makes chunks miss their deadline; with
+// `overload: shed` it is skipped until misses stop, then restored, each with an event; the
+// mandatory stages and every data sample go on throughout.
+TEST(VigildOverload, OptionalStagesAreShedWhileMissesPersistAndComeBack) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-overload-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  const fs::path config = dir / "vigil.yaml";
+  // A chunk every 1 ms (512 frames at 51.2 kHz x 10), 5 ms to finish each; the optional stage
+  // costs 8 ms per chunk, so chunks fall behind until it is shed.
+  std::ofstream(config) << kSyntheticSource << "  duration_s: 20\n" << kSignals << R"(pipeline:
+  deadline_budget_ms: 5
+  overload: shed
+  overload_restore_s: 0.3
+  test_optional_cost_ms: 8
+stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 31
+    bands: [{name: low, type: lowpass, cutoff_hz: 1000}]
+  - name: level
+    kind: band_rms
+    input: bands
+    threshold: 0.2
+  - name: slow
+    kind: band_rms
+    input: bands
+    threshold: 0.2
+    optional: true
+outputs:
+  - kind: vita49
+    stream: bands
+    destination: 127.0.0.1:)" << data.port << R"(
+  - kind: events
+    destination: 127.0.0.1:)" << events.port << R"(
+    status_interval_s: 0.2
+)";
+  Received r;
+  std::atomic<bool> stop{false};
+  std::thread rx([&] { receive(data, events, r, stop); });
+  test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  vigild.signal(SIGTERM);
+  const int status = vigild.wait(std::chrono::seconds(10));
+  stop = true;
+  rx.join();
+  fs::remove_all(dir);
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  const auto overload = events_of_type(r, "overload");
+  ASSERT_GE(overload.size(), 2u);
+  EXPECT_EQ(overload[0]["state"], "shedding");
+  EXPECT_EQ(overload[0]["stages"], json::array({"slow"}));
+  EXPECT_GE(overload[0]["misses_last_s"].get<double>(), 3.0);
+  EXPECT_EQ(overload[1]["state"], "restored");  // after 0.3 s without a miss
+  for (size_t i = 1; i < overload.size(); ++i) EXPECT_NE(overload[i]["state"], overload[i - 1]["state"]);
+  const json& final_status = r.events.back();
+  ASSERT_TRUE(final_status["final"].get<bool>());
+  EXPECT_GE(final_status["overload"]["episodes"].get<uint64_t>(), 1u);
+  EXPECT_GT(final_status["overload"]["chunks_shed"].get<uint64_t>(), 0u);
+  // The mandatory path lost nothing: every frame in is a sample out.
+  for (const auto& [id, s] : r.monitor.streams()) {
+    EXPECT_EQ(s.samples, final_status["frames_in"].get<uint64_t>()) << std::hex << id;
+    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
+  }
+}
+
+}  // namespace
+}  // namespace vigil
