@@ -1,6 +1,7 @@
 // RT: capture thread.
 #include "acquisition/capture_loop.hpp"
 
+#include <string_view>
 #include <thread>
 
 namespace vigil {
@@ -15,6 +16,8 @@ CaptureLoop::CaptureLoop(Source& source, SpscQueue<Chunk*>& free_chunks, SpscQue
 void CaptureLoop::run() noexcept {
   uint64_t lost = 0;       // frames dropped since the last chunk handed over
   Chunk* held = nullptr;   // a free chunk we took but have not handed over yet
+  uint64_t failing = 0;    // consecutive read errors
+  uint64_t dropping = 0;   // consecutive chunks dropped
   while (!stop_.load(std::memory_order_relaxed)) {
     if (!held) free_.pop(held);
     Chunk& target = held ? *held : scratch_;
@@ -22,14 +25,27 @@ void CaptureLoop::run() noexcept {
     if (status == ReadStatus::kEnd) break;
     if (status == ReadStatus::kError) {
       counters_.read_errors.fetch_add(1, std::memory_order_relaxed);
+      if (failing++ == 0) {
+        const std::string_view kind = source_.kind();
+        log_.printf(3, "capture: the %.*s source failed to read; retrying every 10 ms", int(kind.size()), kind.data());
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
+    if (failing) {
+      log_.printf(5, "capture: reading again after %llu failed reads", (unsigned long long)failing);
+      failing = 0;
+    }
     if (!held) {
+      if (dropping++ == 0) log_.printf(4, "capture: no free pool chunk (the pipeline is behind): dropping chunks");
       lost += target.header.frames;
       counters_.chunks_dropped.fetch_add(1, std::memory_order_relaxed);
       counters_.frames_dropped.fetch_add(target.header.frames, std::memory_order_relaxed);
       continue;
+    }
+    if (dropping) {
+      log_.printf(5, "capture: pool chunks free again after dropping %llu chunks", (unsigned long long)dropping);
+      dropping = 0;
     }
     ChunkHeader& h = held->header;
     h.source_id = source_id_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "acquisition/chunk.hpp"
+#include "acquisition/rt_log.hpp"
 #include "acquisition/source.hpp"
 #include "acquisition/spsc_queue.hpp"
 
@@ -35,6 +36,8 @@ class CaptureLoop {
   // Acquire pairs with the release in run(): once true, every chunk is in full_chunks.
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   const CaptureCounters& counters() const noexcept { return counters_; }
+  // Lines for the journal (read errors starting and ending, chunks dropped), drained by vigild.
+  RtLog& log() noexcept { return log_; }
 
  private:
   Source& source_;
@@ -47,6 +50,7 @@ class CaptureLoop {
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
   CaptureCounters counters_;
+  RtLog log_;
 };
 
 }  // namespace vigil

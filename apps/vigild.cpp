@@ -107,6 +107,7 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
   const vigil::Settings old = service->settings();
   service->request_stop();
   service->join();
+  service->drain_logs([](int level, const char* text) { vigil::log::line(vigil::log::Level(level), std::string("vigild: ") + text); });
   const uint64_t seq = service->next_event_seq();
   service.reset();  // the source (a device) is free again before the new service opens it
   nlohmann::json event = {{"result", "rebuilt"}, {"path", path}, {"reason", why}};
@@ -232,6 +233,9 @@ int main(int argc, char** argv) {
     }
     if (service->finished()) break;
     if (metrics) metrics->serve_pending([&] { return vigil::prometheus_text(service->report()); });
+    service->drain_logs([](int level, const char* text) {
+      vigil::log::line(vigil::log::Level(level), std::string("vigild: ") + text);
+    });
     const int64_t now = vigil::mono_now_ns();
     if (notifier.enabled()) {
       const uint64_t progress = service->progress();
@@ -271,6 +275,9 @@ int main(int argc, char** argv) {
   if (notifier.enabled()) notifier.notify("STOPPING=1");
   service->request_stop();
   service->join();
+  service->drain_logs([](int level, const char* text) {
+    vigil::log::line(vigil::log::Level(level), std::string("vigild: ") + text);
+  });
   log_status(service->report());
   vigil::log::line(vigil::log::Level::kInfo,
                    "vigild: stopped after " + std::to_string(double(vigil::mono_now_ns() - t_start) / 1e9) + " s");

@@ -65,6 +65,10 @@ void PipelineWorker::watch_overload(int64_t t_done, int64_t t_capture, const Exe
   graph_.set_shed(start);
   counters_.shedding.store(start, std::memory_order_relaxed);
   if (start) counters_.shed_episodes.fetch_add(1, std::memory_order_relaxed);
+  log_.printf(start ? 4 : 5,
+              start ? "pipeline: overload (%u deadline misses in 1 s): shedding the optional stages"
+                    : "pipeline: no deadline miss for a while (%u): the optional stages run again",
+              misses_in_window_);
   EventRecord ev;
   ev.kind = EventKind::kOverload;
   ev.level = start ? 1 : 0;
@@ -112,7 +116,14 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   exec.events = &events_;
   exec.events_dropped = &counters_.events_dropped;
   if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
-  if (graph_.run(exec) != StageStatus::kOk) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);
+  const bool failed = graph_.run(exec) != StageStatus::kOk;
+  if (failed) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);
+  if (failed != failing_) {  // log the edges, not every chunk
+    log_.printf(failed ? 3 : 5, failed ? "pipeline: a stage failed on chunk %llu (counted in stage_failures)"
+                                       : "pipeline: stages succeed again from chunk %llu",
+                (unsigned long long)header.sequence);
+    failing_ = failed;
+  }
   if (shed_policy_) watch_overload(mono_now_ns(), header.t_capture_mono_ns, exec);
 
   // Every chunk goes to the output thread, data outputs or not: it measures end-to-end latency

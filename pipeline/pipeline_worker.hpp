@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "acquisition/capture_loop.hpp"
+#include "acquisition/rt_log.hpp"
 #include "dsp/sample_convert.hpp"
 #include "pipeline/event_record.hpp"
 #include "pipeline/graph.hpp"
@@ -48,6 +49,7 @@ class PipelineWorker {
   uint64_t last_update_frame() const noexcept { return last_update_frame_.load(std::memory_order_acquire); }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   const PipelineCounters& counters() const noexcept { return counters_; }
+  RtLog& log() noexcept { return log_; }  // lines for the journal, drained by vigild
 
  private:
   void process(Chunk& chunk) noexcept;
@@ -68,6 +70,8 @@ class PipelineWorker {
   int64_t budget_ns_ = 0, restore_ns_ = 0;
   int64_t window_start_ = 0, last_miss_ = 0;
   uint32_t misses_in_window_ = 0;
+  RtLog log_;
+  bool failing_ = false;  // the last chunk had a stage failure
   std::atomic<uint32_t> ack_requests_{0};
   std::atomic<Graph::Update*> pending_update_{nullptr};  // owned by the poster
   std::atomic<uint64_t> applied_updates_{0};

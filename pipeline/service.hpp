@@ -41,6 +41,13 @@ class Service {
   // Any thread: an event the output thread sends with the others (e.g. `reload`).
   void post_event(const std::string& type, nlohmann::json body);
   const Settings& settings() const noexcept { return settings_; }
+  // Main thread: hands every line the capture and pipeline threads logged to `sink`.
+  template <typename Sink>
+  void drain_logs(Sink&& sink) {
+    RtLogRecord r;
+    for (RtLog* log : {&capture_->log(), &pipeline_->log()})
+      while (log->pop(r)) sink(int(r.level), r.text);
+  }
   // Event seq continuity over a rebuild: read after join(), set before start().
   uint64_t next_event_seq() const noexcept { return output_->next_event_seq(); }
   void set_next_event_seq(uint64_t seq) noexcept { output_->set_next_event_seq(seq); }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,6 +84,24 @@ TEST(CaptureLoop, EveryFrameIsEitherDeliveredOrCountedAsLost) {
   EXPECT_LE(lost_flagged, loop.counters().frames_dropped.load());
   EXPECT_EQ(lost_flagged + (total - next_expected), loop.counters().frames_dropped.load());
   EXPECT_GT(flagged_chunks, 0u) << "the slow consumer should have caused drops";
+  // The capture thread's log says when dropping starts and stops, once per episode (no line per
+  // chunk): as many "dropping" lines as episodes, each but maybe the last followed by its end.
+  RtLogRecord r;
+  int starts = 0, ends = 0;
+  while (loop.log().pop(r)) {
+    const std::string text = r.text;
+    if (text.find("dropping chunks") != std::string::npos) {
+      ++starts;
+      EXPECT_EQ(r.level, 4);
+    } else if (text.find("free again after dropping") != std::string::npos) {
+      ++ends;
+      EXPECT_EQ(r.level, 5);
+    }
+  }
+  EXPECT_GE(starts, 1);
+  EXPECT_LE(starts, int(flagged_chunks) + 1);
+  EXPECT_LE(ends, starts);
+  if (loop.log().dropped() == 0) EXPECT_GE(ends, starts - 1);  // (a full log queue drops lines, counted)
 }
 
 TEST(ChunkPool, RejectsBadSizes) {

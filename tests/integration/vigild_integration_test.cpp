@@ -637,15 +637,21 @@ outputs:
   Received r;
   std::atomic<bool> stop{false};
   std::thread rx([&] { receive(data, events, r, stop); });
-  test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0"});
+  const std::string log = (dir / "vigild.log").string();
+  test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + config.string() + " --log-interval 0 2>" + log});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   vigild.signal(SIGTERM);
   const int status = vigild.wait(std::chrono::seconds(10));
   stop = true;
   rx.join();
+  std::ifstream log_in(log);
+  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
   fs::remove_all(dir);
   ASSERT_NE(status, -1);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The pipeline thread's own lines reach the log through its queue, drained by the main thread.
+  EXPECT_NE(log_text.find("vigild: pipeline: overload ("), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find("the optional stages run again"), std::string::npos) << log_text;
 
   const auto overload = events_of_type(r, "overload");
   ASSERT_GE(overload.size(), 2u);
