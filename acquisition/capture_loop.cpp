@@ -21,6 +21,8 @@ void CaptureLoop::run() noexcept {
   while (!stop_.load(std::memory_order_relaxed)) {
     if (!held) free_.pop(held);
     Chunk& target = held ? *held : scratch_;
+    target.header.flags = 0;  // a source sets its own loss (an overrun) before ours is added
+    target.header.frames_lost_before = 0;
     const ReadStatus status = source_.read(target);
     if (status == ReadStatus::kEnd) break;
     if (status == ReadStatus::kError) {
@@ -50,8 +52,8 @@ void CaptureLoop::run() noexcept {
     ChunkHeader& h = held->header;
     h.source_id = source_id_;
     h.sequence = sequence_++;
-    h.flags = lost ? chunk_flags::kOverrunBefore : 0u;
-    h.frames_lost_before = lost;
+    if (lost) h.flags |= chunk_flags::kOverrunBefore;
+    h.frames_lost_before += lost;
     lost = 0;
     const uint32_t frames = h.frames;
     // full_ has room for every pool chunk, so this push cannot fail.

@@ -13,6 +13,7 @@ constexpr uint32_t kOverrunBefore = 1u << 0;  // frames were lost just before th
 constexpr uint32_t kClipped = 1u << 1;        // at least one sample at full scale
 constexpr uint32_t kNonFinite = 1u << 2;      // at least one NaN/Inf sample (replaced)
 constexpr uint32_t kDeadlineMissed = 1u << 3; // finished after its deadline
+constexpr uint32_t kSourceOverrun = 1u << 4;  // the device itself overran (ALSA -EPIPE) before it
 }  // namespace chunk_flags
 
 struct ChunkHeader {

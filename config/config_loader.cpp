@@ -200,8 +200,35 @@ void read_signal(Reader& r, const YAML::Node& n, const std::string& where, doubl
 void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "source";
   if (!r.expect_map(n, where)) return;
-  r.choice(n, where, "kind", {"synthetic", "file"}, s.source_kind);
+  r.choice(n, where, "kind", {"synthetic", "file", "alsa"}, s.source_kind);
   SyntheticSpec& sp = s.synthetic;
+  if (s.source_kind == "alsa") {
+    r.check_keys(n, where, {"kind", "device", "rate_hz", "channels", "format", "period_frames", "buffer_frames",
+                            "strict", "duration_s"});
+    if (!VIGIL_HAVE_ALSA)
+      r.error(n["kind"].Mark(), "source.kind: this vigild was built without ALSA (VIGIL_ALSA=OFF or no libasound)");
+    AlsaSpec& a = s.alsa;
+    r.string(n, where, "device", a.device);
+    r.number(n, where, "rate_hz", 1.0, 10e6, a.rate_hz);
+    r.number<uint32_t>(n, where, "channels", 1, 1024, a.channels);
+    std::string fmt;
+    if (r.choice(n, where, "format", {"S16_LE", "S24_3LE", "S32_LE", "FLOAT_LE"}, fmt)) a.format = *parse_alsa_format(fmt);
+    r.number<uint32_t>(n, where, "period_frames", 16, 1u << 20, a.period_frames);
+    a.buffer_frames = std::max(a.buffer_frames, 2 * a.period_frames);
+    if (r.number<uint32_t>(n, where, "buffer_frames", 32, 1u << 24, a.buffer_frames) && a.buffer_frames < 2 * a.period_frames)
+      r.error(n["buffer_frames"].Mark(), "source.buffer_frames must hold at least 2 periods (" +
+                                             std::to_string(2 * a.period_frames) + "), got " + n["buffer_frames"].Scalar());
+    r.boolean(n, where, "strict", a.strict);
+    r.number(n, where, "duration_s", 0.0, 1e9, a.duration_s);
+    // What the graph expects (the device may adapt the rate and period: the graph follows it).
+    sp.rate_hz = a.rate_hz;
+    sp.channels = a.channels;
+    sp.format = a.format == AlsaFormat::kS16Le ? SampleFormat::kInt16
+                : a.format == AlsaFormat::kFloatLe ? SampleFormat::kFloat32 : SampleFormat::kInt32;
+    sp.chunk_frames = a.period_frames;
+    sp.rate_factor = 1;
+    return;
+  }
   if (s.source_kind == "file") {
     // A recording brings its own rate, channels and format.
     r.check_keys(n, where, {"kind", "path", "chunk_frames", "rate_factor", "loop"});

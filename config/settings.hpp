@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "acquisition/alsa_spec.hpp"
 #include "acquisition/file_source.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/ae_hit_detector.hpp"
@@ -103,9 +104,10 @@ struct MetricsSettings {
 
 struct Settings {
   std::string path;                 // the file these came from
-  std::string source_kind = "synthetic";  // "synthetic" | "file"
-  SyntheticSpec synthetic;  // for "file": rate, channels, format and chunk size as probed
+  std::string source_kind = "synthetic";  // "synthetic" | "file" | "alsa"
+  SyntheticSpec synthetic;  // for "file" and "alsa": rate, channels, format and chunk size as expected
   FileSourceSpec file;
+  AlsaSpec alsa;
   PipelineSettings pipeline;
   std::vector<StageSettings> stages;
   std::vector<DataOutputSettings> data_outputs;

@@ -1,5 +1,9 @@
 #include "pipeline/service.hpp"
 
+#if VIGIL_HAVE_ALSA
+#include "acquisition/alsa_source.hpp"
+#endif
+
 #include "acquisition/clock.hpp"
 
 #include <chrono>
@@ -25,6 +29,13 @@ Service::Service(const Settings& settings) : settings_(settings) {
 
   if (settings_.source_kind == "file")
     source_ = std::make_unique<FileSource>(settings_.file);
+#if VIGIL_HAVE_ALSA
+  else if (settings_.source_kind == "alsa") {
+    auto alsa = std::make_unique<AlsaSource>(settings_.alsa);
+    source_notes_ = alsa->negotiation();
+    source_ = std::move(alsa);
+  }
+#endif
   else
     source_ = std::make_unique<SyntheticSource>(settings_.synthetic);
   format_ = source_->format();
@@ -209,6 +220,7 @@ std::string Service::describe() const {
     << " chunks (" << pool_->allocator_name() << "), backend " << backend_ << ", " << graph_->stage_count()
     << " stages, " << settings_.data_outputs.size() << " data outputs, " << settings_.event_outputs.size()
     << " event outputs";
+  if (!source_notes_.empty()) s << "; " << source_notes_;
   return s.str();
 }
 

@@ -63,6 +63,7 @@ class Service {
  private:
   Settings settings_;
   std::string backend_;
+  std::string source_notes_;  // e.g. what an ALSA device granted
   std::unique_ptr<Source> source_;
   SourceFormat format_;
   std::unique_ptr<ChunkPool> pool_;
