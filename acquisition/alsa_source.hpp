@@ -31,7 +31,7 @@ class AlsaSource final : public Source {
 
   const AlsaSpec& granted() const noexcept { return granted_; }  // what the device agreed to
   const std::string& negotiation() const noexcept { return negotiation_; }  // one line for the log
-  uint64_t overruns() const noexcept { return overruns_.load(std::memory_order_relaxed); }
+  uint64_t overruns() const noexcept override { return overruns_.load(std::memory_order_relaxed); }
 
  private:
   AlsaSpec spec_, granted_;

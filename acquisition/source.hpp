@@ -27,6 +27,8 @@ class Source {
   // t_capture_mono_ns. Returns when the chunk is complete (paced sources wait for it).
   // kEnd: nothing more will come (chunk not filled). RT-safe: no allocation, no locks.
   virtual ReadStatus read(Chunk& chunk) noexcept = 0;
+  // Device overruns recovered so far (sources that can overrun). Any thread.
+  virtual uint64_t overruns() const noexcept { return 0; }
 };
 
 }  // namespace vigil

@@ -11,7 +11,8 @@ namespace vigil {
 
 // kOverload: the pipeline's own (stage unused): level 1 = shedding started, 0 = stages restored;
 // value = deadline misses in the last second.
-enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration, kOverload };
+// kSourceOverrun: the device overran before this chunk; value = frames lost (measured).
+enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration, kOverload, kSourceOverrun };
 
 struct EventRecord {
   EventKind kind = EventKind::kAlarmRaised;

@@ -162,6 +162,15 @@ void OutputWorker::send_event(const std::string& type, nlohmann::json body, int6
 
 void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
   try {
+    if (ev.kind == EventKind::kSourceOverrun) {
+      nlohmann::json body;
+      body["state"] = "overrun";
+      body["frames_lost"] = uint64_t(ev.value);
+      body["frame"] = ev.frame;  // the first frame after the gap
+      body["sample_time"] = rfc3339_utc(ev.t_utc_ns);
+      send_event("source", std::move(body), utc_now_ns());
+      return;
+    }
     if (ev.kind == EventKind::kOverload) {  // the pipeline's own, not a stage's
       nlohmann::json body;
       body["state"] = ev.level ? "shedding" : "restored";
@@ -180,7 +189,8 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       case EventKind::kAeHit: type = "ae_hit"; break;
       case EventKind::kAeLevel: type = "ae_level"; break;
       case EventKind::kVibration: type = "vibration"; break;
-      case EventKind::kOverload: break;  // handled above
+      case EventKind::kOverload:
+      case EventKind::kSourceOverrun: break;  // handled above
     }
     body["stage"] = graph_.stage_name(ev.stage);
     body["band"] = graph_.stage_input_band_name(ev.stage, ev.band);

@@ -111,6 +111,14 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
     acks_done_ = acks;
     graph_.acknowledge();
   }
+  if (header.flags & chunk_flags::kSourceOverrun) {  // the device itself overran: tell the operator
+    EventRecord ev;
+    ev.kind = EventKind::kSourceOverrun;
+    ev.value = double(header.frames_lost_before);
+    ev.frame = header.first_frame;
+    ev.t_utc_ns = header.t_first_utc_ns;
+    if (!events_.push(ev)) counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
   Exec exec;
   exec.chunk = {header.first_frame, header.t_first_utc_ns, header.sequence};
   exec.events = &events_;

@@ -171,7 +171,8 @@ nlohmann::json Service::status_json() const {
   j["source"] = {{"kind", std::string(source_->kind())},
                  {"state", capture_->finished() ? "stopped" : "running"},
                  {"rate_hz", format_.rate_hz},
-                 {"channels", format_.channels}};
+                 {"channels", format_.channels},
+                 {"overruns", source_->overruns()}};
   j["backend"] = backend_;
   for (size_t i = 0; i < graph_->stage_count(); ++i) {  // detector counters, under the stage's name
     nlohmann::json st = nlohmann::json::object();

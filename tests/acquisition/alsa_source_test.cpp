@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "dsp/sample_convert.hpp"
@@ -149,6 +150,103 @@ TEST(AlsaSource, ANegotiatedDeviceSaysWhatItGrantedAndErrorsNameTheDevice) {
     EXPECT_NE(std::string(e.what()).find("ALSA device 'no-such-pcm': cannot open for capture"), std::string::npos) << e.what();
   }
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// The paced test PCM (tests/support/alsa_test_pcm.cpp), fixed at 48 kHz.
+std::string paced_pcm_config() {
+  return std::string("pcm_type.vigiltest { lib \"") + VIGIL_ALSA_TEST_PCM + "\" }\npcm.paced { type vigiltest rate 48000 }\n";
+}
+
+// Frame index a paced sample encodes (channel 0: the frame index mod 32768).
+uint64_t unwrap(int16_t v, uint64_t near) {
+  const uint64_t base = near - near % 32768;
+  uint64_t n = base + uint16_t(v);
+  if (n + 16384 < near) n += 32768;
+  if (n > near + 16384 && n >= 32768) n -= 32768;
+  return n;
+}
+
+TEST(AlsaSource, AnOverrunIsRecoveredCountedAndItsGapFlagged) {
+  AlsaSpec spec;
+  spec.device = "paced";
+  spec.rate_hz = 48000;
+  spec.channels = 2;
+  spec.period_frames = 480;  // 10 ms
+  spec.buffer_frames = 1920; // 40 ms
+  AlsaSource src(spec, paced_pcm_config());
+  std::vector<std::byte> mem(480 * 2 * 2);
+  Chunk chunk;
+  chunk.data = mem.data();
+  chunk.capacity_bytes = mem.size();
+  auto sample = [&](uint32_t i, uint32_t c) { return reinterpret_cast<const int16_t*>(chunk.data)[i * 2 + c]; };
+  uint64_t expect_value = 0;  // the device frame the next sample should carry
+  for (int k = 0; k < 5; ++k) {  // a reader that keeps up: contiguous, unflagged
+    chunk.header = {};
+    ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
+    ASSERT_EQ(chunk.header.frames_lost_before, 0u);
+    for (uint32_t i = 0; i < 480; ++i) {
+      ASSERT_EQ(uint16_t(sample(i, 0)), uint16_t(expect_value % 32768)) << "chunk " << k << " frame " << i;
+      ASSERT_EQ(uint16_t(sample(i, 1)), uint16_t((expect_value + 1000) % 32768));
+      ++expect_value;
+    }
+    EXPECT_EQ(chunk.header.first_frame, uint64_t(k) * 480);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // ~3.7 buffers: the device overruns
+  chunk.header = {};
+  ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
+  EXPECT_EQ(src.overruns(), 1u);
+  EXPECT_TRUE(chunk.header.flags & chunk_flags::kSourceOverrun);
+  EXPECT_TRUE(chunk.header.flags & chunk_flags::kOverrunBefore);
+  // What was really lost: the jump in the device's frame numbering.
+  const uint64_t resumed = unwrap(sample(0, 0), expect_value + 7200);
+  const uint64_t truly_lost = resumed - expect_value;
+  EXPECT_GT(truly_lost, 1920u);  // more than a buffer
+  // The estimate from the status timestamps is within 2 periods of it, and the frame numbering
+  // of the chunks moves on by the estimate.
+  EXPECT_NEAR(double(chunk.header.frames_lost_before), double(truly_lost), 960.0);
+  EXPECT_EQ(chunk.header.first_frame, 5 * 480 + chunk.header.frames_lost_before);
+  for (uint32_t i = 1; i < 480; ++i) ASSERT_EQ(uint16_t(sample(i, 0)), uint16_t((resumed + i) % 32768)) << i;
+  // Capture goes on, contiguous again.
+  uint64_t next_value = resumed + 480;
+  for (int k = 0; k < 3; ++k) {
+    chunk.header = {};
+    ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
+    EXPECT_EQ(chunk.header.frames_lost_before, 0u);
+    ASSERT_EQ(uint16_t(sample(0, 0)), uint16_t(next_value % 32768));
+    next_value += 480;
+  }
+  EXPECT_EQ(src.overruns(), 1u);
+}
+
+TEST(AlsaSource, StrictRefusesARateTheDeviceCannotGive) {
+  AlsaSpec spec;
+  spec.device = "paced";  // 48 kHz only
+  spec.rate_hz = 44100;
+  spec.channels = 1;
+  spec.period_frames = 441;
+  spec.buffer_frames = 1764;
+  AlsaSource adapted(spec, paced_pcm_config());
+  EXPECT_EQ(adapted.format().rate_hz, 48000.0);  // the graph follows the granted rate
+  EXPECT_NE(adapted.negotiation().find("asked S16_LE 1 ch 44100 Hz"), std::string::npos) << adapted.negotiation();
+  EXPECT_NE(adapted.negotiation().find("granted 48000 Hz"), std::string::npos) << adapted.negotiation();
+  EXPECT_NE(adapted.negotiation().find("(adapted)"), std::string::npos) << adapted.negotiation();
+  spec.strict = true;
+  try {
+    AlsaSource refused(spec, paced_pcm_config());
+    ADD_FAILURE() << "strict accepted " << refused.negotiation();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ALSA device 'paced': strict: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("granted 48000 Hz"), std::string::npos) << e.what();
+  }
+  spec.strict = false;
+  spec.format = AlsaFormat::kS32Le;  // S16_LE only
+  EXPECT_THROW(AlsaSource(spec, paced_pcm_config()), std::runtime_error);
 }
 
 }  // namespace
