@@ -43,24 +43,44 @@ int64_t ts_ns(const snd_htimestamp_t& t) { return int64_t(t.tv_sec) * 1'000'000'
 }  // namespace
 
 AlsaSource::AlsaSource(AlsaSpec spec, const std::string& alsa_config) : spec_(std::move(spec)), granted_(spec_) {
-  int err = 0;
   if (!alsa_config.empty()) {
     snd_config_t* top = nullptr;
     snd_input_t* in = nullptr;
+    int err = 0;
     if ((err = snd_config_top(&top)) < 0) fail(spec_, "cannot create a configuration", err);
     config_ = top;
-    if ((err = snd_input_buffer_open(&in, alsa_config.data(), ssize_t(alsa_config.size()))) < 0)
+    if ((err = snd_input_buffer_open(&in, alsa_config.data(), ssize_t(alsa_config.size()))) < 0) {
+      snd_config_delete(top);
       fail(spec_, "cannot read the configuration text", err);
+    }
     err = snd_config_load(top, in);
     snd_input_close(in);
-    if (err < 0) fail(spec_, "the configuration text is invalid", err);
-    err = snd_pcm_open_lconf(&pcm_, spec_.device.c_str(), SND_PCM_STREAM_CAPTURE, 0, top);
-  } else {
-    err = snd_pcm_open(&pcm_, spec_.device.c_str(), SND_PCM_STREAM_CAPTURE, 0);
+    if (err < 0) {
+      snd_config_delete(top);
+      fail(spec_, "the configuration text is invalid", err);
+    }
   }
+  try {
+    open_and_configure();
+  } catch (...) {
+    if (config_) snd_config_delete(static_cast<snd_config_t*>(config_));
+    throw;
+  }
+  format_.rate_hz = granted_.rate_hz;
+  format_.channels = spec_.channels;
+  format_.format = chunk_format(spec_.format);
+  format_.chunk_frames = granted_.period_frames;
+  format_.scale = full_scale_factor(format_.format);
+  bytes_per_frame_ = device_bytes(spec_.format) * spec_.channels;
+  if (spec_.duration_s > 0) end_frame_ = uint64_t(std::llround(spec_.duration_s * granted_.rate_hz));
+}
+
+void AlsaSource::open_and_configure() {
+  int err = config_ ? snd_pcm_open_lconf(&pcm_, spec_.device.c_str(), SND_PCM_STREAM_CAPTURE, 0,
+                                         static_cast<snd_config_t*>(config_))
+                    : snd_pcm_open(&pcm_, spec_.device.c_str(), SND_PCM_STREAM_CAPTURE, 0);
   if (err < 0) {
     pcm_ = nullptr;
-    if (config_) snd_config_delete(static_cast<snd_config_t*>(config_));
     fail(spec_, "cannot open for capture", err);
   }
   try {
@@ -80,6 +100,8 @@ AlsaSource::AlsaSource(AlsaSpec spec, const std::string& alsa_config) : spec_(st
     if ((err = snd_pcm_hw_params_set_period_size_near(pcm_, hw, &period, &dir)) < 0) fail(spec_, "no period size", err);
     if ((err = snd_pcm_hw_params_set_buffer_size_near(pcm_, hw, &buffer)) < 0) fail(spec_, "no buffer size", err);
     if ((err = snd_pcm_hw_params(pcm_, hw)) < 0) fail(spec_, "the hardware parameters were refused", err);
+    if (format_.rate_hz > 0 && (double(rate) != format_.rate_hz || period != format_.chunk_frames))
+      fail(spec_, "came back with another rate or period", 0);  // (a reopen must match the running graph)
     granted_.rate_hz = rate;
     granted_.period_frames = uint32_t(period);
     granted_.buffer_frames = uint32_t(buffer);
@@ -102,16 +124,34 @@ AlsaSource::AlsaSource(AlsaSpec spec, const std::string& alsa_config) : spec_(st
     if ((err = snd_pcm_prepare(pcm_)) < 0) fail(spec_, "cannot prepare", err);
   } catch (...) {
     snd_pcm_close(pcm_);
-    if (config_) snd_config_delete(static_cast<snd_config_t*>(config_));
+    pcm_ = nullptr;
     throw;
   }
-  format_.rate_hz = granted_.rate_hz;
-  format_.channels = spec_.channels;
-  format_.format = chunk_format(spec_.format);
-  format_.chunk_frames = granted_.period_frames;
-  format_.scale = full_scale_factor(format_.format);
-  bytes_per_frame_ = device_bytes(spec_.format) * spec_.channels;
-  if (spec_.duration_s > 0) end_frame_ = uint64_t(std::llround(spec_.duration_s * granted_.rate_hz));
+}
+
+void AlsaSource::go_down() noexcept {
+  if (pcm_) snd_pcm_close(pcm_);
+  pcm_ = nullptr;
+  down_.store(true, std::memory_order_relaxed);
+  overrun_pending_ = false;  // the gap the next chunk reports is the outage, not an overrun
+  backoff_ns_ = kFirstRetryNs;
+  retry_at_ns_ = mono_now_ns() + backoff_ns_;
+}
+
+bool AlsaSource::try_reopen() noexcept {
+  const int64_t now = mono_now_ns();
+  if (now < retry_at_ns_) return false;
+  try {
+    open_and_configure();  // allocates: acceptable while the device is gone anyway
+  } catch (...) {
+    backoff_ns_ = std::min(backoff_ns_ * 2, kMaxRetryNs);  // capped exponential backoff
+    retry_at_ns_ = now + backoff_ns_;
+    return false;
+  }
+  down_.store(false, std::memory_order_relaxed);
+  reopens_.fetch_add(1, std::memory_order_relaxed);
+  gap_pending_ = true;  // the next chunk measures and flags the frames missed meanwhile
+  return true;
 }
 
 AlsaSource::~AlsaSource() {
@@ -121,24 +161,38 @@ AlsaSource::~AlsaSource() {
 
 ReadStatus AlsaSource::read(Chunk& chunk) noexcept {
   if (next_frame_ >= end_frame_) return ReadStatus::kEnd;
+  if (down_.load(std::memory_order_relaxed) && !try_reopen()) return ReadStatus::kError;
   const uint32_t frames = uint32_t(std::min<uint64_t>(format_.chunk_frames, end_frame_ - next_frame_));
   const size_t chunk_bytes = size_t(frames) * spec_.channels * bytes_per_sample(format_.format);
   if (chunk_bytes > chunk.capacity_bytes) return ReadStatus::kError;
   auto* dst = reinterpret_cast<uint8_t*>(chunk.data);
   uint32_t got = 0;
+  int recoveries = 0;  // in this read: a device that overruns again at once is gone, not slow
   while (got < frames) {
     const snd_pcm_sframes_t n = snd_pcm_readi(pcm_, dst + size_t(got) * bytes_per_frame_, frames - got);
-    if (n == -EAGAIN) continue;
+    if (n == -EAGAIN || n == 0) {  // (blocking mode: rare) wait for data rather than spin
+      if (snd_pcm_wait(pcm_, 100) < 0) {
+        go_down();
+        return ReadStatus::kError;
+      }
+      continue;
+    }
     if (n == -EPIPE || n == -ESTRPIPE) {
       // Overrun (or suspend): recover, count, and restart this chunk so it is contiguous; the
       // gap is measured from the timestamps below.
-      if (snd_pcm_recover(pcm_, int(n), 1) < 0) return ReadStatus::kError;
+      if (++recoveries > 3 || snd_pcm_recover(pcm_, int(n), 1) < 0) {
+        go_down();
+        return ReadStatus::kError;
+      }
       overruns_.fetch_add(1, std::memory_order_relaxed);
-      overrun_pending_ = true;
+      overrun_pending_ = gap_pending_ = true;
       got = 0;
       continue;
     }
-    if (n < 0) return ReadStatus::kError;  // -ENODEV, -EBADFD...: the device is gone
+    if (n < 0) {  // -ENODEV, -EBADFD...: the device is gone; reopened with backoff
+      go_down();
+      return ReadStatus::kError;
+    }
     got += uint32_t(n);
   }
   const int64_t now = mono_now_ns();
@@ -160,16 +214,16 @@ ReadStatus AlsaSource::read(Chunk& chunk) noexcept {
     start_mono_ns_ = t_last - span;
     start_utc_ns_ = utc_now_ns() - (now - start_mono_ns_);
     anchored_ = true;
-  } else if (overrun_pending_) {
+  } else if (gap_pending_) {
     // Frames the device dropped: how far the measured time is ahead of the frame-counted one.
     const int64_t expected = start_mono_ns_ + frames_to_ns(next_frame_, format_.rate_hz);
     const double behind = double(t_last - span - expected) * format_.rate_hz / 1e9;
     const uint64_t lost = behind > 0 ? uint64_t(std::llround(behind)) : 0;
     next_frame_ += lost;
-    h.flags |= chunk_flags::kOverrunBefore | chunk_flags::kSourceOverrun;
+    h.flags |= chunk_flags::kOverrunBefore | (overrun_pending_ ? chunk_flags::kSourceOverrun : chunk_flags::kSourceResumed);
     h.frames_lost_before += lost;
   }
-  overrun_pending_ = false;
+  overrun_pending_ = gap_pending_ = false;
   if (spec_.format == AlsaFormat::kS24_3Le) {  // widen in place, from the end (4 i >= 3 i)
     const size_t samples = size_t(frames) * spec_.channels;
     for (size_t i = samples; i-- > 0;) {

@@ -4,7 +4,8 @@
 // to 32-bit in place). Timestamps: the first chunk anchors a frame-counted time line on the
 // device's status timestamp (monotonic, mapped to UTC); later chunks follow it sample-exactly.
 // An overrun (-EPIPE) is recovered, counted, and the frames lost (estimated from the status
-// timestamps) are flagged on the next chunk. Thread: capture thread (read()).
+// timestamps) are flagged on the next chunk. A device that goes away is reopened with backoff.
+// Thread: capture thread (read()).
 #pragma once
 
 #include <atomic>
@@ -32,6 +33,10 @@ class AlsaSource final : public Source {
   const AlsaSpec& granted() const noexcept { return granted_; }  // what the device agreed to
   const std::string& negotiation() const noexcept { return negotiation_; }  // one line for the log
   uint64_t overruns() const noexcept override { return overruns_.load(std::memory_order_relaxed); }
+  // Device gone (-ENODEV, -EBADFD, a failed recover, or 4 overruns in one read): closed, reopened with capped exponential
+  // backoff (0.1 s doubling to 5 s) from read(); the frames missed are measured and flagged.
+  bool down() const noexcept override { return down_.load(std::memory_order_relaxed); }
+  uint64_t reopens() const noexcept { return reopens_.load(std::memory_order_relaxed); }
 
  private:
   AlsaSpec spec_, granted_;
@@ -43,8 +48,14 @@ class AlsaSource final : public Source {
   uint64_t next_frame_ = 0, end_frame_ = UINT64_MAX;
   bool anchored_ = false;
   int64_t start_mono_ns_ = 0, start_utc_ns_ = 0;  // time of frame 0
-  bool overrun_pending_ = false;
-  std::atomic<uint64_t> overruns_{0};
+  void open_and_configure();  // throws std::runtime_error
+  void go_down() noexcept;
+  bool try_reopen() noexcept;
+  static constexpr int64_t kFirstRetryNs = 100'000'000, kMaxRetryNs = 5'000'000'000;
+  bool overrun_pending_ = false, gap_pending_ = false;
+  int64_t retry_at_ns_ = 0, backoff_ns_ = kFirstRetryNs;
+  std::atomic<bool> down_{false};
+  std::atomic<uint64_t> overruns_{0}, reopens_{0};
 };
 
 }  // namespace vigil

@@ -14,6 +14,7 @@ constexpr uint32_t kClipped = 1u << 1;        // at least one sample at full sca
 constexpr uint32_t kNonFinite = 1u << 2;      // at least one NaN/Inf sample (replaced)
 constexpr uint32_t kDeadlineMissed = 1u << 3; // finished after its deadline
 constexpr uint32_t kSourceOverrun = 1u << 4;  // the device itself overran (ALSA -EPIPE) before it
+constexpr uint32_t kSourceResumed = 1u << 5;  // the device came back (reopened) before it
 }  // namespace chunk_flags
 
 struct ChunkHeader {

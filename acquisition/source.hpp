@@ -29,6 +29,8 @@ class Source {
   virtual ReadStatus read(Chunk& chunk) noexcept = 0;
   // Device overruns recovered so far (sources that can overrun). Any thread.
   virtual uint64_t overruns() const noexcept { return 0; }
+  // The device is gone (retrying). Any thread.
+  virtual bool down() const noexcept { return false; }
 };
 
 }  // namespace vigil

@@ -245,7 +245,9 @@ int main(int argc, char** argv) {
       }
       if (ping_ns > 0 && now >= next_ping) {
         next_ping = now + ping_ns;
-        if (progress != last_progress) {
+        // A device that is gone is being retried: the service is healthy, so pings go on
+        // (restarting vigild would not bring the device back).
+        if (progress != last_progress || service->source_down()) {
           notifier.notify("WATCHDOG=1");
           if (stalled) vigil::log::line(vigil::log::Level::kNotice, "vigild: the pipeline moves again: watchdog pings resume");
           stalled = false;
@@ -259,7 +261,8 @@ int main(int argc, char** argv) {
       }
       if (now >= next_status) {
         next_status = now + 1'000'000'000;
-        notifier.notify("STATUS=" + std::string(stalled ? "STALLED: " : "") + status_line(service->report()));
+        notifier.notify("STATUS=" + std::string(stalled ? "STALLED: " : service->source_down() ? "SOURCE DOWN, retrying: " : "") +
+                        status_line(service->report()));
       }
     }
     if (seconds > 0 && now - t_start >= int64_t(seconds * 1e9)) {

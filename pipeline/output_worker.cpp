@@ -244,6 +244,20 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
 
 void OutputWorker::housekeeping(bool final_report) noexcept {
   const int64_t now = mono_now_ns();
+  // A source that goes away raises one alarm; its return clears it.
+  if (options_.source_down) {
+    const bool down = options_.source_down();
+    if (down != source_was_down_) {
+      source_was_down_ = down;
+      try {
+        send_event("alarm", {{"state", down ? "raised" : "cleared"}, {"rule", "source_down"},
+                             {"stage", "source"}, {"source", options_.source_kind}, {"band", ""}, {"channel", 0}},
+                   utc_now_ns());
+      } catch (...) {
+        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
   for (EventOutput& e : event_outputs_) {
     if (!final_report && now < e.next_status_mono_ns) continue;
     e.next_status_mono_ns = now + int64_t(e.settings.status_interval_s * 1e9);

@@ -29,6 +29,8 @@ class OutputWorker {
     int64_t deadline_budget_ns = 0;
     std::function<nlohmann::json()> status_fields;  // counters of the other threads
     std::function<bool()> upstream_finished;        // the pipeline thread has finished
+    std::function<bool()> source_down;              // the capture device is gone (retrying)
+    std::string source_kind;
   };
 
   // stream_of_output: graph stream index per data output. Opens and resolves every socket now
@@ -92,6 +94,7 @@ class OutputWorker {
   // Set once in the constructor, before any thread runs: status_json() reads it from the main
   // thread while the output thread runs (a write in run() was a data race, found by TSan).
   const int64_t start_mono_ns_;
+  bool source_was_down_ = false;  // for one alarm per outage
   std::mutex posted_mutex_;  // the output thread only try_locks it
   std::vector<std::pair<std::string, nlohmann::json>> posted_;
   OutputCounters counters_;

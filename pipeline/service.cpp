@@ -97,6 +97,8 @@ Service::Service(const Settings& settings) : settings_(settings) {
   graph_->set_test_optional_cost_ns(int64_t(settings_.pipeline.test_optional_cost_ms * 1e6));
   opt.status_fields = [this] { return status_json(); };
   opt.upstream_finished = [this] { return pipeline_->finished(); };
+  opt.source_down = [this] { return source_->down(); };
+  opt.source_kind = std::string(source_->kind());
   output_ = std::make_unique<OutputWorker>(settings_, *graph_, stream_of_output, *full_slots_, *free_slots_,
                                            *events_, std::move(opt));
 }
@@ -169,7 +171,7 @@ nlohmann::json Service::status_json() const {
   const PipelineCounters& pc = pipeline_->counters();
   nlohmann::json j;
   j["source"] = {{"kind", std::string(source_->kind())},
-                 {"state", capture_->finished() ? "stopped" : "running"},
+                 {"state", capture_->finished() ? "stopped" : source_->down() ? "down" : "running"},
                  {"rate_hz", format_.rate_hz},
                  {"channels", format_.channels},
                  {"overruns", source_->overruns()}};

@@ -57,6 +57,8 @@ class Service {
   // Chunks that have made it through the whole pipeline (to the end of the output thread, data
   // outputs or not): the watchdog's measure of progress. Any thread.
   uint64_t progress() const noexcept;
+  // The capture device is gone and being retried (the service itself is healthy). Any thread.
+  bool source_down() const noexcept { return source_->down(); }
   const std::string& backend() const noexcept { return backend_; }
   std::string describe() const;         // one line for the log
 

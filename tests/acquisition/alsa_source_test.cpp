@@ -251,3 +251,61 @@ TEST(AlsaSource, StrictRefusesARateTheDeviceCannotGive) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+TEST(AlsaSource, AGoneDeviceIsReopenedWithBackoffAndTheGapFlagged) {
+  const fs::path gone = fs::temp_directory_path() / ("vigil-alsa-gone-" + std::to_string(getpid()));
+  fs::remove(gone);
+  const std::string cfg = std::string("pcm_type.vigiltest { lib \"") + VIGIL_ALSA_TEST_PCM + "\" }\n" +
+                          "pcm.paced { type vigiltest rate 48000 gone_file \"" + gone.string() + "\" }\n";
+  AlsaSpec spec;
+  spec.device = "paced";
+  spec.channels = 1;
+  spec.period_frames = 480;
+  spec.buffer_frames = 1920;
+  AlsaSource src(spec, cfg);
+  std::vector<std::byte> mem(480 * 2);
+  Chunk chunk;
+  chunk.data = mem.data();
+  chunk.capacity_bytes = mem.size();
+  for (int k = 0; k < 3; ++k) ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
+  EXPECT_FALSE(src.down());
+  // Unplugged: reads fail (as the capture loop sees them, every 10 ms) and the source is down.
+  std::ofstream(gone) << "x";
+  const auto t_gone = std::chrono::steady_clock::now();
+  int failures = 0;
+  while (std::chrono::steady_clock::now() - t_gone < std::chrono::milliseconds(600)) {
+    if (src.read(chunk) == ReadStatus::kError) ++failures;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(src.down());
+  EXPECT_GT(failures, 10);
+  EXPECT_EQ(src.reopens(), 0u);
+  // Back: within the backoff (0.1, 0.2, 0.4, 0.8 s...) a read succeeds again.
+  fs::remove(gone);
+  ReadStatus st = ReadStatus::kError;
+  const auto t_back = std::chrono::steady_clock::now();
+  while (st != ReadStatus::kOk && std::chrono::steady_clock::now() - t_back < std::chrono::seconds(3)) {
+    chunk.header = {};
+    st = src.read(chunk);
+    if (st != ReadStatus::kOk) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(st, ReadStatus::kOk);
+  const double outage_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_gone).count();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_back).count(), 1.0);
+  EXPECT_FALSE(src.down());
+  EXPECT_EQ(src.reopens(), 1u);
+  EXPECT_TRUE(chunk.header.flags & chunk_flags::kSourceResumed);
+  EXPECT_TRUE(chunk.header.flags & chunk_flags::kOverrunBefore);
+  // The gap is the outage, measured on the new device's timestamps (within 0.15 s).
+  EXPECT_NEAR(double(chunk.header.frames_lost_before) / 48000.0, outage_s, 0.15);
+  EXPECT_EQ(chunk.header.first_frame, 3 * 480 + chunk.header.frames_lost_before);
+  chunk.header = {};
+  ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
+  EXPECT_EQ(chunk.header.frames_lost_before, 0u);
+}
+
+}  // namespace
+}  // namespace vigil

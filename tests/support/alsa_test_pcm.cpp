@@ -6,7 +6,8 @@
 // monotonic clock (a timerfd wakes the reader every period). Sample n of channel c has the value
 // (n + 1000 c) mod 32768, n counting frames since the first start, so a reader sees exactly which
 // frames it lost. When the reader falls more than a buffer behind, pointer() reports -EPIPE: a real
-// overrun, recovered by snd_pcm_recover like any device's.
+// overrun, recovered by snd_pcm_recover like any device's. With `gone_file "/path"`, the device is
+// unplugged while that file exists: opening fails and a running capture gets -ENODEV.
 #include <alsa/asoundlib.h>
 #include <alsa/pcm_external.h>
 #include <sys/timerfd.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <ctime>
+#include <string>
 #include <string_view>
 
 namespace {
@@ -27,7 +29,10 @@ struct Paced {
   int64_t start_ns = 0;        // when the current run started
   uint64_t base_frame = 0;     // frame index (since the first start) at that start
   uint64_t delivered = 0;    // frames handed to the reader in this run
+  std::string gone_file;     // while it exists the device is "unplugged"
 };
+
+bool gone(const Paced* p) { return !p->gone_file.empty() && access(p->gone_file.c_str(), F_OK) == 0; }
 
 int64_t now_ns() {
   timespec t{};
@@ -61,6 +66,7 @@ int paced_stop(snd_pcm_ioplug_t* io) {
 
 snd_pcm_sframes_t paced_pointer(snd_pcm_ioplug_t* io) {
   auto* p = static_cast<Paced*>(io->private_data);
+  if (gone(p)) return -ENODEV;
   const uint64_t produced = elapsed_frames(p);
   if (produced - p->delivered > io->buffer_size) return -EPIPE;  // the reader fell a buffer behind
   return snd_pcm_sframes_t(produced % io->buffer_size);
@@ -120,7 +126,13 @@ SND_PCM_PLUGIN_DEFINE_FUNC(vigiltest) {
     const char* id = nullptr;
     if (snd_config_get_id(n, &id) < 0) continue;
     long v = 0;
+    const char* str = nullptr;
     if (std::string_view(id) == "rate" && snd_config_get_integer(n, &v) == 0) p->rate = unsigned(v);
+    if (std::string_view(id) == "gone_file" && snd_config_get_string(n, &str) == 0) p->gone_file = str;
+  }
+  if (gone(p)) {
+    delete p;
+    return -ENODEV;
   }
   p->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   p->io.version = SND_PCM_IOPLUG_VERSION;
