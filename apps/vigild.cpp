@@ -1,6 +1,10 @@
 // vigild: the service. Loads a config, runs capture -> graph -> UDP until SIGINT/SIGTERM,
 // --seconds, or the end of the source; then drains and exits 0.
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -122,7 +126,7 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
   vigil::log::line(Level::kInfo, "vigild: " + service->describe());
   service->set_next_event_seq(seq);  // receivers see one unbroken event sequence
   service->post_event("reload", event);
-  service->start();
+  for (const std::string& note : service->start()) vigil::log::line(Level::kInfo, "vigild: " + note);
   return true;
 }
 
@@ -203,7 +207,17 @@ int main(int argc, char** argv) {
     }
   }
   if (notifier.enabled()) notifier.notify("STATUS=starting: " + service->describe());
-  service->start();
+  if (settings->pipeline.mlockall) {
+    if (mlockall(MCL_CURRENT | MCL_FUTURE) == 0)
+      vigil::log::line(vigil::log::Level::kInfo, "vigild: memory locked (mlockall)");
+    else
+      vigil::log::line(vigil::log::Level::kWarning, std::string("vigild: mlockall not permitted (") + std::strerror(errno) +
+                                                        "): running with pageable memory");
+  }
+  for (const std::string& note : service->start())
+    vigil::log::line(note.find("not permitted") != std::string::npos ? vigil::log::Level::kWarning
+                                                                      : vigil::log::Level::kInfo,
+                     "vigild: " + note);
   // READY=1 once the first chunk has gone all the way through; WATCHDOG=1 every half period
   // only while chunks keep advancing, so a stalled pipeline gets the service restarted.
   bool ready = false, stalled = false;

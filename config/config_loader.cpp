@@ -281,7 +281,11 @@ void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "pipeline";
   if (!r.expect_map(n, where)) return;
   r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms", "test_stall_after_s",
-                          "overload", "overload_restore_s", "test_optional_cost_ms"});
+                          "overload", "overload_restore_s", "test_optional_cost_ms", "realtime_priority", "capture_cpu",
+                          "mlockall"});
+  r.number(n, where, "realtime_priority", 0, 99, s.pipeline.realtime_priority);
+  r.number(n, where, "capture_cpu", -1, 4095, s.pipeline.capture_cpu);
+  r.boolean(n, where, "mlockall", s.pipeline.mlockall);
   r.choice(n, where, "overload", {"report", "shed"}, s.pipeline.overload);
   r.number(n, where, "overload_restore_s", 0.1, 86400.0, s.pipeline.overload_restore_s);
   r.number(n, where, "test_optional_cost_ms", 0.0, 10000.0, s.pipeline.test_optional_cost_ms);

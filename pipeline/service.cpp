@@ -4,6 +4,11 @@
 #include "acquisition/alsa_source.hpp"
 #endif
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+
 #include "acquisition/clock.hpp"
 
 #include <chrono>
@@ -109,13 +114,33 @@ Service::~Service() {
   unapplied_.clear();  // the pipeline thread has ended: nothing can take them any more
 }
 
-void Service::start() {
+std::vector<std::string> Service::start() {
   output_thread_ = std::thread([this] {
     output_->run();
     output_done_.store(true, std::memory_order_release);
   });
   pipeline_thread_ = std::thread([this] { pipeline_->run(); });
   capture_thread_ = std::thread([this] { capture_->run(); });
+  std::vector<std::string> notes;
+  const PipelineSettings& p = settings_.pipeline;
+  if (p.realtime_priority > 0) {
+    sched_param sp{};
+    sp.sched_priority = p.realtime_priority;
+    const int err = pthread_setschedparam(capture_thread_.native_handle(), SCHED_FIFO, &sp);
+    notes.push_back(err ? "capture thread: SCHED_FIFO priority " + std::to_string(p.realtime_priority) +
+                              " not permitted (" + std::strerror(err) + "): running without it"
+                        : "capture thread: SCHED_FIFO priority " + std::to_string(p.realtime_priority));
+  }
+  if (p.capture_cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(p.capture_cpu, &set);
+    const int err = pthread_setaffinity_np(capture_thread_.native_handle(), sizeof set, &set);
+    notes.push_back(err ? "capture thread: CPU " + std::to_string(p.capture_cpu) + " not permitted (" +
+                              std::strerror(err) + "): running without affinity"
+                        : "capture thread: pinned to CPU " + std::to_string(p.capture_cpu));
+  }
+  return notes;
 }
 
 void Service::request_stop() noexcept {

@@ -24,7 +24,9 @@ class Service {
   explicit Service(const Settings& settings);
   ~Service();
 
-  void start();
+  // Starts the threads; returns one line per real-time setting that could not be applied
+  // (SCHED_FIFO, CPU affinity) — the service runs on without it.
+  std::vector<std::string> start();
   // Stops capture; the pipeline and output threads drain what is in flight and finish.
   void request_stop() noexcept;
   // True once every thread has finished (the source ended or a stop was requested).

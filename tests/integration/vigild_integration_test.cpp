@@ -673,3 +673,60 @@ outputs:
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// Real-time settings for the capture thread: applied when permitted (one thread SCHED_FIFO at the
+// asked priority, pinned to the CPU), else one warning each and the service runs on.
+TEST(VigildRealtime, CaptureThreadGetsFifoAndAffinityOrOneWarning) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-rt-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "vigil.yaml") << "source: {kind: synthetic, rate_hz: 8000, channels: 1, chunk_frames: 80}\n"
+                                    << "pipeline: {realtime_priority: 10, capture_cpu: 0, mlockall: true}\n";
+  const std::string log = (dir / "vigild.log").string();
+  test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + (dir / "vigil.yaml").string() +
+                                             " --seconds 1.5 --log-interval 0 2>" + log});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // /proc/PID/task/TID/stat: field 40 is rt_priority, 41 the policy (1 = SCHED_FIFO).
+  int fifo_threads = 0;
+  std::string fifo_tid;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(vigild.pid()) + "/task")) {
+    std::ifstream st(task.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(st)), {});
+    std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+    std::vector<std::string> f;
+    for (std::string x; fields >> x;) f.push_back(x);
+    // f[0] is field 3 (state): field N is f[N - 3].
+    if (f.size() > 38 && f[38] == "1" && f[37] == "10") {
+      ++fifo_threads;
+      fifo_tid = task.path().filename().string();
+    }
+  }
+  std::string cpus;
+  if (!fifo_tid.empty()) {
+    std::ifstream status("/proc/" + std::to_string(vigild.pid()) + "/task/" + fifo_tid + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) cpus = line.substr(line.find_last_of(" \t") + 1);
+  }
+  const int status = vigild.wait(std::chrono::seconds(10));
+  std::ifstream log_in(log);
+  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
+  fs::remove_all(dir);
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << log_text;
+  if (log_text.find("SCHED_FIFO priority 10 not permitted") != std::string::npos) {
+    EXPECT_EQ(fifo_threads, 0);
+  } else {
+    EXPECT_NE(log_text.find("vigild: capture thread: SCHED_FIFO priority 10\n"), std::string::npos) << log_text;
+    EXPECT_EQ(fifo_threads, 1) << "exactly the capture thread";
+    if (log_text.find("pinned to CPU 0") != std::string::npos) {
+      EXPECT_EQ(cpus, "0");
+    }
+  }
+  EXPECT_TRUE(log_text.find("memory locked (mlockall)") != std::string::npos ||
+              log_text.find("mlockall not permitted") != std::string::npos) << log_text;
+}
+
+}  // namespace
+}  // namespace vigil
