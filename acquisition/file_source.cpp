@@ -12,6 +12,10 @@
 #include "acquisition/rfc3339.hpp"
 #include "acquisition/wav_header.hpp"
 
+#if VIGIL_HAVE_SNDFILE
+#include <sndfile.h>
+#endif
+
 namespace vigil {
 namespace {
 
@@ -84,11 +88,40 @@ RecordingInfo probe_sigmf(const std::string& path) {
 
 }  // namespace
 
+#if VIGIL_HAVE_SNDFILE
+// FLAC through libsndfile: 16-bit as int16, 24/32-bit as int32 (libsndfile's int reads are
+// left-justified, so full scale is kept), lossless, so a replay is sample-exact.
+RecordingInfo probe_flac(const std::string& path) {
+  SF_INFO sfi{};
+  SNDFILE* f = sf_open(path.c_str(), SFM_READ, &sfi);
+  if (!f) fail(path, std::string("cannot read as FLAC: ") + sf_strerror(nullptr));
+  sf_close(f);
+  if ((sfi.format & SF_FORMAT_TYPEMASK) != SF_FORMAT_FLAC) fail(path, "not a FLAC file");
+  RecordingInfo info;
+  info.data_path = path;
+  info.frames = uint64_t(sfi.frames);
+  info.rate_hz = sfi.samplerate;
+  info.channels = uint32_t(sfi.channels);
+  const int sub = sfi.format & SF_FORMAT_SUBMASK;
+  info.format = sub == SF_FORMAT_PCM_16 || sub == SF_FORMAT_PCM_S8 ? SampleFormat::kInt16 : SampleFormat::kInt32;
+  info.bytes_per_sample_on_disk = 0;  // decoded by libsndfile
+  if (info.channels < 1 || info.channels > 1024) fail(path, "channels must be 1..1024, got " + std::to_string(info.channels));
+  return info;
+}
+#endif
+
 RecordingInfo probe_recording(const std::string& path) {
   if (ends_with(path, ".wav") || ends_with(path, ".WAV")) return probe_wav(path);
+  if (ends_with(path, ".flac") || ends_with(path, ".FLAC")) {
+#if VIGIL_HAVE_SNDFILE
+    return probe_flac(path);
+#else
+    fail(path, "this build has no FLAC support (libsndfile was not found at build time)");
+#endif
+  }
   if (ends_with(path, ".sigmf-meta") || ends_with(path, ".sigmf-data") || ends_with(path, ".sigmf"))
     return probe_sigmf(ends_with(path, ".sigmf") ? path.substr(0, path.size() - 6) : path);
-  fail(path, "unknown recording type (use .wav, .sigmf-meta or .sigmf-data)");
+  fail(path, "unknown recording type (use .wav, .flac, .sigmf-meta or .sigmf-data)");
 }
 
 FileSource::FileSource(FileSourceSpec spec) : spec_(std::move(spec)), info_(probe_recording(spec_.path)) {
@@ -97,6 +130,14 @@ FileSource::FileSource(FileSourceSpec spec) : spec_(std::move(spec)), info_(prob
   if (!(spec_.rate_factor >= 0 && spec_.rate_factor <= 10000))
     throw std::invalid_argument("file source: rate_factor must be 0..10000");
   if (info_.frames == 0) throw std::runtime_error(spec_.path + ": the recording holds no complete frame");
+#if VIGIL_HAVE_SNDFILE
+  if (info_.bytes_per_sample_on_disk == 0) {
+    SF_INFO sfi{};
+    sndfile_ = sf_open(info_.data_path.c_str(), SFM_READ, &sfi);
+    if (!sndfile_) throw std::runtime_error(info_.data_path + ": cannot open: " + sf_strerror(nullptr));
+    return;
+  }
+#endif
   file_.open(info_.data_path, std::ios::binary);
   if (!file_) throw std::runtime_error(info_.data_path + ": cannot open: " + std::strerror(errno));
   file_.seekg(std::streamoff(info_.data_offset));
@@ -117,14 +158,28 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
     if (!spec_.loop) return ReadStatus::kEnd;
     file_.clear();
     file_.seekg(std::streamoff(info_.data_offset));
+#if VIGIL_HAVE_SNDFILE
+    if (sndfile_) sf_seek(static_cast<SNDFILE*>(sndfile_), 0, SEEK_SET);
+#endif
     frame_in_file_ = 0;
   }
   const uint32_t ch = info_.channels;
   const auto frames = uint32_t(std::min<uint64_t>(spec_.chunk_frames, info_.frames - frame_in_file_));
   const size_t disk_bytes = size_t(frames) * ch * info_.bytes_per_sample_on_disk;
   if (size_t(frames) * ch * bytes_per_sample(info_.format) > chunk.capacity_bytes) return ReadStatus::kError;
+#if VIGIL_HAVE_SNDFILE
+  if (sndfile_) {
+    auto* sf = static_cast<SNDFILE*>(sndfile_);
+    const sf_count_t got = info_.format == SampleFormat::kInt16
+                               ? sf_readf_short(sf, reinterpret_cast<short*>(chunk.data), frames)
+                               : sf_readf_int(sf, reinterpret_cast<int*>(chunk.data), frames);
+    if (got != sf_count_t(frames)) return ReadStatus::kError;
+  } else
+#endif
   if (!file_.read(reinterpret_cast<char*>(raw_.data()), std::streamsize(disk_bytes))) return ReadStatus::kError;
-  if (info_.bytes_per_sample_on_disk == 3) {  // 24-bit little-endian PCM -> int32 (full scale kept)
+  if (sndfile_) {
+    // decoded straight into the chunk above
+  } else if (info_.bytes_per_sample_on_disk == 3) {  // 24-bit little-endian PCM -> int32 (full scale kept)
     auto* out = reinterpret_cast<int32_t*>(chunk.data);
     for (size_t i = 0; i < size_t(frames) * ch; ++i) {
       const uint8_t* p = raw_.data() + 3 * i;
@@ -145,6 +200,12 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
     sleep_until_mono_ns(start_mono_ns_ + int64_t(double(frames_to_ns(next_frame_, info_.rate_hz)) / spec_.rate_factor));
   h.t_capture_mono_ns = mono_now_ns();
   return ReadStatus::kOk;
+}
+
+FileSource::~FileSource() {
+#if VIGIL_HAVE_SNDFILE
+  if (sndfile_) sf_close(static_cast<SNDFILE*>(sndfile_));
+#endif
 }
 
 }  // namespace vigil

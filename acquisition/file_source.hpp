@@ -1,4 +1,5 @@
-// FileSource: replays a recording chunk by chunk: WAV (PCM 16/24/32-bit, IEEE float 32-bit) or
+// FileSource: replays a recording chunk by chunk: WAV (PCM 16/24/32-bit, IEEE float 32-bit), FLAC
+// (16/24-bit, through libsndfile when built with it) or
 // SigMF (.sigmf-meta + .sigmf-data; datatypes ri16_le, ri32_le, rf32_le). Paced at the recorded
 // rate times rate_factor (0: as fast as possible); optionally looped. The first frame's UTC time
 // comes from the SigMF capture's core:datetime when present, else from the clock at start.
@@ -30,7 +31,7 @@ struct RecordingInfo {
   double rate_hz = 0;
   uint32_t channels = 0;
   SampleFormat format = SampleFormat::kInt16;  // as delivered in chunks
-  uint32_t bytes_per_sample_on_disk = 2;       // 3 for 24-bit WAV (widened to int32)
+  uint32_t bytes_per_sample_on_disk = 2;       // 3 for 24-bit WAV (widened to int32); 0: FLAC (libsndfile)
   bool has_datetime = false;
   int64_t start_utc_ns = 0;
 };
@@ -41,6 +42,9 @@ RecordingInfo probe_recording(const std::string& path);
 class FileSource final : public Source {
  public:
   explicit FileSource(FileSourceSpec spec);  // throws std::runtime_error / std::invalid_argument
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
 
   SourceFormat format() const noexcept override;
   std::string_view kind() const noexcept override { return "file"; }
@@ -51,6 +55,7 @@ class FileSource final : public Source {
   FileSourceSpec spec_;
   RecordingInfo info_;
   std::ifstream file_;
+  void* sndfile_ = nullptr;    // SNDFILE* for FLAC
   std::vector<uint8_t> raw_;   // one chunk as stored (24-bit WAV is widened from here)
   uint64_t frame_in_file_ = 0;
   uint64_t next_frame_ = 0;    // frames delivered since start (across loops)

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <vector>
 
 #include "acquisition/chunk_pool.hpp"
@@ -150,3 +151,73 @@ TEST_F(FileSourceTest, UnusableFilesGiveClearErrors) {
 
 }  // namespace
 }  // namespace vigil
+
+#if VIGIL_HAVE_SNDFILE
+#include <sndfile.h>
+
+namespace vigil {
+namespace {
+
+// FLAC is lossless: a replay delivers exactly the samples written (16-bit as int16, 24-bit as
+// int32 with full scale kept), in chunks of any size, with the file's rate and channels.
+TEST(FileSource, FlacReplaysEverySampleExactly) {
+  const std::string dir = ::testing::TempDir();
+  std::mt19937 rng(5);
+  for (const int bits : {16, 24}) {
+    SCOPED_TRACE(bits);
+    const std::string path = dir + "/vigil-test-" + std::to_string(bits) + ".flac";
+    const int channels = 3, frames = 20011;
+    std::vector<int> samples(size_t(frames) * channels);  // libsndfile ints: left-justified 32-bit
+    std::uniform_int_distribution<int> d(bits == 16 ? -32768 : -(1 << 23), bits == 16 ? 32767 : (1 << 23) - 1);
+    for (int& v : samples) v = d(rng) * (bits == 16 ? 65536 : 256);
+    SF_INFO w{};
+    w.samplerate = 96000;
+    w.channels = channels;
+    w.format = SF_FORMAT_FLAC | (bits == 16 ? SF_FORMAT_PCM_16 : SF_FORMAT_PCM_24);
+    SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &w);
+    ASSERT_NE(f, nullptr) << sf_strerror(nullptr);
+    ASSERT_EQ(sf_writef_int(f, samples.data(), frames), frames);
+    sf_close(f);
+
+    FileSourceSpec spec;
+    spec.path = path;
+    spec.chunk_frames = 1000;
+    spec.rate_factor = 0;
+    FileSource src(spec);
+    ASSERT_EQ(src.format().rate_hz, 96000.0);
+    ASSERT_EQ(src.format().channels, 3u);
+    ASSERT_EQ(src.format().format, bits == 16 ? SampleFormat::kInt16 : SampleFormat::kInt32);
+    std::vector<std::byte> mem(1000 * 3 * 4);
+    Chunk chunk;
+    chunk.data = mem.data();
+    chunk.capacity_bytes = mem.size();
+    size_t at = 0;
+    while (src.read(chunk) == ReadStatus::kOk) {
+      const size_t n = size_t(chunk.header.frames) * channels;
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t got = bits == 16 ? int64_t(reinterpret_cast<const int16_t*>(chunk.data)[i]) * 65536
+                                       : int64_t(reinterpret_cast<const int32_t*>(chunk.data)[i]);
+        ASSERT_EQ(got, samples[at + i]) << "sample " << at + i;
+      }
+      at += n;
+    }
+    EXPECT_EQ(at, samples.size());
+    std::remove(path.c_str());
+  }
+}
+
+TEST(FileSource, ACorruptFlacIsAClearError) {
+  const std::string path = ::testing::TempDir() + "/vigil-bad.flac";
+  std::ofstream(path) << "fLaC this is not a FLAC stream";
+  try {
+    probe_recording(path);
+    ADD_FAILURE() << "accepted a corrupt FLAC file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace vigil
+#endif
