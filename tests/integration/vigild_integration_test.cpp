@@ -97,7 +97,8 @@ SyntheticSpec integration_spec() {
 
 // source_block: the whole `source:` mapping; the stages and outputs are always the same.
 std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event_port, const std::string& extra_source,
-                         const std::string& source_block = "", const std::string& name = "vigil-test.yaml") {
+                         const std::string& source_block = "", const std::string& name = "vigil-test.yaml",
+                         const std::string& extra_stages = "") {
   const fs::path p = dir / name;
   std::ofstream(p) << (source_block.empty() ? std::string(kSyntheticSource) + extra_source + kSignals : source_block)
                    << R"(stages:
@@ -113,7 +114,7 @@ std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event
     input: bands
     window_s: 0.05
     threshold: 0.2
-outputs:
+)" << extra_stages << R"(outputs:
   - kind: vita49
     stream: input
     destination: 127.0.0.1:)" << data_port << R"(
@@ -336,7 +337,7 @@ TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
   fs::remove_all(dir);
 }
 
-TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarms) {
+TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarmsAndHits) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-replay-" + std::to_string(getpid()));
   fs::create_directories(dir);
   // Bursts on channel 1 raise and clear the high-band alarm three times; the tone on channel 0
@@ -371,7 +372,10 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarms) {
     Received r;
     std::atomic<bool> stop{false};
     std::thread rx([&] { receive(data, events, r, stop); });
-    const std::string config = write_config(dir, data.port, events.port, "", source_block, name);
+    // The AE hit engine on the raw input too: replay must find the same hits at the same frames.
+    const std::string config = write_config(dir, data.port, events.port, "", source_block, name,
+                                            "  - {name: hits, kind: ae_hits, input: input, threshold_db: 118,\n"
+                                            "     full_scale_v: 1, preamp_gain_db: 0, level_interval_s: 0}\n");
     test::Process vigild({kVigild, "--config", config, "--log-interval", "0"});
     const int st = vigild.wait(std::chrono::seconds(20));
     stop = true;
@@ -379,10 +383,15 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarms) {
     EXPECT_NE(st, -1);
     EXPECT_EQ(WEXITSTATUS(st), 0);
     std::vector<std::string> alarms;
-    for (const json& e : r.events)
+    for (const json& e : r.events) {
       if (e["type"] == "alarm")
         alarms.push_back(e["state"].get<std::string>() + " ch" + std::to_string(e["channel"].get<int>()) + " " +
                          e["band"].get<std::string>() + " @" + std::to_string(e["frame"].get<uint64_t>()));
+      if (e["type"] == "ae_hit")  // the hit's sample index, its counts and amplitude
+        alarms.push_back("hit ch" + std::to_string(e["channel"].get<int>()) + " @" +
+                         std::to_string(e["frame"].get<uint64_t>()) + " counts " + std::to_string(e["counts"].get<int>()) +
+                         " " + std::to_string(e["amplitude_db"].get<double>()) + " dB");
+    }
     return alarms;
   };
   const std::string live = std::string(kSyntheticSource) + signals;
@@ -391,6 +400,8 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarms) {
   const auto live_alarms = alarms_of(live, "live.yaml"), replay_alarms = alarms_of(replay, "replay.yaml");
   fs::remove_all(dir);
   ASSERT_GE(live_alarms.size(), 7u);  // ch0 low raised once; ch1 high raised and cleared 3 times
+  const auto hits = std::count_if(live_alarms.begin(), live_alarms.end(), [](const std::string& a) { return a.rfind("hit", 0) == 0; });
+  EXPECT_EQ(hits, 3);  // the three bursts on channel 1 (0.9 full scale over a 0.79 threshold; the 0.5 tone stays under)
   EXPECT_EQ(replay_alarms, live_alarms);
 }
 
