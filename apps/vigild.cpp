@@ -73,6 +73,9 @@ void log_status(const nlohmann::json& s) {
   vigil::log::line(vigil::log::Level::kInfo, buf);
 }
 
+// A line the capture or pipeline thread queued (Service::drain_logs), into the journal.
+void log_rt_line(int level, const char* text) { vigil::log::line(vigil::log::Level(level), std::string("vigild: ") + text); }
+
 // SIGHUP: reads `path` again. Invalid: rejected with FILE:LINE:COLUMN messages, the running
 // config stays. Coefficients and thresholds only: applied in place between two chunks. Anything
 // structural: the service is stopped, drained and rebuilt (the old config comes back if the new
@@ -111,7 +114,7 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
   const vigil::Settings old = service->settings();
   service->request_stop();
   service->join();
-  service->drain_logs([](int level, const char* text) { vigil::log::line(vigil::log::Level(level), std::string("vigild: ") + text); });
+  service->drain_logs(log_rt_line);
   const uint64_t seq = service->next_event_seq();
   service.reset();  // the source (a device) is free again before the new service opens it
   nlohmann::json event = {{"result", "rebuilt"}, {"path", path}, {"reason", why}};
@@ -247,9 +250,7 @@ int main(int argc, char** argv) {
     }
     if (service->finished()) break;
     if (metrics) metrics->serve_pending([&] { return vigil::prometheus_text(service->report()); });
-    service->drain_logs([](int level, const char* text) {
-      vigil::log::line(vigil::log::Level(level), std::string("vigild: ") + text);
-    });
+    service->drain_logs(log_rt_line);
     const int64_t now = vigil::mono_now_ns();
     if (notifier.enabled()) {
       const uint64_t progress = service->progress();
@@ -292,9 +293,7 @@ int main(int argc, char** argv) {
   if (notifier.enabled()) notifier.notify("STOPPING=1");
   service->request_stop();
   service->join();
-  service->drain_logs([](int level, const char* text) {
-    vigil::log::line(vigil::log::Level(level), std::string("vigild: ") + text);
-  });
+  service->drain_logs(log_rt_line);
   log_status(service->report());
   vigil::log::line(vigil::log::Level::kInfo,
                    "vigild: stopped after " + std::to_string(double(vigil::mono_now_ns() - t_start) / 1e9) + " s");

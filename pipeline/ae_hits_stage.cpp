@@ -74,9 +74,7 @@ StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noex
     ev.channel = lane % channels_;
     ev.frame = stream_to_input_frame(stream_frame, delay_frames_);
     ev.t_utc_ns = input_frame_utc_ns(exec.chunk, ev.frame, params_.rate_hz);
-    if (!exec.events || !exec.events->push(ev)) {
-      if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
-    }
+    emit_event(exec, ev);
   };
   const uint64_t first = exec.chunk.first_frame;
   for (uint32_t b = 0; b < in.bands; ++b) {

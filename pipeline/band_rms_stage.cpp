@@ -45,9 +45,7 @@ StageStatus BandRmsStage::process(const Block& in, Block&, const Exec& exec) noe
         // Report the input frame the window's last sample came from (the stream lags by delay).
         ev.frame = stream_to_input_frame(exec.chunk.first_frame + i, delay_frames_);
         ev.t_utc_ns = input_frame_utc_ns(exec.chunk, ev.frame, rate_hz_);
-        if (!exec.events || !exec.events->push(ev)) {
-          if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
-        }
+        emit_event(exec, ev);
       });
     }
   }

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 
+#include "acquisition/spsc_queue.hpp"
 #include "dsp/ae_hit_detector.hpp"
 #include "dsp/vibration_analyzer.hpp"
+#include "pipeline/block.hpp"
 
 namespace vigil {
 
@@ -31,5 +33,13 @@ struct EventRecord {
   AeLevel ae_level;       // kAeLevel
   VibrationMetrics vibration;  // kVibration (frame: the window's last sample)
 };
+
+// A detector's event onto the pipeline's queue; never blocks: a full (or absent) queue counts it
+// as dropped. RT-safe.
+inline void emit_event(const Exec& exec, const EventRecord& ev) noexcept {
+  if (!exec.events || !exec.events->push(ev)) {
+    if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 }  // namespace vigil

@@ -38,9 +38,7 @@ StreamFormat VibrationStage::prepare(const StreamFormat& in, uint32_t max_frames
 void VibrationStage::push_event(EventRecord& ev, const Exec& exec) noexcept {
   ev.stage = stage_index_;
   ev.t_utc_ns = input_frame_utc_ns(exec.chunk, ev.frame, rate_hz_);
-  if (!exec.events || !exec.events->push(ev)) {
-    if (exec.events_dropped) exec.events_dropped->fetch_add(1, std::memory_order_relaxed);
-  }
+  emit_event(exec, ev);
 }
 
 void VibrationStage::analyze(uint32_t lane_index, const Exec& exec) noexcept {

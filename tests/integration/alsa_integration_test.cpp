@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "../support/process.hpp"
-#include "../support/udp.hpp"
+#include "../support/ports.hpp"
 
 namespace vigil {
 namespace {
@@ -54,8 +54,7 @@ TEST(AlsaIntegration, InputStreamCarriesExactlyTheDeviceSamples) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   listen.signal(SIGINT);
   listen.wait(std::chrono::seconds(5));
-  std::ifstream log_in(log);
-  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
+  const std::string log_text = test::read_text(log);
   ASSERT_NE(status, -1);
   EXPECT_EQ(WEXITSTATUS(status), 0) << log_text;
   EXPECT_NE(log_text.find("ALSA 'rig': asked S16_LE 2 ch 48000 Hz, period 480, buffer 1920; granted 48000 Hz"),
@@ -112,8 +111,7 @@ TEST(AlsaIntegration, ADeviceThatGoesAwayRaisesOneAlarmAndCaptureResumes) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   listen.signal(SIGINT);
   listen.wait(std::chrono::seconds(5));
-  std::ifstream log_in(log);
-  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
+  const std::string log_text = test::read_text(log);
   ASSERT_NE(status, -1);
   EXPECT_EQ(WEXITSTATUS(status), 0) << log_text;
 

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "../support/process.hpp"
-#include "../support/udp.hpp"
+#include "../support/ports.hpp"
 #include "acquisition/rfc3339.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"

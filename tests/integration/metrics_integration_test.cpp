@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/ports.hpp"
 #include "../support/process.hpp"
 
 namespace vigil {
@@ -22,18 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 const std::string kVigild = std::string(VIGIL_BIN_DIR) + "/vigild";
-
-uint16_t free_tcp_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // One HTTP request; the whole response, or "" when nothing listens.
 std::string http_get(uint16_t port, const std::string& path) {
@@ -81,7 +70,7 @@ int listening_sockets(pid_t pid) {
 TEST(Metrics, PrometheusEndpointServesTheStatusCounters) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-metrics-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const uint16_t port = free_tcp_port();
+  const uint16_t port = test::free_tcp_port();
   const fs::path config = dir / "vigil.yaml";
   std::ofstream(config) << R"(source: {kind: synthetic, rate_hz: 51200, channels: 2, chunk_frames: 512, rate_factor: 5}
 stages:
@@ -143,7 +132,7 @@ TEST(Metrics, NoListeningSocketUnlessConfigured) {
   // The shipped default config has no `metrics:` key: nothing answers on the default port.
   const fs::path dir = fs::temp_directory_path() / ("vigil-nometrics-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const uint16_t port = free_tcp_port();
+  const uint16_t port = test::free_tcp_port();
   const fs::path config = dir / "vigil.yaml";
   std::ofstream(config) << "source: {kind: synthetic, rate_hz: 8000, channels: 1, chunk_frames: 80}\n";
   test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0", "--seconds", "1"});

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/ports.hpp"
 #include "../support/process.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"
@@ -54,11 +55,6 @@ struct UdpSocket {
   ~UdpSocket() { close(fd); }
 };
 
-// Finds a free loopback UDP port by binding and releasing it (for vigil-listen to take).
-uint16_t free_port() {
-  UdpSocket s;
-  return s.port;
-}
 
 const char* kSyntheticSource = R"(source:
   kind: synthetic
@@ -167,6 +163,16 @@ void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>&
   }
 }
 
+// Each packet of stream `id` starts where the previous one ended: 19531250 ps per sample at
+// 51.2 kHz (the chunk base time is whole nanoseconds, so allow 1 ns).
+void expect_contiguous_timestamps(const Received& r, uint32_t id) {
+  const auto& ts = r.timestamps.at(id);
+  for (size_t k = 1; k < ts.size(); ++k) {
+    const __int128 expect = ts[k - 1].first + __int128(ts[k - 1].second) * 19'531'250;
+    ASSERT_LE(std::abs(double(ts[k].first - expect)), 1000.0) << "stream " << std::hex << id << " packet " << k;
+  }
+}
+
 TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-it-" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -255,13 +261,7 @@ TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) {
     EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
     EXPECT_GE(s.context_packets, 1u) << std::hex << id;
     EXPECT_DOUBLE_EQ(s.rate_hz, 51200.0);
-    // Each packet starts where the previous one ended: 19531250 ps per sample at 51.2 kHz
-    // (the chunk base time is whole nanoseconds, so allow 1 ns).
-    const auto& ts = r.timestamps.at(id);
-    for (size_t k = 1; k < ts.size(); ++k) {
-      const __int128 expect = ts[k - 1].first + __int128(ts[k - 1].second) * 19'531'250;
-      ASSERT_LE(std::abs(double(ts[k].first - expect)), 1000.0) << "stream " << std::hex << id << " packet " << k;
-    }
+    expect_contiguous_timestamps(r, id);
   }
 }
 
@@ -269,7 +269,7 @@ TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-listen-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const uint16_t data_port = free_port(), event_port = free_port();
+  const uint16_t data_port = test::free_udp_port(), event_port = test::free_udp_port();
   const std::string config = write_config(dir, data_port, event_port, "  duration_s: 1.0\n");
   const std::string out = (dir / "listen.jsonl").string();
 
@@ -522,8 +522,7 @@ TEST(VigildReload, CoefficientsAndThresholdsChangeWithoutLosingASample) {
   const int status = vigild.wait(std::chrono::seconds(10));
   stop = true;
   rx.join();
-  std::ifstream log_in(log);
-  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
+  const std::string log_text = test::read_text(log);
   fs::remove_all(dir);
   ASSERT_NE(status, -1);
   EXPECT_EQ(WEXITSTATUS(status), 0);
@@ -559,11 +558,7 @@ TEST(VigildReload, CoefficientsAndThresholdsChangeWithoutLosingASample) {
   for (const auto& [id, s] : r.monitor.streams()) {
     EXPECT_EQ(s.samples, frames_in) << std::hex << id;
     EXPECT_EQ(s.gaps, 0u) << std::hex << id;
-    const auto& ts = r.timestamps.at(id);
-    for (size_t k = 1; k < ts.size(); ++k) {
-      const __int128 expect = ts[k - 1].first + __int128(ts[k - 1].second) * 19'531'250;
-      ASSERT_LE(std::abs(double(ts[k].first - expect)), 1000.0) << "stream " << std::hex << id << " packet " << k;
-    }
+    expect_contiguous_timestamps(r, id);
   }
 }
 
@@ -655,8 +650,7 @@ outputs:
   const int status = vigild.wait(std::chrono::seconds(10));
   stop = true;
   rx.join();
-  std::ifstream log_in(log);
-  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
+  const std::string log_text = test::read_text(log);
   fs::remove_all(dir);
   ASSERT_NE(status, -1);
   EXPECT_EQ(WEXITSTATUS(status), 0);
@@ -703,8 +697,7 @@ TEST(VigildRealtime, CaptureThreadGetsFifoAndAffinityOrOneWarning) {
   int fifo_threads = 0;
   std::string fifo_tid;
   for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(vigild.pid()) + "/task")) {
-    std::ifstream st(task.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(st)), {});
+    const std::string text = test::read_text((task.path() / "stat").string());
     std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
     std::vector<std::string> f;
     for (std::string x; fields >> x;) f.push_back(x);
@@ -721,8 +714,7 @@ TEST(VigildRealtime, CaptureThreadGetsFifoAndAffinityOrOneWarning) {
       if (line.rfind("Cpus_allowed_list:", 0) == 0) cpus = line.substr(line.find_last_of(" \t") + 1);
   }
   const int status = vigild.wait(std::chrono::seconds(10));
-  std::ifstream log_in(log);
-  const std::string log_text((std::istreambuf_iterator<char>(log_in)), {});
+  const std::string log_text = test::read_text(log);
   fs::remove_all(dir);
   ASSERT_NE(status, -1);
   EXPECT_EQ(WEXITSTATUS(status), 0) << log_text;

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -57,5 +59,11 @@ class Process {
   pid_t pid_ = -1;
   bool exited_ = false;
 };
+
+// The whole of a text file (a binary's captured stderr, say); "" when it cannot be read.
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
 
 }  // namespace vigil::test

@@ -1,4 +1,4 @@
-// A free loopback UDP port for a binary under test to take (bound and released here).
+// Free loopback ports for a binary under test to take (bound here with port 0, then released).
 #pragma once
 
 #include <arpa/inet.h>
@@ -10,8 +10,9 @@
 
 namespace vigil::test {
 
-inline uint16_t free_udp_port() {
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+// socktype: SOCK_DGRAM or SOCK_STREAM.
+inline uint16_t free_port(int socktype) {
+  const int fd = socket(AF_INET, socktype, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -21,5 +22,8 @@ inline uint16_t free_udp_port() {
   close(fd);
   return ntohs(a.sin_port);
 }
+
+inline uint16_t free_udp_port() { return free_port(SOCK_DGRAM); }
+inline uint16_t free_tcp_port() { return free_port(SOCK_STREAM); }
 
 }  // namespace vigil::test
