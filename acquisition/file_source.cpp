@@ -73,16 +73,47 @@ RecordingInfo probe_sigmf(const std::string& path) {
   info.channels = g.value("core:num_channels", 1u);
   if (!(info.rate_hz > 0)) fail(meta_path, "core:sample_rate must be > 0");
   if (info.channels < 1 || info.channels > 1024) fail(meta_path, "core:num_channels must be 1..1024");
-  if (meta.contains("captures") && meta["captures"].is_array() && !meta["captures"].empty()) {
-    const std::string when = meta["captures"][0].value("core:datetime", "");
-    if (!when.empty()) {
-      if (!parse_rfc3339_utc(when, info.start_utc_ns))
-        fail(meta_path, "captures[0].core:datetime is not RFC 3339 UTC: '" + when + "'");
-      info.has_datetime = true;
-    }
-  }
   const uint64_t bytes = file_size(info.data_path);
   info.frames = bytes / (uint64_t(info.bytes_per_sample_on_disk) * info.channels);
+  if (meta.contains("captures") && meta["captures"].is_array()) {
+    const nlohmann::json& caps = meta["captures"];
+    for (size_t i = 0; i < caps.size(); ++i) {
+      const std::string where = meta_path + ": captures[" + std::to_string(i) + "]";
+      if (!caps[i].is_object()) fail(where, "expected an object");
+      RecordingSegment seg;
+      auto index = [&](const char* key, uint64_t fallback) {
+        if (!caps[i].contains(key)) return fallback;
+        if (!caps[i][key].is_number_unsigned()) fail(where, std::string(key) + " must be a non-negative integer");
+        return caps[i][key].get<uint64_t>();
+      };
+      seg.sample_start = index("core:sample_start", 0);
+      const RecordingSegment* prev = info.segments.empty() ? nullptr : &info.segments.back();
+      if (prev && seg.sample_start <= prev->sample_start)
+        fail(where, "core:sample_start must be above the previous capture's");
+      if (!prev && seg.sample_start != 0) fail(where, "the first capture must start at core:sample_start 0");
+      if (seg.sample_start >= info.frames && info.frames > 0)
+        fail(where, "core:sample_start " + std::to_string(seg.sample_start) + " is past the data's " +
+                        std::to_string(info.frames) + " frames");
+      const uint64_t contiguous = prev ? prev->global_index + (seg.sample_start - prev->sample_start) : 0;
+      seg.global_index = index("core:global_index", contiguous);
+      if (prev && seg.global_index < contiguous)
+        fail(where, "core:global_index goes backwards (" + std::to_string(seg.global_index) + " < " +
+                        std::to_string(contiguous) + ")");
+      seg.frames_lost_before = prev ? seg.global_index - contiguous : 0;
+      if (prev && caps[i].contains("vigil:frames_lost_before") && caps[i]["vigil:frames_lost_before"].is_number_unsigned())
+        seg.frames_lost_before = std::max(seg.frames_lost_before, caps[i]["vigil:frames_lost_before"].get<uint64_t>());
+      seg.source_overrun = caps[i].value("vigil:source_overrun", false);
+      const std::string when = caps[i].value("core:datetime", "");
+      if (!when.empty()) {
+        if (!parse_rfc3339_utc(when, seg.utc_ns)) fail(where, "core:datetime is not RFC 3339 UTC: '" + when + "'");
+        seg.has_datetime = true;
+      }
+      info.segments.push_back(seg);
+    }
+  }
+  if (info.segments.empty()) info.segments.push_back({});
+  info.has_datetime = info.segments[0].has_datetime;
+  info.start_utc_ns = info.segments[0].utc_ns;
   return info;
 }
 
@@ -111,10 +142,16 @@ RecordingInfo probe_flac(const std::string& path) {
 #endif
 
 RecordingInfo probe_recording(const std::string& path) {
-  if (ends_with(path, ".wav") || ends_with(path, ".WAV")) return probe_wav(path);
+  if (ends_with(path, ".wav") || ends_with(path, ".WAV")) {
+    RecordingInfo info = probe_wav(path);
+    info.segments.push_back({});
+    return info;
+  }
   if (ends_with(path, ".flac") || ends_with(path, ".FLAC")) {
 #if VIGIL_HAVE_SNDFILE
-    return probe_flac(path);
+    RecordingInfo info = probe_flac(path);
+    info.segments.push_back({});
+    return info;
 #else
     fail(path, "this build has no FLAC support (libsndfile was not found at build time)");
 #endif
@@ -130,6 +167,8 @@ FileSource::FileSource(FileSourceSpec spec) : spec_(std::move(spec)), info_(prob
   if (!(spec_.rate_factor >= 0 && spec_.rate_factor <= 10000))
     throw std::invalid_argument("file source: rate_factor must be 0..10000");
   if (info_.frames == 0) throw std::runtime_error(spec_.path + ": the recording holds no complete frame");
+  const RecordingSegment& last = info_.segments.back();
+  span_frames_ = last.global_index + (info_.frames - last.sample_start) - info_.segments[0].global_index;
 #if VIGIL_HAVE_SNDFILE
   if (info_.bytes_per_sample_on_disk == 0) {
     SF_INFO sfi{};
@@ -149,9 +188,16 @@ SourceFormat FileSource::format() const noexcept {
 }
 
 ReadStatus FileSource::read(Chunk& chunk) noexcept {
+  const std::vector<RecordingSegment>& segs = info_.segments;
   if (!started_) {
     start_mono_ns_ = mono_now_ns();
-    start_utc_ns_ = info_.has_datetime ? info_.start_utc_ns : utc_now_ns();
+    // Each segment's time: its own core:datetime, else extrapolated from the one before.
+    segment_utc_ns_.resize(segs.size());  // once, before the first chunk
+    for (size_t i = 0; i < segs.size(); ++i)
+      segment_utc_ns_[i] = segs[i].has_datetime ? segs[i].utc_ns
+                           : i == 0             ? utc_now_ns()
+                                                : segment_utc_ns_[i - 1] +
+                                       frames_to_ns(segs[i].global_index - segs[i - 1].global_index, info_.rate_hz);
     started_ = true;
   }
   if (frame_in_file_ >= info_.frames) {
@@ -162,9 +208,13 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
     if (sndfile_) sf_seek(static_cast<SNDFILE*>(sndfile_), 0, SEEK_SET);
 #endif
     frame_in_file_ = 0;
+    segment_ = 0;
+    ++loops_;
   }
+  const bool segment_start = frame_in_file_ == segs[segment_].sample_start;
+  const uint64_t segment_end = segment_ + 1 < segs.size() ? segs[segment_ + 1].sample_start : info_.frames;
   const uint32_t ch = info_.channels;
-  const auto frames = uint32_t(std::min<uint64_t>(spec_.chunk_frames, info_.frames - frame_in_file_));
+  const auto frames = uint32_t(std::min<uint64_t>(spec_.chunk_frames, segment_end - frame_in_file_));
   const size_t disk_bytes = size_t(frames) * ch * info_.bytes_per_sample_on_disk;
   if (size_t(frames) * ch * bytes_per_sample(info_.format) > chunk.capacity_bytes) return ReadStatus::kError;
 #if VIGIL_HAVE_SNDFILE
@@ -188,16 +238,27 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
   } else {
     std::memcpy(chunk.data, raw_.data(), disk_bytes);  // little-endian on both targets
   }
+  const RecordingSegment& seg = segs[segment_];
+  const uint64_t in_segment = frame_in_file_ - seg.sample_start;
   ChunkHeader& h = chunk.header;
-  h.first_frame = next_frame_;
+  h.first_frame = loops_ * span_frames_ + seg.global_index + in_segment;
   h.frames = frames;
   h.channels = ch;
   h.format = info_.format;
-  h.t_first_utc_ns = start_utc_ns_ + frames_to_ns(next_frame_, info_.rate_hz);
-  next_frame_ += frames;
+  h.t_first_utc_ns = segment_utc_ns_[segment_] + int64_t(loops_) * frames_to_ns(span_frames_, info_.rate_hz) +
+                     frames_to_ns(in_segment, info_.rate_hz);
+  h.flags = 0;
+  h.frames_lost_before = 0;
+  if (segment_start && segment_ > 0 && seg.frames_lost_before > 0) {  // as it was live
+    h.flags |= chunk_flags::kOverrunBefore;
+    if (seg.source_overrun) h.flags |= chunk_flags::kSourceOverrun;
+    h.frames_lost_before = seg.frames_lost_before;
+  }
+  delivered_ += frames;
   frame_in_file_ += frames;
+  if (frame_in_file_ == segment_end && segment_ + 1 < segs.size()) ++segment_;
   if (spec_.rate_factor > 0)
-    sleep_until_mono_ns(start_mono_ns_ + int64_t(double(frames_to_ns(next_frame_, info_.rate_hz)) / spec_.rate_factor));
+    sleep_until_mono_ns(start_mono_ns_ + int64_t(double(frames_to_ns(delivered_, info_.rate_hz)) / spec_.rate_factor));
   h.t_capture_mono_ns = mono_now_ns();
   return ReadStatus::kOk;
 }

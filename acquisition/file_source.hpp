@@ -3,6 +3,9 @@
 // SigMF (.sigmf-meta + .sigmf-data; datatypes ri16_le, ri32_le, rf32_le). Paced at the recorded
 // rate times rate_factor (0: as fast as possible); optionally looped. The first frame's UTC time
 // comes from the SigMF capture's core:datetime when present, else from the clock at start.
+// SigMF capture segments (what Vigil's recorder writes where frames were lost) are replayed as
+// they were live: a chunk never spans two segments, each segment's first chunk carries the
+// segment's frame index (core:global_index), time (core:datetime) and the frames lost before it.
 // Thread: capture thread (read); constructed on the main thread.
 #pragma once
 
@@ -23,6 +26,16 @@ struct FileSourceSpec {
   bool operator==(const FileSourceSpec&) const = default;
 };
 
+// One SigMF capture segment: where it starts in the file and in the source's frame count.
+struct RecordingSegment {
+  uint64_t sample_start = 0;    // frame in the file
+  uint64_t global_index = 0;    // the source's frame index of that frame
+  bool has_datetime = false;
+  int64_t utc_ns = 0;
+  uint64_t frames_lost_before = 0;
+  bool source_overrun = false;  // the device overran before it (vigil:source_overrun)
+};
+
 // What a recording holds, read from its header alone.
 struct RecordingInfo {
   std::string data_path;
@@ -34,6 +47,7 @@ struct RecordingInfo {
   uint32_t bytes_per_sample_on_disk = 2;       // 3 for 24-bit WAV (widened to int32); 0: FLAC (libsndfile)
   bool has_datetime = false;
   int64_t start_utc_ns = 0;
+  std::vector<RecordingSegment> segments;  // at least one; sample_start ascending, the first at 0
 };
 
 // Reads and checks a recording's header. Throws std::runtime_error naming the file and the problem.
@@ -58,8 +72,12 @@ class FileSource final : public Source {
   void* sndfile_ = nullptr;    // SNDFILE* for FLAC
   std::vector<uint8_t> raw_;   // one chunk as stored (24-bit WAV is widened from here)
   uint64_t frame_in_file_ = 0;
-  uint64_t next_frame_ = 0;    // frames delivered since start (across loops)
-  int64_t start_mono_ns_ = 0, start_utc_ns_ = 0;
+  uint64_t delivered_ = 0;     // frames delivered since start (across loops): the pacing
+  size_t segment_ = 0;         // the segment frame_in_file_ is in
+  uint64_t loops_ = 0;
+  uint64_t span_frames_ = 0;   // source frames one pass through the file covers (gaps included)
+  std::vector<int64_t> segment_utc_ns_;  // each segment's first frame, resolved at the first read
+  int64_t start_mono_ns_ = 0;
   bool started_ = false;
 };
 

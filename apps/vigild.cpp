@@ -184,6 +184,8 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGUSR1);  // acknowledge latched alarms
   sigaddset(&stop_signals, SIGHUP);   // reload the config
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A file size limit (ulimit -f) must stop a recording with an error (EFBIG), not the service.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   // Preparing the graph (filter design, FFT plans, on a GPU its context and kernels) can take
   // longer than systemd's start timeout on a cold machine: ask for more before it starts.

@@ -1,6 +1,8 @@
 // YAML -> Settings. Every check reports at the node it concerns (yaml-cpp marks are 0-based).
 #include "config/config_loader.hpp"
 
+#include "acquisition/sha256.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -630,6 +632,29 @@ void read_metrics(Reader& r, const YAML::Node& n, Settings& s) {
                                     "on a network");
 }
 
+void read_record(Reader& r, const YAML::Node& n, Settings& s) {
+  if (!r.expect_map(n, "record")) return;
+  r.check_keys(n, "record", {"directory", "prefix", "max_file_mib", "max_file_s", "max_total_mib", "when_full",
+                             "buffer_chunks"});
+  RecordSettings& rec = s.record;
+  rec.enabled = true;
+  r.string(n, "record", "directory", rec.directory, true);
+  if (r.string(n, "record", "prefix", rec.prefix) &&
+      (rec.prefix.find('/') != std::string::npos || rec.prefix.front() == '.'))
+    r.error(n["prefix"].Mark(), "record.prefix: must be a plain file name start (no '/', not starting with '.'), got '" +
+                                    rec.prefix + "'");
+  r.number(n, "record", "max_file_mib", 0.001, 1048576.0, rec.max_file_mib);
+  r.number(n, "record", "max_file_s", 0.0, 31.0 * 86400, rec.max_file_s);
+  r.number(n, "record", "max_total_mib", 0.001, 1073741824.0, rec.max_total_mib);
+  r.choice(n, "record", "when_full", {"delete_oldest", "stop"}, rec.when_full);
+  r.number(n, "record", "buffer_chunks", 2u, 65536u, rec.buffer_chunks);
+  if (rec.max_total_mib < rec.max_file_mib) {
+    const YAML::Node at = n["max_total_mib"] ? n["max_total_mib"] : n;
+    r.error(at.Mark(), "record.max_total_mib (" + num_str(rec.max_total_mib) + ") must be at least max_file_mib (" +
+                           num_str(rec.max_file_mib) + ")");
+  }
+}
+
 // Cross-references: stage inputs, output streams, pool size.
 void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
   std::set<std::string> names{"input"};
@@ -754,10 +779,11 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
   Reader r;
   Settings s;
   s.path = path;
+  s.config_sha256 = sha256_hex(yaml_text);
   if (!root || root.IsNull()) {
     r.error(YAML::Mark(), "the file is empty (expected a mapping with source, stages and outputs)");
   } else if (r.expect_map(root, "top level")) {
-    r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs", "metrics"});
+    r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs", "metrics", "record"});
     if (root["source"]) read_source(r, root["source"], s);
     if (root["pipeline"]) read_pipeline(r, root["pipeline"], s);
     if (const YAML::Node stages = root["stages"]) {
@@ -773,6 +799,7 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
     }
     if (root["outputs"]) read_outputs(r, root["outputs"], s);
     if (root["metrics"]) read_metrics(r, root["metrics"], s);
+    if (root["record"]) read_record(r, root["record"], s);
     if (r.errors.empty()) check_graph(r, root, s);
   }
   result.errors = std::move(r.errors);

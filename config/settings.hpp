@@ -105,8 +105,22 @@ struct MetricsSettings {
   bool operator==(const MetricsSettings&) const = default;
 };
 
+// `record:`: the raw input chunks to SigMF files in `directory`.
+struct RecordSettings {
+  bool enabled = false;
+  std::string directory;
+  std::string prefix = "vigil";      // files are PREFIX-YYYYMMDDTHHMMSSZ-NNNN.sigmf-{data,meta}
+  double max_file_mib = 1024;        // start a new file before one would pass this size
+  double max_file_s = 3600;          // ... or this much signal time (0: no limit)
+  double max_total_mib = 10240;      // every PREFIX-* recording in the directory together
+  std::string when_full = "delete_oldest";  // delete_oldest | stop: what the total cap does
+  uint32_t buffer_chunks = 64;       // chunks that may wait for the disk before some are dropped
+  bool operator==(const RecordSettings&) const = default;
+};
+
 struct Settings {
   std::string path;                 // the file these came from
+  std::string config_sha256;        // SHA-256 of the file's bytes (written into recordings)
   std::string source_kind = "synthetic";  // "synthetic" | "file" | "alsa"
   SyntheticSpec synthetic;  // for "file" and "alsa": rate, channels, format and chunk size as expected
   FileSourceSpec file;
@@ -116,6 +130,7 @@ struct Settings {
   std::vector<DataOutputSettings> data_outputs;
   std::vector<EventOutputSettings> event_outputs;
   MetricsSettings metrics;
+  RecordSettings record;
   bool operator==(const Settings&) const = default;
 };
 

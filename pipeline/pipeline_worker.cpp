@@ -88,6 +88,7 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   std::fill(convert_counts_.begin(), convert_counts_.end(), ConvertCounts{});
   convert_to_planar(chunk.data, header.format, in.frames, in.channels, format_.scale, in.data, in.stride,
                     convert_counts_.data());
+  if (recorder_) recorder_->offer(chunk);  // the raw chunk, as captured (a copy, or counted as dropped)
   // The samples are ours now: give the chunk back to the capture thread first.
   free_chunks_.push(&chunk);  // cannot fail: the free queue holds every pool chunk
 

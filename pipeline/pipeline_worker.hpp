@@ -13,6 +13,7 @@
 #include "pipeline/graph.hpp"
 #include "pipeline/metrics.hpp"
 #include "pipeline/output_slot.hpp"
+#include "pipeline/recorder.hpp"
 
 namespace vigil {
 
@@ -50,11 +51,14 @@ class PipelineWorker {
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   const PipelineCounters& counters() const noexcept { return counters_; }
   RtLog& log() noexcept { return log_; }  // lines for the journal, drained by vigild
+  // Before run(): every raw input chunk is also offered to this recorder (the `record:` output).
+  void set_recorder(Recorder* recorder) noexcept { recorder_ = recorder; }
 
  private:
   void process(Chunk& chunk) noexcept;
 
   Graph& graph_;
+  Recorder* recorder_ = nullptr;
   SourceFormat format_;
   const CaptureLoop& capture_;
   SpscQueue<Chunk*>& full_chunks_;

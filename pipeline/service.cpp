@@ -101,11 +101,23 @@ Service::Service(const Settings& settings) : settings_(settings) {
                                  int64_t(settings_.pipeline.overload_restore_s * 1e9));
   graph_->set_test_optional_cost_ns(int64_t(settings_.pipeline.test_optional_cost_ms * 1e6));
   opt.status_fields = [this] { return status_json(); };
-  opt.upstream_finished = [this] { return pipeline_->finished(); };
+  // With a recorder, the output thread also waits for its last events (the files' close).
+  opt.upstream_finished = [this] { return pipeline_->finished() && (!recorder_ || recorder_->finished()); };
   opt.source_down = [this] { return source_->down(); };
   opt.source_kind = std::string(source_->kind());
   output_ = std::make_unique<OutputWorker>(settings_, *graph_, stream_of_output, *full_slots_, *free_slots_,
                                            *events_, std::move(opt));
+  if (settings_.record.enabled) {
+    std::string description = std::string(source_->kind()) + " source";
+    if (settings_.source_kind == "alsa") description += " " + settings_.alsa.device;
+    if (settings_.source_kind == "file") description += " " + settings_.file.path;
+    if (!source_notes_.empty()) description += "; " + source_notes_;
+    recorder_ = std::make_unique<Recorder>(settings_.record, format_, settings_.config_sha256, description,
+                                           [this](const std::string& type, nlohmann::json body) {
+                                             output_->post_event(type, std::move(body));
+                                           });
+    pipeline_->set_recorder(recorder_.get());
+  }
 }
 
 Service::~Service() {
@@ -119,6 +131,7 @@ std::vector<std::string> Service::start() {
     output_->run();
     output_done_.store(true, std::memory_order_release);
   });
+  if (recorder_) recorder_thread_ = std::thread([this] { recorder_->run([this] { return pipeline_->finished(); }); });
   pipeline_thread_ = std::thread([this] { pipeline_->run(); });
   capture_thread_ = std::thread([this] { capture_->run(); });
   std::vector<std::string> notes;
@@ -156,6 +169,7 @@ void Service::acknowledge_alarms() noexcept {
 bool Service::update(const Settings& next, std::string& why, uint64_t* from_frame) {
   Settings rest = settings_;  // everything but the stages must be equal
   rest.path = next.path;
+  rest.config_sha256 = next.config_sha256;
   rest.stages = next.stages;
   if (!(rest == next)) {
     why = "the source, pipeline or outputs changed";
@@ -180,6 +194,8 @@ bool Service::update(const Settings& next, std::string& why, uint64_t* from_fram
   }
   settings_.stages = next.stages;
   settings_.path = next.path;
+  if (recorder_ && settings_.config_sha256 != next.config_sha256) recorder_->rotate_for_config(next.config_sha256);
+  settings_.config_sha256 = next.config_sha256;
   if (from_frame) *from_frame = pipeline_->last_update_frame();
   return true;
 }
@@ -187,7 +203,7 @@ bool Service::update(const Settings& next, std::string& why, uint64_t* from_fram
 void Service::post_event(const std::string& type, nlohmann::json body) { output_->post_event(type, std::move(body)); }
 
 void Service::join() {
-  for (std::thread* t : {&capture_thread_, &pipeline_thread_, &output_thread_})
+  for (std::thread* t : {&capture_thread_, &pipeline_thread_, &recorder_thread_, &output_thread_})
     if (t->joinable()) t->join();
 }
 
@@ -201,6 +217,7 @@ nlohmann::json Service::status_json() const {
                  {"channels", format_.channels},
                  {"overruns", source_->overruns()}};
   j["backend"] = backend_;
+  if (recorder_) j["record"] = recorder_->status_json();
   for (size_t i = 0; i < graph_->stage_count(); ++i) {  // detector counters, under the stage's name
     nlohmann::json st = nlohmann::json::object();
     graph_->stage(i).add_status(st);

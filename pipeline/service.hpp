@@ -15,6 +15,7 @@
 #include "pipeline/graph.hpp"
 #include "pipeline/output_worker.hpp"
 #include "pipeline/pipeline_worker.hpp"
+#include "pipeline/recorder.hpp"
 
 namespace vigil {
 
@@ -79,7 +80,8 @@ class Service {
   std::unique_ptr<CaptureLoop> capture_;
   std::unique_ptr<PipelineWorker> pipeline_;
   std::unique_ptr<OutputWorker> output_;
-  std::thread capture_thread_, pipeline_thread_, output_thread_;
+  std::unique_ptr<Recorder> recorder_;  // only with `record:`
+  std::thread capture_thread_, pipeline_thread_, output_thread_, recorder_thread_;
   std::atomic<bool> output_done_{false};
   std::vector<std::unique_ptr<Graph::Update>> unapplied_;  // posted but never taken (stalled pipeline)
 };

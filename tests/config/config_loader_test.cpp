@@ -1,6 +1,8 @@
 // Every kind of config error points at the right line and column.
 #include "config/config_loader.hpp"
 
+#include "acquisition/sha256.hpp"
+
 #include <gtest/gtest.h>
 
 namespace vigil {
@@ -257,6 +259,33 @@ TEST(ConfigLoader, MetricsListenOnLoopbackUnlessAllowed) {
   EXPECT_NE(r.errors[0].message.find("not a loopback address; set allow_non_loopback"), std::string::npos);
   r = parse_config(base + "metrics: {listen: \"0.0.0.0:9102\", allow_non_loopback: true}\n", "m.yaml");
   EXPECT_TRUE(r.settings);
+}
+
+TEST(ConfigLoader, RecordSection) {
+  const std::string base = "source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\n";
+  ConfigResult r = parse_config(base, "r.yaml");
+  ASSERT_TRUE(r.settings);
+  EXPECT_FALSE(r.settings->record.enabled);  // off by default
+  EXPECT_EQ(r.settings->config_sha256, sha256_hex(base));  // of the file's bytes, as sha256sum gives
+  EXPECT_NE(parse_config(base + "\n", "r.yaml").settings->config_sha256, r.settings->config_sha256);
+  r = parse_config(base + "record: {directory: /tmp/x, prefix: rig, max_file_mib: 64, max_file_s: 600,\n"
+                          "         max_total_mib: 1024, when_full: stop, buffer_chunks: 16}\n", "r.yaml");
+  ASSERT_TRUE(r.settings) << format_error("r.yaml", r.errors[0]);
+  const RecordSettings& rec = r.settings->record;
+  EXPECT_TRUE(rec.enabled);
+  EXPECT_EQ(rec.directory, "/tmp/x");
+  EXPECT_EQ(rec.prefix, "rig");
+  EXPECT_EQ(rec.max_file_mib, 64);
+  EXPECT_EQ(rec.max_file_s, 600);
+  EXPECT_EQ(rec.max_total_mib, 1024);
+  EXPECT_EQ(rec.when_full, "stop");
+  EXPECT_EQ(rec.buffer_chunks, 16u);
+  expect_one_error(base + "record: {prefix: rig}\n", 2, 9, "record: missing required key 'directory'");
+  expect_one_error(base + "record: {directory: /d, prefix: a/b}\n", 2, 33, "record.prefix: must be a plain file name");
+  expect_one_error(base + "record: {directory: /d, max_file_mib: 100, max_total_mib: 10}\n", 2, 59,
+                   "record.max_total_mib (10) must be at least max_file_mib (100)");
+  expect_one_error(base + "record: {directory: /d, when_full: wrap}\n", 2, 36, "record.when_full must be one of");
+  expect_one_error(base + "record: {directory: /d, max_file: 5}\n", 2, 25, "unknown key 'max_file' in record");
 }
 
 TEST(ConfigLoader, DetectorStagesLoad) {
