@@ -296,6 +296,11 @@ int main(int argc, char** argv) {
                         (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(),
                         ev.value("band", "").c_str(), ev.value("channel", 0u), ev.value("rms", 0.0),
                         ev.value("crest_factor", 0.0), ev.value("kurtosis", 0.0), velocity.c_str(), zone.c_str());
+          } else if (ev.value("type", "") == "record") {
+            const std::string action = ev.value("action", "");
+            const std::string what = action == "stop" ? ev.value("reason", "") : ev.value("file", "");
+            std::printf("event record seq %llu: %s %s\n", (unsigned long long)ev.value("seq", 0ull), action.c_str(),
+                        what.c_str());
           } else {
             std::printf("event %s\n", ev.dump().c_str());
           }

@@ -181,6 +181,8 @@ bool Recorder::make_room(uint64_t bytes) {
     fs::remove(oldest->base + kMetaExt, ec);
     total_bytes_ = total_bytes_ > oldest->bytes ? total_bytes_ - oldest->bytes : 0;
     files_deleted_.fetch_add(1, std::memory_order_relaxed);
+    log_.printf(5, "record: deleted %s (%llu bytes) to stay under max_total_mib", oldest->base.c_str(),
+                (unsigned long long)oldest->bytes);
     post_event_("record", {{"action", "delete"}, {"file", oldest->base + kDataExt}, {"bytes", oldest->bytes},
                            {"reason", "record.max_total_mib"}});
   }
@@ -216,6 +218,7 @@ void Recorder::open_file(const ChunkHeader& first) {
     current_file_ = writer_->data_path();
   }
   total_bytes_ += size_of(writer_->meta_path());
+  log_.printf(6, "record: writing %s", writer_->data_path().c_str());
   post_event_("record", {{"action", "open"}, {"file", writer_->data_path()}, {"frame", first.first_frame},
                          {"config_sha256", g.config_sha256}});
 }
@@ -243,6 +246,7 @@ void Recorder::stop(const std::string& why) {
     state_ = "stopped";
     stop_reason_ = why;
   }
+  log_.printf(3, "record: recording stopped (the pipeline runs on): %s", why.c_str());
   post_event_("record", {{"action", "stop"}, {"reason", why}});
 }
 

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "acquisition/rt_log.hpp"
 #include "acquisition/sigmf_writer.hpp"
 #include "acquisition/source.hpp"
 #include "acquisition/spsc_queue.hpp"
@@ -47,6 +48,7 @@ class Recorder {
   void rotate_for_config(std::string config_sha256);
 
   nlohmann::json status_json() const;
+  RtLog& log() noexcept { return log_; }  // lines for the journal (opened, stopped, deleted), drained by vigild
 
  private:
   struct Slot {
@@ -64,6 +66,7 @@ class Recorder {
   PostEvent post_event_;
   std::vector<Slot> slots_;
   SpscQueue<Slot*> free_, full_;
+  RtLog log_;
   std::atomic<bool> accepting_{true};
   std::atomic<bool> finished_{false};
 

@@ -139,6 +139,25 @@ TEST_F(FileSourceTest, UnusableFilesGiveClearErrors) {
   EXPECT_NE(message((dir_ / "t.sigmf-meta").string()).find("'cf32_le' is not supported"), std::string::npos);
   std::ofstream(dir_ / "j.sigmf-meta") << "{not json";
   EXPECT_NE(message((dir_ / "j.sigmf-meta").string()).find("not SigMF metadata"), std::string::npos);
+  // Capture segments must be in order, inside the data, and never go back in the source's count.
+  std::ofstream(dir_ / "s.sigmf-data") << std::string(400, '\1');  // 200 int16 frames
+  auto segments = [&](const std::string& captures) {
+    std::ofstream(dir_ / "s.sigmf-meta") << R"({"global": {"core:datatype": "ri16_le", "core:sample_rate": 1000},
+        "captures": )" << captures << "}";
+    return message((dir_ / "s.sigmf-meta").string());
+  };
+  EXPECT_NE(segments(R"([{"core:sample_start": 0}, {"core:sample_start": 0}])").find("captures[1]: core:sample_start must be above"),
+            std::string::npos);
+  EXPECT_NE(segments(R"([{"core:sample_start": 5}])").find("captures[0]: the first capture must start at core:sample_start 0"),
+            std::string::npos);
+  EXPECT_NE(segments(R"([{"core:sample_start": 0}, {"core:sample_start": 300}])").find("past the data's 200 frames"),
+            std::string::npos);
+  EXPECT_NE(segments(R"([{"core:sample_start": 0, "core:global_index": 1000}, {"core:sample_start": 100, "core:global_index": 50}])")
+                .find("captures[1]: core:global_index goes backwards"),
+            std::string::npos);
+  EXPECT_NE(segments(R"([{"core:sample_start": 0, "core:datetime": "yesterday"}])").find("core:datetime is not RFC 3339"),
+            std::string::npos);
+  EXPECT_EQ(segments(R"([{"core:sample_start": 0}, {"core:sample_start": 100, "core:global_index": 150}])"), "no error");
   const std::string eight = write_wav(1, 10, 16, ramp);
   {  // patch the bit depth to 8 (an unsupported PCM width)
     std::fstream f(eight, std::ios::in | std::ios::out | std::ios::binary);

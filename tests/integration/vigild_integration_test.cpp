@@ -20,6 +20,7 @@
 
 #include "../support/ports.hpp"
 #include "../support/process.hpp"
+#include "acquisition/sha256.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"
 #include "pipeline/stream_monitor.hpp"
@@ -349,24 +350,26 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarmsAndHits) {
     - noise_rms: 0.01
       bursts: {amplitude: 0.9, freq_hz: 3000, decay_s: 0.01, times_s: [0.2, 0.5, 0.8]}
 )";
-  // Record the same signal to SigMF in-process, chunk by chunk, as int16.
+  // The same signal generated in-process, chunk by chunk, as int16: the truth the recording is
+  // checked against.
   SyntheticSpec spec = integration_spec();
   spec.signals[1] = ChannelSignal{};
   spec.signals[1].noise_rms = 0.01;
   spec.signals[1].bursts = {0.9, 3000, 0.0, 0.01, 0, {0.2, 0.5, 0.8}};
+  std::string truth;
   {
     SyntheticSource src(spec);
     std::vector<std::byte> mem(512 * 2 * 2);
     Chunk chunk;
     chunk.data = mem.data();
     chunk.capacity_bytes = mem.size();
-    std::ofstream data(dir / "rec.sigmf-data", std::ios::binary);
     while (src.read(chunk) == ReadStatus::kOk)
-      data.write(reinterpret_cast<const char*>(chunk.data), std::streamsize(chunk.header.frames * 2 * 2));
-    std::ofstream(dir / "rec.sigmf-meta") << R"({"global": {"core:datatype": "ri16_le", "core:sample_rate": 51200,
-        "core:num_channels": 2, "core:version": "1.0.0"}, "captures": [{"core:sample_start": 0}], "annotations": []})";
+      truth.append(reinterpret_cast<const char*>(chunk.data), chunk.header.frames * 2 * 2);
   }
-  // Runs vigild with this source on fresh loopback ports until the source ends; returns its alarms.
+  // Runs vigild with this source on fresh loopback ports until the source ends; returns its
+  // alarms and hits, and every event.
+  std::vector<json> all_events;
+  std::string config_text;
   auto alarms_of = [&](const std::string& source_block, const std::string& name) {
     UdpSocket data, events;
     Received r;
@@ -376,12 +379,14 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarmsAndHits) {
     const std::string config = write_config(dir, data.port, events.port, "", source_block, name,
                                             "  - {name: hits, kind: ae_hits, input: input, threshold_db: 118,\n"
                                             "     full_scale_v: 1, preamp_gain_db: 0, level_interval_s: 0}\n");
+    config_text = test::read_text(config);
     test::Process vigild({kVigild, "--config", config, "--log-interval", "0"});
     const int st = vigild.wait(std::chrono::seconds(20));
     stop = true;
     rx.join();
     EXPECT_NE(st, -1);
     EXPECT_EQ(WEXITSTATUS(st), 0);
+    all_events = r.events;
     std::vector<std::string> alarms;
     for (const json& e : r.events) {
       if (e["type"] == "alarm")
@@ -394,15 +399,87 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarmsAndHits) {
     }
     return alarms;
   };
-  const std::string live = std::string(kSyntheticSource) + signals;
-  const std::string replay =
-      "source: {kind: file, path: " + (dir / "rec.sigmf-meta").string() + ", chunk_frames: 512, rate_factor: 10}\n";
-  const auto live_alarms = alarms_of(live, "live.yaml"), replay_alarms = alarms_of(replay, "replay.yaml");
+  // The live run records its raw input (`record:`); the replay runs the same stages on that file.
+  const std::string live = std::string(kSyntheticSource) + signals + "record: {directory: " + (dir / "rec").string() +
+                           ", prefix: live}\n";
+  const auto live_alarms = alarms_of(live, "live.yaml");
+  const std::string live_sha = sha256_hex(config_text);
+  std::vector<json> record_events;
+  for (const json& e : all_events)
+    if (e["type"] == "record") record_events.push_back(e);
+  const json last_status = [&] {
+    json last;
+    for (const json& e : all_events)
+      if (e["type"] == "status") last = e;
+    return last;
+  }();
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir / "rec")) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 2u);  // one .sigmf-data and its .sigmf-meta
+  EXPECT_EQ(files[0].extension(), ".sigmf-data");
+  EXPECT_TRUE(test::read_text(files[0].string()) == truth) << "the recording is not the generated input";
+  const json meta = json::parse(std::ifstream(files[1]));
+  EXPECT_EQ(meta["global"]["vigil:config_sha256"], live_sha);
+  EXPECT_EQ(meta["global"]["core:datatype"], "ri16_le");
+  EXPECT_EQ(meta["captures"].size(), 1u);
+  ASSERT_EQ(record_events.size(), 2u);
+  EXPECT_EQ(record_events[0]["action"], "open");
+  EXPECT_EQ(record_events[1]["action"], "close");
+  EXPECT_EQ(record_events[1]["frames"], 51200);
+  EXPECT_EQ(last_status["record"]["frames_written"], 51200);
+  EXPECT_EQ(last_status["record"]["chunks_dropped"], 0);
+
+  const std::string replay = "source: {kind: file, path: " + files[1].string() + ", chunk_frames: 512, rate_factor: 10}\n";
+  const auto replay_alarms = alarms_of(replay, "replay.yaml");
   fs::remove_all(dir);
   ASSERT_GE(live_alarms.size(), 7u);  // ch0 low raised once; ch1 high raised and cleared 3 times
   const auto hits = std::count_if(live_alarms.begin(), live_alarms.end(), [](const std::string& a) { return a.rfind("hit", 0) == 0; });
   EXPECT_EQ(hits, 3);  // the three bursts on channel 1 (0.9 full scale over a 0.79 threshold; the 0.5 tone stays under)
   EXPECT_EQ(replay_alarms, live_alarms);
+}
+
+TEST(VigildIntegration, AFullDiskStopsTheRecordingAndNothingElse) {
+  // A real write error: vigild runs under a file size limit (prlimit), so the recording's
+  // write() fails with EFBIG part way; the data stream must still carry every sample.
+  const fs::path dir = fs::temp_directory_path() / ("vigil-diskfull-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  Received r;
+  std::atomic<bool> stop{false};
+  std::thread rx([&] { receive(data, events, r, stop); });
+  const std::string config =
+      write_config(dir, data.port, events.port, "  duration_s: 1.0\n");
+  std::ofstream(config, std::ios::app) << "record: {directory: " << (dir / "rec").string() << "}\n";
+  test::Process vigild({"/usr/bin/prlimit", "--fsize=40000", kVigild, "--config", config, "--log-interval", "0"});
+  const int st = vigild.wait(std::chrono::seconds(20));
+  stop = true;
+  rx.join();
+  fs::remove_all(dir);
+  ASSERT_NE(st, -1);
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  std::vector<json> record_events;
+  json last_status;
+  for (const json& e : r.events) {
+    if (e["type"] == "record") record_events.push_back(e);
+    if (e["type"] == "status") last_status = e;
+  }
+  ASSERT_EQ(record_events.size(), 3u);  // open, close (stopped), stop
+  EXPECT_EQ(record_events[0]["action"], "open");
+  EXPECT_EQ(record_events[1]["action"], "close");
+  EXPECT_EQ(record_events[2]["action"], "stop");
+  EXPECT_NE(record_events[2]["reason"].get<std::string>().find("File too large"), std::string::npos);
+  EXPECT_EQ(last_status["record"]["state"], "stopped");
+  EXPECT_EQ(last_status["record"]["write_errors"], 1);
+  EXPECT_EQ(last_status["record"]["frames_written"], 19 * 512);  // 19 whole chunks of 2048 bytes fit in 40000
+  // The pipeline did not notice: every stream carried every sample of the second.
+  ASSERT_EQ(r.monitor.streams().size(), 6u);
+  for (const auto& [id, s] : r.monitor.streams()) {
+    EXPECT_EQ(s.samples, 51200u) << std::hex << id;
+    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
+    EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
+  }
+  EXPECT_EQ(last_status["dropped_chunks"], 0);
 }
 
 TEST(VigildIntegration, JournalGetsPriorityPrefixes) {

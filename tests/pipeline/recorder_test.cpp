@@ -246,7 +246,9 @@ TEST_F(RecorderTest, ChunksDroppedWhileTheDiskIsBehindBecomeAGapTheReplayReprodu
   while (src.read(c) == ReadStatus::kOk) {
     frames.push_back(c.header.first_frame);
     EXPECT_EQ(bool(c.header.flags & chunk_flags::kOverrunBefore), c.header.first_frame == 10 * kFrames);
-    if (c.header.first_frame == 10 * kFrames) EXPECT_EQ(c.header.frames_lost_before, 8 * kFrames);
+    if (c.header.first_frame == 10 * kFrames) {
+      EXPECT_EQ(c.header.frames_lost_before, 8 * kFrames);
+    }
     EXPECT_EQ(0, std::memcmp(c.data, input_.at(c.header.first_frame / kFrames).data(), kChunkBytes));
   }
   EXPECT_EQ(frames, (std::vector<uint64_t>{0, kFrames, 10 * kFrames, 11 * kFrames, 12 * kFrames}));
