@@ -10,6 +10,7 @@
 namespace vigil {
 
 struct EventRecord;
+class RtLog;
 template <typename T>
 class SpscQueue;
 
@@ -49,6 +50,7 @@ struct Exec {
   ChunkInfo chunk;
   SpscQueue<EventRecord>* events = nullptr;  // detectors push here (never block)
   std::atomic<uint64_t>* events_dropped = nullptr;  // bumped when `events` is full
+  RtLog* log = nullptr;  // journal lines from the pipeline thread (rare: errors), may be null
 };
 
 }  // namespace vigil

@@ -14,7 +14,10 @@ namespace vigil {
 // kOverload: the pipeline's own (stage unused): level 1 = shedding started, 0 = stages restored;
 // value = deadline misses in the last second.
 // kSourceOverrun: the device overran before this chunk; value = frames lost (measured).
-enum class EventKind : uint8_t { kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration, kOverload, kSourceOverrun };
+// kBackendFallback: a CUDA stage failed and continues on its CPU twin; value = the cudaError_t.
+enum class EventKind : uint8_t {
+  kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration, kOverload, kSourceOverrun, kBackendFallback
+};
 
 struct EventRecord {
   EventKind kind = EventKind::kAlarmRaised;

@@ -21,10 +21,10 @@ class FirBankStage final : public Stage {
   StageUpdatePlan plan_update(const StageSettings& next) const override;
   void apply_update(StageUpdate& update) noexcept override;
   const StreamingFirBank* bank() const noexcept { return bank_.get(); }
+  // The taps `s` designs at `rate_hz` (one vector per band); the CUDA stage uses the same.
+  static std::vector<std::vector<float>> design(const FirBankSettings& s, double rate_hz);
 
  private:
-  // The taps `s` designs at `rate_hz` (one vector per band).
-  static std::vector<std::vector<float>> design(const FirBankSettings& s, double rate_hz);
 
   FirBankSettings settings_;
   double rate_hz_ = 0;

@@ -7,17 +7,29 @@
 #include "pipeline/ae_hits_stage.hpp"
 #include "pipeline/band_rms_stage.hpp"
 #include "pipeline/fir_bank_stage.hpp"
+#if VIGIL_HAVE_CUDA
+#include "pipeline/fir_bank_cuda_stage.hpp"
+#endif
 #include "pipeline/vibration_stage.hpp"
 
 namespace vigil {
 
-Graph::Graph(const std::vector<StageSettings>& stages) {
+Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
+#if !VIGIL_HAVE_CUDA
+  (void)backend;  // every stage runs on the CPU in a build without CUDA
+#endif
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSettings& s = stages[i];
     Node n;
     n.name = s.name;
     n.input = s.input;
     n.optional = s.optional;
+#if VIGIL_HAVE_CUDA
+    if (s.kind == "fir_bank" && backend.cuda)
+      n.stage = std::make_unique<FirBankCudaStage>(std::get<FirBankSettings>(s.params), uint16_t(i),
+                                                   CudaStageOptions{backend.mapped, backend.fail_at_chunk});
+    else
+#endif
     if (s.kind == "fir_bank")
       n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params));
     else if (s.kind == "band_rms")

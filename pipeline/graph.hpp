@@ -12,10 +12,17 @@
 
 namespace vigil {
 
+// Which stages run on the GPU: with cuda, every stage that has a CUDA twin (fir_bank).
+struct GraphBackend {
+  bool cuda = false;
+  bool mapped = false;         // zero-copy staging
+  uint64_t fail_at_chunk = 0;  // test-only fault (pipeline.test_cuda_fail_at_chunk)
+};
+
 class Graph {
  public:
   // Builds (but does not prepare) the stages of `settings`. Throws on an unknown kind.
-  explicit Graph(const std::vector<StageSettings>& stages);
+  explicit Graph(const std::vector<StageSettings>& stages, GraphBackend backend = {});
   ~Graph();
 
   // Prepares every stage for `input` and allocates all buffers. Off the real-time path.

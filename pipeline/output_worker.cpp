@@ -181,6 +181,15 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       send_event("overload", std::move(body), utc_now_ns());
       return;
     }
+    if (ev.kind == EventKind::kBackendFallback) {  // the stage adds state and the error
+      nlohmann::json body;
+      body["stage"] = graph_.stage_name(ev.stage);
+      body["frame"] = ev.frame;  // the first chunk the CPU twin filtered
+      body["sample_time"] = rfc3339_utc(ev.t_utc_ns);
+      graph_.stage(ev.stage).describe_event(ev, body);
+      send_event("backend", std::move(body), utc_now_ns());
+      return;
+    }
     nlohmann::json body;
     const char* type = "alarm";
     switch (ev.kind) {
@@ -190,7 +199,8 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       case EventKind::kAeLevel: type = "ae_level"; break;
       case EventKind::kVibration: type = "vibration"; break;
       case EventKind::kOverload:
-      case EventKind::kSourceOverrun: break;  // handled above
+      case EventKind::kSourceOverrun:
+      case EventKind::kBackendFallback: break;  // handled above
     }
     body["stage"] = graph_.stage_name(ev.stage);
     body["band"] = graph_.stage_input_band_name(ev.stage, ev.band);

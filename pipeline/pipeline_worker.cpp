@@ -124,6 +124,7 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   exec.chunk = {header.first_frame, header.t_first_utc_ns, header.sequence};
   exec.events = &events_;
   exec.events_dropped = &counters_.events_dropped;
+  exec.log = &log_;
   if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
   const bool failed = graph_.run(exec) != StageStatus::kOk;
   if (failed) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);

@@ -98,6 +98,32 @@ std::string prometheus_text(const nlohmann::json& s) {
     w.family("vigil_stage_seconds", "summary", "Per chunk: processing time of each stage.");
     for (const auto& [name, st] : s["stages"].items())
       if (st.contains("time_us")) w.quantiles(st["time_us"], "vigil_stage_seconds", "stage=\"" + escape(name) + "\"");
+    bool gpu = false;
+    for (const auto& [name, st] : s["stages"].items()) {
+      if (!st.contains("gpu_us")) continue;
+      if (!gpu) {
+        w.family("vigil_stage_gpu_seconds", "summary", "Per chunk: GPU time of each CUDA stage (copies and kernels).");
+        gpu = true;
+      }
+      w.quantiles(st["gpu_us"], "vigil_stage_gpu_seconds", "stage=\"" + escape(name) + "\"");
+    }
+    bool errors = false;
+    for (const auto& [name, st] : s["stages"].items()) {
+      if (!st.contains("cuda_errors")) continue;
+      if (!errors) {
+        w.family("vigil_cuda_errors_total", "counter", "CUDA errors per stage (each moves the stage to its CPU twin).");
+        errors = true;
+      }
+      w.sample("vigil_cuda_errors_total", "stage=\"" + escape(name) + "\"", st["cuda_errors"].get<double>());
+    }
+  }
+  if (s.contains("record")) {
+    const nlohmann::json& rec = s["record"];
+    w.counter(rec, "bytes_written", "vigil_record_bytes_total", "Bytes of raw input written to recordings.");
+    w.counter(rec, "chunks_dropped", "vigil_record_dropped_chunks_total", "Chunks left out of the recording (the disk was behind).");
+    w.counter(rec, "write_errors", "vigil_record_write_errors_total", "Recording write errors (each stops the recording).");
+    w.family("vigil_recording", "gauge", "1 while recording, 0 once stopped.");
+    w.sample("vigil_recording", "", rec.value("state", "") == "recording" ? 1.0 : 0.0);
   }
   return w.str();
 }

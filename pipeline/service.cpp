@@ -18,6 +18,10 @@
 #include <stdexcept>
 
 #include "acquisition/file_source.hpp"
+#if VIGIL_HAVE_CUDA
+#include "cuda/cuda_check.hpp"
+#include "cuda/pinned_buffer.hpp"
+#endif
 #include "acquisition/synthetic_source.hpp"
 
 namespace vigil {
@@ -27,10 +31,25 @@ constexpr size_t kEventQueueCapacity = 16384;  // AE hit storms: ~3 MiB of recor
 }
 
 Service::Service(const Settings& settings) : settings_(settings) {
-  if (settings_.pipeline.backend == "cuda")
-    throw std::runtime_error("pipeline.backend: the cuda backend is not built into the pipeline yet; "
-                             "use 'cpu' or 'auto'");
-  backend_ = "cpu";  // 'auto' resolves to cpu until the CUDA stages land
+  // The backend: cuda when asked for (a clear error without a usable GPU), auto = cuda when this
+  // build has CUDA and a device answers, else cpu.
+  GraphBackend graph_backend;
+  const PipelineSettings& ps = settings_.pipeline;
+#if VIGIL_HAVE_CUDA
+  std::string no_gpu;
+  const bool gpu = ps.backend != "cpu" && cuda::device_available(&no_gpu);
+  if (ps.backend == "cuda" && !gpu)
+    throw std::runtime_error("pipeline.backend: cuda, but no CUDA device can be used (" + no_gpu +
+                             "); use 'auto' to fall back to the CPU");
+  graph_backend.cuda = gpu;
+  graph_backend.mapped = gpu && (ps.memory == "mapped" || (ps.memory == "auto" && cuda::device_is_integrated()));
+  graph_backend.fail_at_chunk = ps.test_cuda_fail_at_chunk;
+#else
+  if (ps.backend == "cuda")
+    throw std::runtime_error("pipeline.backend: cuda, but this build has no CUDA (configure with a CUDA toolkit)");
+#endif
+  backend_ = graph_backend.cuda ? "cuda" : "cpu";
+  memory_ = graph_backend.cuda ? (graph_backend.mapped ? "mapped" : "copy") : "";
 
   if (settings_.source_kind == "file")
     source_ = std::make_unique<FileSource>(settings_.file);
@@ -51,7 +70,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
   full_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
   for (uint32_t i = 0; i < pool_chunks; ++i) free_chunks_->push(&pool_->chunk(i));
 
-  graph_ = std::make_unique<Graph>(settings_.stages);
+  graph_ = std::make_unique<Graph>(settings_.stages, graph_backend);
   StreamFormat input;
   input.rate_hz = format_.rate_hz;
   input.channels = format_.channels;
@@ -262,7 +281,8 @@ std::string Service::describe() const {
   std::ostringstream s;
   s << "source " << source_->kind() << " " << format_.channels << " ch @ " << format_.rate_hz << " Hz, "
     << to_string(format_.format) << ", " << format_.chunk_frames << " frames/chunk, pool " << pool_->count()
-    << " chunks (" << pool_->allocator_name() << "), backend " << backend_ << ", " << graph_->stage_count()
+    << " chunks (" << pool_->allocator_name() << "), backend " << backend_
+    << (memory_.empty() ? "" : " (" + memory_ + " memory)") << ", " << graph_->stage_count()
     << " stages, " << settings_.data_outputs.size() << " data outputs, " << settings_.event_outputs.size()
     << " event outputs";
   if (recorder_) s << ", recording to " << settings_.record.directory;

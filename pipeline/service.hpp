@@ -68,6 +68,7 @@ class Service {
  private:
   Settings settings_;
   std::string backend_;
+  std::string memory_;        // cuda: how staging reaches the GPU (copy | mapped)
   std::string source_notes_;  // e.g. what an ALSA device granted
   std::unique_ptr<Source> source_;
   SourceFormat format_;

@@ -48,7 +48,7 @@ if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-s
 else
   echo "gpu-check: compute-sanitizer not found" | tee -a "$out/ctest.log"; status=1
 fi
-for b in convert_bench ae_hits_bench; do
+for b in convert_bench ae_hits_bench fir_stage_bench; do
   "$build/bench/$b" --benchmark_repetitions=15 --benchmark_report_aggregates_only=true 2>&1
 done | tee "$out/bench.txt" | grep -E "median|Run on"
 BUILD_DIR="$build" bench/fir_cuda_vs_cupy.sh 2>&1 | tee "$out/fir_cuda_vs_cupy.txt" || status=1

@@ -79,6 +79,7 @@ stages:
 outputs:
   - {kind: events, destination: "127.0.0.1:9"}
 metrics: {listen: "127.0.0.1:)" << port << R"("}
+record: {directory: )" << (dir / "rec").string() << R"(}
 )";
   test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0"});
   std::string resp;
@@ -126,6 +127,15 @@ metrics: {listen: "127.0.0.1:)" << port << R"("}
   EXPECT_TRUE(values.count(R"(vigil_latency_seconds{quantile="0.5"})")) << body;
   EXPECT_TRUE(values.count(R"(vigil_queue_depth{queue="capture_to_pipeline"})")) << body;
   EXPECT_EQ(values[R"(vigil_source_running{kind="synthetic"})"], 1);
+  EXPECT_EQ(values["vigil_recording"], 1);
+  EXPECT_GT(values["vigil_record_bytes_total"], 0);
+  EXPECT_EQ(values["vigil_record_write_errors_total"], 0);
+  EXPECT_EQ(values["vigil_record_dropped_chunks_total"], 0);
+  // On the CUDA backend (a GPU machine) the fir_bank's GPU time and error count are there too.
+  if (values.count(R"(vigil_cuda_errors_total{stage="bands"})")) {
+    EXPECT_EQ(values[R"(vigil_cuda_errors_total{stage="bands"})"], 0);
+    EXPECT_TRUE(values.count(R"(vigil_stage_gpu_seconds{stage="bands",quantile="0.99"})")) << body;
+  }
 }
 
 TEST(Metrics, NoListeningSocketUnlessConfigured) {

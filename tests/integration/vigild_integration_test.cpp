@@ -26,6 +26,9 @@
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/output_worker.hpp"
 #include "pipeline/vita49.hpp"
+#if VIGIL_HAVE_CUDA
+#include "cuda/cuda_check.hpp"
+#endif
 
 namespace vigil {
 namespace {
@@ -806,6 +809,62 @@ TEST(VigildRealtime, CaptureThreadGetsFifoAndAffinityOrOneWarning) {
   }
   EXPECT_TRUE(log_text.find("memory locked (mlockall)") != std::string::npos ||
               log_text.find("mlockall not permitted") != std::string::npos) << log_text;
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
+#if VIGIL_HAVE_CUDA
+  std::string why;
+  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
+#else
+  GTEST_SKIP() << "this build has no CUDA";
+#endif
+  const fs::path dir = fs::temp_directory_path() / ("vigil-cuda-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  Received r;
+  std::atomic<bool> stop{false};
+  std::thread rx([&] { receive(data, events, r, stop); });
+  // The 20th chunk's launch fails (a real invalid launch on the GPU): the fir_bank continues on
+  // its CPU twin from that very chunk.
+  const std::string source = std::string(kSyntheticSource) + "  duration_s: 1.0\n" + kSignals +
+                             "pipeline: {backend: cuda, test_cuda_fail_at_chunk: 20}\n";
+  const std::string config = write_config(dir, data.port, events.port, "", source);
+  test::Process vigild({kVigild, "--config", config, "--log-interval", "0"});
+  const int st = vigild.wait(std::chrono::seconds(30));
+  stop = true;
+  rx.join();
+  fs::remove_all(dir);
+  ASSERT_NE(st, -1);
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  std::vector<json> backend_events;
+  json last_status;
+  for (const json& e : r.events) {
+    if (e["type"] == "backend") backend_events.push_back(e);
+    if (e["type"] == "status") last_status = e;
+  }
+  ASSERT_EQ(backend_events.size(), 1u);
+  EXPECT_EQ(backend_events[0]["state"], "fallback");
+  EXPECT_EQ(backend_events[0]["stage"], "bands");
+  EXPECT_EQ(backend_events[0]["frame"], 19 * 512);
+  EXPECT_NE(backend_events[0]["error"].get<std::string>().find("cudaErrorInvalidConfiguration"), std::string::npos);
+  EXPECT_EQ(last_status["backend"], "cuda");
+  EXPECT_EQ(last_status["stages"]["bands"]["backend"], "cpu (fallback)");
+  EXPECT_EQ(last_status["stages"]["bands"]["cuda_errors"], 1);
+  EXPECT_EQ(last_status["stage_failures"], 0);
+  EXPECT_EQ(last_status["dropped_chunks"], 0);
+  // Every stream complete: no chunk was lost to the failure.
+  ASSERT_EQ(r.monitor.streams().size(), 6u);
+  for (const auto& [id, s] : r.monitor.streams()) {
+    EXPECT_EQ(s.samples, 51200u) << std::hex << id;
+    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
+    EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,279 @@
+// RT: process() and apply_update() on the pipeline thread; the rest on the main thread.
+#include "pipeline/fir_bank_cuda_stage.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "acquisition/rt_log.hpp"
+#include "cuda/fault_injection.hpp"
+#include "pipeline/event_record.hpp"
+#include "pipeline/fir_bank_stage.hpp"
+
+namespace vigil {
+
+namespace {
+struct FirBankCudaUpdate final : StageUpdate {
+  FirBankSettings settings;
+  std::vector<std::vector<float>> taps;
+  std::unique_ptr<cuda::FirBankCuda> bank;  // null when the stage runs on the CPU
+};
+
+// The largest power of two <= n, within FirBankCuda's 16..65536.
+uint32_t block_for(uint32_t n) {
+  uint32_t b = 16;
+  while (b * 2 <= n && b < 65536) b *= 2;
+  return b;
+}
+}  // namespace
+
+FirBankCudaStage::FirBankCudaStage(FirBankSettings settings, uint16_t index, CudaStageOptions options)
+    : settings_(std::move(settings)), index_(index), options_(options) {}
+
+FirBankCudaStage::~FirBankCudaStage() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  bank_.reset();
+  next_bank_.reset();
+  retired_bank_.reset();
+  if (d_in_) cudaFree(d_in_);
+  if (d_out_) cudaFree(d_out_);
+  if (ev_start_) cudaEventDestroy(ev_start_);
+  if (ev_stop_) cudaEventDestroy(ev_stop_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_frames) {
+  if (in.bands != 1)
+    throw std::invalid_argument("fir_bank: input must have 1 band per channel, got " + std::to_string(in.bands));
+  rate_hz_ = in.rate_hz;
+  channels_ = in.channels;
+  bands_ = uint32_t(settings_.bands.size());
+  max_frames_ = max_frames;
+  const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
+  block_ = block_for(std::min(max_latency, max_frames));
+  const std::vector<std::vector<float>> taps = FirBankStage::design(settings_, in.rate_hz);
+  max_taps_ = 0;
+  for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
+
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_start_));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_stop_));
+  bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, stream_);
+  cpu_ = std::make_unique<PartitionedFirBank>(taps, channels_, PartitionedFirBank::uniform(block_));
+  const size_t in_floats = size_t(channels_) * max_frames_, out_floats = size_t(bands_) * in_floats;
+  h_in_ = cuda::PinnedBuffer(in_floats * sizeof(float), options_.mapped);
+  h_out_ = cuda::PinnedBuffer(out_floats * sizeof(float), options_.mapped);
+  if (!options_.mapped) {
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in_), in_floats * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), out_floats * sizeof(float)));
+  }
+  // Enough input to rebuild the filter state exactly: M - 1 frames of history for the last
+  // output the bank still owes, which lags by B.
+  history_frames_ = uint32_t(block_ + max_taps_ - 1);
+  history_.assign(size_t(channels_) * history_frames_, 0.0f);
+  history_pos_ = 0;
+  prime_.assign(history_.size(), 0.0f);
+  scratch_.assign(out_floats, 0.0f);
+  fade_.assign(out_floats, 0.0f);
+
+  StreamFormat out = in;
+  out.bands = bands_;
+  out.band_names.clear();
+  for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
+  out.delay_frames = in.delay_frames + block_;
+  return out;
+}
+
+cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride,
+                                      uint32_t frames) noexcept {
+  const size_t s = max_frames_;  // the staging stride
+  float* h_in = h_in_.host<float>();
+  for (uint32_t c = 0; c < channels_; ++c) std::memcpy(h_in + c * s, in + c * in_stride, frames * sizeof(float));
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
+  const float* d_in = options_.mapped ? h_in_.device<float>() : d_in_;
+  float* d_out = options_.mapped ? h_out_.device<float>() : d_out_;
+  if (!options_.mapped)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s * sizeof(float), h_in, s * sizeof(float), frames * sizeof(float),
+                                                 channels_, cudaMemcpyHostToDevice, stream_));
+  VIGIL_CUDA_RETURN_IF_ERROR(bank.process(d_in, s, frames, d_out, s));
+  if (!options_.mapped)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s * sizeof(float), d_out_, s * sizeof(float),
+                                                 frames * sizeof(float), size_t(bands_) * channels_,
+                                                 cudaMemcpyDeviceToHost, stream_));
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
+  return cudaSuccess;
+}
+
+void FirBankCudaStage::remember(const Block& in) noexcept {
+  const uint32_t n = std::min(in.frames, history_frames_);
+  const uint32_t skip = in.frames - n;  // only the newest history_frames_ matter
+  for (uint32_t c = 0; c < channels_; ++c) {
+    float* ring = history_.data() + size_t(c) * history_frames_;
+    const float* src = in.data + c * in.stride + skip;
+    const uint32_t first = std::min(n, history_frames_ - history_pos_);
+    std::memcpy(ring + history_pos_, src, first * sizeof(float));
+    std::memcpy(ring, src + first, (n - first) * sizeof(float));
+  }
+  history_pos_ = (history_pos_ + n) % history_frames_;
+}
+
+void FirBankCudaStage::unwrap_history() noexcept {
+  for (uint32_t c = 0; c < channels_; ++c) {
+    const float* ring = history_.data() + size_t(c) * history_frames_;
+    float* dst = prime_.data() + size_t(c) * history_frames_;
+    const uint32_t tail = history_frames_ - history_pos_;  // oldest part: from pos to the end
+    std::memcpy(dst, ring + history_pos_, tail * sizeof(float));
+    std::memcpy(dst + tail, ring, history_pos_ * sizeof(float));
+  }
+}
+
+cudaError_t FirBankCudaStage::prime_gpu(cuda::FirBankCuda& bank) noexcept {
+  unwrap_history();
+  for (uint32_t at = 0; at < history_frames_;) {
+    const uint32_t n = std::min(max_frames_, history_frames_ - at);
+    VIGIL_CUDA_RETURN_IF_ERROR(run_gpu(bank, prime_.data() + at, history_frames_, n));
+    at += n;
+  }
+  return cudaSuccess;
+}
+
+void FirBankCudaStage::prime_cpu() noexcept {
+  unwrap_history();
+  cpu_->reset();
+  for (uint32_t at = 0; at < history_frames_;) {
+    const uint32_t n = std::min(max_frames_, history_frames_ - at);
+    cpu_->process(prime_.data() + at, history_frames_, n, scratch_.data(), max_frames_);
+    at += n;
+  }
+}
+
+void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
+  cudaGetLastError();  // clear a non-sticky error so later CUDA calls (other stages) start clean
+  cuda_errors_.fetch_add(1, std::memory_order_relaxed);
+  last_error_.store(int(error), std::memory_order_relaxed);
+  on_cpu_.store(true, std::memory_order_relaxed);
+  prime_cpu();  // the state the GPU bank had before this chunk, rebuilt from the input history
+  cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
+  EventRecord ev;
+  ev.kind = EventKind::kBackendFallback;
+  ev.stage = index_;
+  ev.value = double(int(error));
+  ev.frame = exec.chunk.first_frame;
+  ev.t_utc_ns = exec.chunk.t_first_utc_ns;
+  emit_event(exec, ev);
+  if (exec.log)
+    exec.log->printf(3, "fir_bank stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin", unsigned(index_),
+                     cudaGetErrorName(error), cudaGetErrorString(error), (unsigned long long)exec.chunk.first_frame);
+}
+
+StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
+  out.frames = in.frames;
+  ++chunks_;
+  if (on_cpu_.load(std::memory_order_relaxed)) {
+    cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
+    return StageStatus::kOk;
+  }
+  cudaError_t e = cudaSuccess;
+  if (options_.fail_at_chunk && chunks_ == options_.fail_at_chunk) e = cuda::launch_failing_kernel_for_test(stream_);
+  if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames);
+  if (e == cudaSuccess && next_bank_) {  // a reload: crossfade from the old taps to the new over this chunk
+    const float* h = h_out_.host<float>();
+    std::copy(h, h + size_t(bands_) * channels_ * max_frames_, fade_.begin());
+    e = run_gpu(*next_bank_, in.data, in.stride, in.frames);
+    if (e == cudaSuccess) {
+      h = h_out_.host<float>();
+      for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
+        for (uint32_t i = 0; i < in.frames; ++i) {
+          const float w = float(i + 1) / float(in.frames);
+          const size_t k = lane * max_frames_ + i;
+          fade_[k] = (1.0f - w) * fade_[k] + w * h[k];
+        }
+      retired_bank_ = std::move(bank_);  // freed by the next reload or the destructor, off this thread's hot path
+      bank_ = std::move(next_bank_);
+      for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
+        std::memcpy(out.data + lane * out.stride, fade_.data() + lane * max_frames_, in.frames * sizeof(float));
+      remember(in);
+      return StageStatus::kOk;
+    }
+  }
+  if (e != cudaSuccess) {
+    next_bank_.reset();  // the CPU twin already has the new taps (apply_update)
+    fall_back(in, out, exec, e);
+    return StageStatus::kOk;
+  }
+  const float* h = h_out_.host<float>();
+  for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
+    std::memcpy(out.data + lane * out.stride, h + lane * max_frames_, in.frames * sizeof(float));
+  remember(in);
+  return StageStatus::kOk;
+}
+
+void FirBankCudaStage::reset() noexcept {
+  if (bank_ && !on_cpu_.load(std::memory_order_relaxed)) {
+    try {
+      bank_->reset();
+    } catch (...) {
+    }
+  }
+  if (cpu_) cpu_->reset();
+  std::fill(history_.begin(), history_.end(), 0.0f);
+  history_pos_ = 0;
+}
+
+StageUpdatePlan FirBankCudaStage::plan_update(const StageSettings& next) const {
+  const auto& n = std::get<FirBankSettings>(next.params);
+  StageUpdatePlan plan;
+  if (n == settings_) return plan;
+  std::vector<std::string> old_names, new_names;
+  for (const BandSettings& b : settings_.bands) old_names.push_back(b.name);
+  for (const BandSettings& b : n.bands) new_names.push_back(b.name);
+  if (n.taps != settings_.taps || n.max_latency_frames != settings_.max_latency_frames || new_names != old_names ||
+      n.crossover_hz.empty() != settings_.crossover_hz.empty()) {
+    plan.structural = true;
+    plan.why = "the number of taps, the bands or the latency limit changed";
+    return plan;
+  }
+  auto u = std::make_unique<FirBankCudaUpdate>();
+  u->settings = n;
+  u->taps = FirBankStage::design(n, rate_hz_);
+  if (!on_cpu()) u->bank = std::make_unique<cuda::FirBankCuda>(u->taps, channels_, block_, stream_);
+  plan.update = std::move(u);
+  return plan;
+}
+
+void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
+  auto& u = static_cast<FirBankCudaUpdate&>(update);
+  try {
+    cpu_->set_taps(u.taps);  // the twin follows (crossfading itself if it is the one running)
+  } catch (...) {
+  }
+  settings_ = u.settings;
+  if (on_cpu_.load(std::memory_order_relaxed) || !u.bank) return;
+  retired_bank_.reset();
+  // Bring the new filter to the state it would have had (same history), then crossfade to it
+  // over the next chunk. A failure here is handled by the next process() like any other.
+  if (prime_gpu(*u.bank) == cudaSuccess) next_bank_ = std::move(u.bank);
+}
+
+void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+  if (ev.kind != EventKind::kBackendFallback) return;
+  const auto e = cudaError_t(int(ev.value));
+  body["state"] = "fallback";
+  body["from"] = "cuda";
+  body["to"] = "cpu";
+  body["error"] = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
+void FirBankCudaStage::add_status(nlohmann::json& status) const {
+  status["backend"] = on_cpu() ? "cpu (fallback)" : "cuda";
+  status["memory"] = options_.mapped ? "mapped" : "copy";
+  status["cuda_errors"] = cuda_errors_.load(std::memory_order_relaxed);
+  status["gpu_us"] = {{"p50", gpu_time_.quantile_us(0.5)}, {"p99", gpu_time_.quantile_us(0.99)}, {"max", gpu_time_.max_us()}};
+}
+
+}  // namespace vigil

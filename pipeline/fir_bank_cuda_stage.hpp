@@ -1,0 +1,86 @@
+// FirBankCudaStage: the fir_bank stage on the CUDA backend. Each chunk's input lanes go to the
+// GPU through page-locked staging (copied with cudaMemcpy2DAsync, or read in place by the kernels
+// when the memory is mapped: `pipeline.memory`), cuda/FirBankCuda filters every band (uniform
+// partitions of B, latency B), and the bands come back the same way; one stream, synchronised
+// once per chunk, GPU time measured with CUDA events.
+//
+// A CUDA error on the real-time path is counted, reported once (a `backend` event, state
+// fallback) and the stage carries on on the CPU twin — dsp/PartitionedFirBank with the same
+// layout and latency — primed from the last B + M - 1 input frames it keeps, so the chunk that
+// failed and every later one are filtered as if the CPU had run from the start: no chunk lost.
+// A reload's new taps are crossfaded over one chunk (new filter primed from the same history).
+// Only built with CUDA (VIGIL_HAVE_CUDA).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "cuda/fir_bank_cuda.hpp"
+#include "cuda/pinned_buffer.hpp"
+#include "dsp/partitioned_fir_bank.hpp"
+#include "pipeline/latency_histogram.hpp"
+#include "pipeline/stage.hpp"
+
+namespace vigil {
+
+struct CudaStageOptions {
+  bool mapped = false;         // zero-copy staging (pipeline.memory: mapped)
+  uint64_t fail_at_chunk = 0;  // test-only: the launch for this chunk (1-based) fails; 0: never
+};
+
+class FirBankCudaStage final : public Stage {
+ public:
+  FirBankCudaStage(FirBankSettings settings, uint16_t index, CudaStageOptions options);
+  ~FirBankCudaStage() override;
+
+  StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
+  StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
+  void reset() noexcept override;
+  StageUpdatePlan plan_update(const StageSettings& next) const override;
+  void apply_update(StageUpdate& update) noexcept override;
+  void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+  void add_status(nlohmann::json& status) const override;
+
+  bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
+  uint32_t block() const noexcept { return block_; }
+
+ private:
+  // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands in h_out_.
+  cudaError_t run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames) noexcept;
+  void remember(const Block& in) noexcept;       // the input history ring
+  // Runs the last history_ frames through `bank` (GPU) or the CPU twin, discarding the output.
+  cudaError_t prime_gpu(cuda::FirBankCuda& bank) noexcept;
+  void prime_cpu() noexcept;
+  void unwrap_history() noexcept;                // ring -> prime_ (oldest first)
+  void fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
+
+  FirBankSettings settings_;
+  uint16_t index_;
+  CudaStageOptions options_;
+  double rate_hz_ = 0;
+  uint32_t channels_ = 0, bands_ = 0, max_frames_ = 0, block_ = 0;
+  size_t max_taps_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+  std::unique_ptr<cuda::FirBankCuda> bank_, next_bank_, retired_bank_;
+  std::unique_ptr<PartitionedFirBank> cpu_;  // the fallback twin, same layout
+  cuda::PinnedBuffer h_in_, h_out_;          // channels x max_frames; bands x channels x max_frames
+  float* d_in_ = nullptr;                    // copy mode: device buffers
+  float* d_out_ = nullptr;
+  std::vector<float> history_;               // ring: channel c at c * history_frames_
+  uint32_t history_frames_ = 0, history_pos_ = 0;
+  std::vector<float> prime_;                 // unwrapped history, channels x history_frames_
+  std::vector<float> scratch_;               // CPU priming output: bands x channels x max_frames
+  std::vector<float> fade_;                  // the old filter's output during a crossfade
+  uint64_t chunks_ = 0;
+  std::atomic<bool> on_cpu_{false};
+  std::atomic<uint64_t> cuda_errors_{0};
+  std::atomic<int> last_error_{0};
+  LatencyHistogram gpu_time_;
+};
+
+}  // namespace vigil
