@@ -1,5 +1,5 @@
-// Test-only fault injection: a real kernel launch that fails (an invalid launch configuration,
-// cudaErrorInvalidConfiguration), so the pipeline's CUDA error path and CPU fallback can be
+// Test-only fault injection: a real kernel launch that fails (more threads per block than any
+// device allows: the runtime refuses it, cudaErrorInvalidValue on CUDA 13), so the pipeline's CUDA error path and CPU fallback can be
 // exercised on a healthy GPU. The error is not sticky: the context stays usable. Host C++ only.
 #pragma once
 

@@ -1,6 +1,7 @@
 #include "dsp/streaming_fir_bank.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace vigil {
@@ -17,14 +18,25 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
   if (max_latency_frames < 16)
     throw std::invalid_argument("fir bank: " + std::to_string(longest) + " taps need an FFT form with at least 16 frames "
                                 "of latency, but the latency limit is " + std::to_string(max_latency_frames));
-  if (const uint32_t n = PartitionedFirBank::best_fft_size(longest, max_latency_frames)) {
+  uint32_t block = 16;
+  while (block * 2 <= std::min<uint32_t>(max_latency_frames, 65536)) block *= 2;
+  // One big FFT only while it beats uniform partitions of `block`: when the latency limit is
+  // barely above the filter length, the single block's hop shrinks to a few samples per FFT
+  // (1023 taps under 256 frames: FFT 1024 for every 2 samples, ~200x the work).
+  // Modelled work per sample and channel: FFTs (N log2 N, forward shared, one inverse per band)
+  // plus the spectral multiply-accumulates (4 flops per bin and partition per band).
+  const auto bands = double(band_taps.size());
+  auto fft_cost = [&](double n, double hop, double parts) {
+    return ((1 + bands) * n * std::log2(n) + bands * 4 * parts * (n / 2 + 1)) / hop;
+  };
+  const double uniform_cost = fft_cost(2.0 * block, block, double((longest + block - 1) / block));
+  if (const uint32_t n = PartitionedFirBank::best_fft_size(longest, max_latency_frames);
+      n && fft_cost(n, double(n - longest + 1), 1) <= uniform_cost) {
     form_ = Form::kSingleBlock;
     partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels,
                                                         PartitionedFirBank::single_block(longest, n), planning);
     return;
   }
-  uint32_t block = 16;
-  while (block * 2 <= std::min<uint32_t>(max_latency_frames, 65536)) block *= 2;
   form_ = Form::kUniform;
   partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels, PartitionedFirBank::uniform(block), planning);
 }

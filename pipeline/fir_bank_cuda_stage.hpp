@@ -81,6 +81,7 @@ class FirBankCudaStage final : public Stage {
   std::atomic<uint64_t> cuda_errors_{0};
   std::atomic<int> last_error_{0};
   LatencyHistogram gpu_time_;
+  bool timing_ = false;  // record GPU time (not during warm-up and priming)
 };
 
 }  // namespace vigil

@@ -30,6 +30,11 @@ TEST(StreamingFirBank, PicksTheFormByLengthAndLatency) {
   const StreamingFirBank uniform({randn(8192, 1)}, 2, 1024, 1024);
   EXPECT_EQ(uniform.form(), StreamingFirBank::Form::kUniform);
   EXPECT_EQ(uniform.latency_frames(), 1024u);
+  // A latency limit just above the filter length would leave one big FFT a hop of 2 samples:
+  // uniform partitions are far less work there.
+  const StreamingFirBank tight({randn(1023, 1), randn(1023, 2)}, 2, 256, 256);
+  EXPECT_EQ(tight.form(), StreamingFirBank::Form::kUniform);
+  EXPECT_EQ(tight.latency_frames(), 256u);
   EXPECT_THROW(StreamingFirBank({randn(100, 1)}, 1, 64, 8), std::invalid_argument);
 }
 
