@@ -1,0 +1,96 @@
+#include "cuda/convolve_direct.cuh"
+
+#include "cuda/launch_check.cuh"
+
+namespace vigil::cuda {
+namespace {
+
+constexpr uint32_t kTile = kConvolveThreads * kConvolvePerThread;  // outputs per block
+
+// Block b computes outputs [b * kTile, (b + 1) * kTile). Shared: the taps, then the inputs
+// x[i0 - (m - 1) .. i0 + kTile - 1] (zero outside [0, n)). Thread t owns outputs
+// i0 + t * R + r, r < R; with base = t * R + m - 1, y[r] = sum_k h[k] * xs[base + r - k].
+// The window win[r] = xs[base + r - k] slides down by one per tap: one new shared load per k.
+__global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long long n, const float* __restrict__ h,
+                                           int m, float* __restrict__ y, long long n_out) {
+  constexpr int R = int(kConvolvePerThread);
+  extern __shared__ float smem[];
+  float* hs = smem;
+  float* xs = smem + m;
+  const long long i0 = (long long)blockIdx.x * kTile;
+  for (int j = threadIdx.x; j < m; j += blockDim.x) hs[j] = h[j];
+  const int span = int(kTile) + m - 1;
+  for (int j = threadIdx.x; j < span; j += blockDim.x) {
+    const long long src = i0 - (m - 1) + j;
+    xs[j] = (src >= 0 && src < n) ? x[src] : 0.0f;
+  }
+  __syncthreads();
+  const int base = int(threadIdx.x) * R + m - 1;
+  float acc[R], win[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    acc[r] = 0.0f;
+    win[r] = xs[base + r];
+  }
+  int k = 0;
+  // Unrolled by R so that the window's shift is a renaming of registers, not moves.
+  for (; k + R <= m; k += R) {
+#pragma unroll
+    for (int u = 0; u < R; ++u) {
+      const float hk = hs[k + u];
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r] = fmaf(hk, win[r], acc[r]);
+#pragma unroll
+      for (int r = R - 1; r > 0; --r) win[r] = win[r - 1];
+      if (k + u + 1 < m) win[0] = xs[base - k - u - 1];  // the next tap's newest input
+    }
+  }
+  for (; k < m; ++k) {
+    const float hk = hs[k];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = fmaf(hk, win[r], acc[r]);
+#pragma unroll
+    for (int r = R - 1; r > 0; --r) win[r] = win[r - 1];
+    if (k + 1 < m) win[0] = xs[base - k - 1];
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long i = i0 + (long long)threadIdx.x * R + r;
+    if (i < n_out) y[i] = acc[r];
+  }
+}
+
+__global__ void convolve_full_naive_kernel(const float* __restrict__ x, long long n, const float* __restrict__ h,
+                                           int m, float* __restrict__ y, long long n_out) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n_out) return;
+  float acc = 0.0f;
+  for (int k = 0; k < m; ++k) {
+    const long long j = i - k;
+    if (j >= 0 && j < n) acc = fmaf(h[k], x[j], acc);
+  }
+  y[i] = acc;
+}
+
+}  // namespace
+
+cudaError_t launch_convolve_full_tiled(const float* d_x, size_t n, const float* d_h, uint32_t m, float* d_y,
+                                       cudaStream_t stream) noexcept {
+  if (n < 1 || m < 1 || m > kConvolveMaxTaps) return cudaErrorInvalidValue;
+  const long long n_out = (long long)(n + m - 1);
+  const unsigned blocks = unsigned((n_out + kTile - 1) / kTile);
+  const size_t shared = (size_t(m) + kTile + m - 1) * sizeof(float);
+  convolve_full_tiled_kernel<<<blocks, kConvolveThreads, shared, stream>>>(d_x, (long long)n, d_h, int(m), d_y, n_out);
+  return after_launch(stream);
+}
+
+cudaError_t launch_convolve_full_naive(const float* d_x, size_t n, const float* d_h, uint32_t m, float* d_y,
+                                       cudaStream_t stream) noexcept {
+  if (n < 1 || m < 1) return cudaErrorInvalidValue;
+  const long long n_out = (long long)(n + m - 1);
+  const unsigned blocks = unsigned((n_out + 255) / 256);
+  convolve_full_naive_kernel<<<blocks, 256, 0, stream>>>(d_x, (long long)n, d_h, int(m), d_y, n_out);
+  return after_launch(stream);
+}
+
+}  // namespace vigil::cuda
