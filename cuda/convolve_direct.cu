@@ -5,10 +5,8 @@
 namespace vigil::cuda {
 namespace {
 
-constexpr uint32_t kTile = kConvolveThreads * kConvolvePerThread;  // outputs per block
-
-// Block b computes outputs [b * kTile, (b + 1) * kTile). Shared: the taps, then the inputs
-// x[i0 - (m - 1) .. i0 + kTile - 1] (zero outside [0, n)). Thread t owns outputs
+// Block b computes outputs [b * tile, (b + 1) * tile), tile = blockDim.x * R. Shared: the taps, then the inputs
+// x[i0 - (m - 1) .. i0 + tile - 1] (zero outside [0, n)). Thread t owns outputs
 // i0 + t * R + r, r < R; with base = t * R + m - 1, y[r] = sum_k h[k] * xs[base + r - k].
 // The window win[r] = xs[base + r - k] slides down by one per tap: one new shared load per k.
 __global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long long n, const float* __restrict__ h,
@@ -17,9 +15,10 @@ __global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long lon
   extern __shared__ float smem[];
   float* hs = smem;
   float* xs = smem + m;
-  const long long i0 = (long long)blockIdx.x * kTile;
+  const int tile = int(blockDim.x) * R;
+  const long long i0 = (long long)blockIdx.x * tile;
   for (int j = threadIdx.x; j < m; j += blockDim.x) hs[j] = h[j];
-  const int span = int(kTile) + m - 1;
+  const int span = tile + m - 1;
   for (int j = threadIdx.x; j < span; j += blockDim.x) {
     const long long src = i0 - (m - 1) + j;
     xs[j] = (src >= 0 && src < n) ? x[src] : 0.0f;
@@ -78,9 +77,21 @@ cudaError_t launch_convolve_full_tiled(const float* d_x, size_t n, const float* 
                                        cudaStream_t stream) noexcept {
   if (n < 1 || m < 1 || m > kConvolveMaxTaps) return cudaErrorInvalidValue;
   const long long n_out = (long long)(n + m - 1);
-  const unsigned blocks = unsigned((n_out + kTile - 1) / kTile);
-  const size_t shared = (size_t(m) + kTile + m - 1) * sizeof(float);
-  convolve_full_tiled_kernel<<<blocks, kConvolveThreads, shared, stream>>>(d_x, (long long)n, d_h, int(m), d_y, n_out);
+  // Every thread runs through all m taps, so the time is per-thread work unless the SMs are
+  // short of blocks: small inputs get small blocks to spread over every SM (2 blocks per SM).
+  static const int sms = [] {
+    int dev = 0, count = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      count = 1;
+    return count;
+  }();
+  uint32_t threads = kConvolveThreads;
+  while (threads > 32 && (n_out + threads * kConvolvePerThread - 1) / (threads * kConvolvePerThread) < 2LL * sms)
+    threads /= 2;
+  const uint32_t tile = threads * kConvolvePerThread;
+  const unsigned blocks = unsigned((n_out + tile - 1) / tile);
+  const size_t shared = (size_t(m) + tile + m - 1) * sizeof(float);
+  convolve_full_tiled_kernel<<<blocks, threads, shared, stream>>>(d_x, (long long)n, d_h, int(m), d_y, n_out);
   return after_launch(stream);
 }
 

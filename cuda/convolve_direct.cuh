@@ -15,7 +15,7 @@
 
 namespace vigil::cuda {
 
-constexpr uint32_t kConvolveThreads = 256;
+constexpr uint32_t kConvolveThreads = 256;  // per block at most (fewer for small inputs)
 constexpr uint32_t kConvolvePerThread = 9;   // odd: the window loads hit distinct shared-memory banks
 constexpr uint32_t kConvolveMaxTaps = 4096;  // shared memory: taps + a tile of 2304 + m - 1 inputs
 
