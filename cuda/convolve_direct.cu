@@ -32,16 +32,24 @@ __global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long lon
     win[r] = xs[base + r];
   }
   int k = 0;
-  // Unrolled by R so that the window's shift is a renaming of registers, not moves.
+  // Groups of R taps: first every load of the group (R taps, broadcast; the R inputs that enter
+  // the window, one per tap, distinct banks), all in flight at once, then R x R multiply-adds
+  // in which the window's shift is a renaming of registers. An index below 0 (only past the
+  // last tap, value unused) is clamped to stay in the buffer.
   for (; k + R <= m; k += R) {
+    float hk[R], enter[R];
 #pragma unroll
     for (int u = 0; u < R; ++u) {
-      const float hk = hs[k + u];
+      hk[u] = hs[k + u];
+      enter[u] = xs[max(base - k - u - 1, 0)];
+    }
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[r] = fmaf(hk, win[r], acc[r]);
+    for (int u = 0; u < R; ++u) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r] = fmaf(hk[u], win[r], acc[r]);
 #pragma unroll
       for (int r = R - 1; r > 0; --r) win[r] = win[r - 1];
-      if (k + u + 1 < m) win[0] = xs[base - k - u - 1];  // the next tap's newest input
+      win[0] = enter[u];
     }
   }
   for (; k < m; ++k) {
