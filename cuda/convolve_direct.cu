@@ -17,11 +17,15 @@ __global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long lon
   float* xs = smem + m;
   const int tile = int(blockDim.x) * R;
   const long long i0 = (long long)blockIdx.x * tile;
-  for (int j = threadIdx.x; j < m; j += blockDim.x) hs[j] = h[j];
+  // The tile loads: unrolled so that several global loads are in flight per thread (with few
+  // threads per block, one load at a time would leave the block waiting on each in turn).
+#pragma unroll 8
+  for (int j = threadIdx.x; j < m; j += blockDim.x) hs[j] = __ldg(h + j);
   const int span = tile + m - 1;
+#pragma unroll 8
   for (int j = threadIdx.x; j < span; j += blockDim.x) {
     const long long src = i0 - (m - 1) + j;
-    xs[j] = (src >= 0 && src < n) ? x[src] : 0.0f;
+    xs[j] = (src >= 0 && src < n) ? __ldg(x + src) : 0.0f;
   }
   __syncthreads();
   const int base = int(threadIdx.x) * R + m - 1;
