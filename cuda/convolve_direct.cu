@@ -5,20 +5,12 @@
 namespace vigil::cuda {
 namespace {
 
-// Block b computes outputs [b * tile, (b + 1) * tile), tile = blockDim.x * R. Shared: the taps, then the inputs
-// x[i0 - (m - 1) .. i0 + tile - 1] (zero outside [0, n)). Thread t owns outputs
-// i0 + t * R + r, r < R; with base = t * R + m - 1, y[r] = sum_k h[k] * xs[base + r - k].
-// The window win[r] = xs[base + r - k] slides down by one per tap: one new shared load per k.
-__global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long long n, const float* __restrict__ h,
-                                           int m, float* __restrict__ y, long long n_out) {
-  constexpr int R = int(kConvolvePerThread);
-  extern __shared__ float smem[];
-  float* hs = smem;
-  float* xs = smem + m;
-  const int tile = int(blockDim.x) * R;
-  const long long i0 = (long long)blockIdx.x * tile;
-  // The tile loads: unrolled so that several global loads are in flight per thread (with few
-  // threads per block, one load at a time would leave the block waiting on each in turn).
+constexpr int R = int(kConvolvePerThread);
+
+// Loads the block's taps and its inputs x[i0 - (m - 1) .. i0 + tile - 1] (zero outside [0, n))
+// into shared memory. Unrolled so that several global loads are in flight per thread.
+__device__ void load_tile(const float* __restrict__ x, long long n, const float* __restrict__ h, int m,
+                          long long i0, int tile, float* hs, float* xs) {
 #pragma unroll 8
   for (int j = threadIdx.x; j < m; j += blockDim.x) hs[j] = __ldg(h + j);
   const int span = tile + m - 1;
@@ -27,20 +19,19 @@ __global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long lon
     const long long src = i0 - (m - 1) + j;
     xs[j] = (src >= 0 && src < n) ? __ldg(x + src) : 0.0f;
   }
-  __syncthreads();
-  const int base = int(threadIdx.x) * R + m - 1;
-  float acc[R], win[R];
+}
+
+// acc[r] += sum over taps k in [k0, k1) of hs[k] * xs[base + r - k]: R consecutive outputs.
+// The window win[r] = xs[base + r - k] slides down by one per tap. Groups of R taps: first every
+// load of the group (R taps, broadcast; the R inputs that enter the window, distinct banks since
+// R is odd), all in flight at once, then R x R multiply-adds in which the shift is a renaming of
+// registers. An index below 0 (only past the last tap, value unused) is clamped.
+__device__ void accumulate_taps(const float* hs, const float* xs, int base, int k0, int k1, float (&acc)[R]) {
+  float win[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    acc[r] = 0.0f;
-    win[r] = xs[base + r];
-  }
-  int k = 0;
-  // Groups of R taps: first every load of the group (R taps, broadcast; the R inputs that enter
-  // the window, one per tap, distinct banks), all in flight at once, then R x R multiply-adds
-  // in which the window's shift is a renaming of registers. An index below 0 (only past the
-  // last tap, value unused) is clamped to stay in the buffer.
-  for (; k + R <= m; k += R) {
+  for (int r = 0; r < R; ++r) win[r] = xs[base + r - k0];
+  int k = k0;
+  for (; k + R <= k1; k += R) {
     float hk[R], enter[R];
 #pragma unroll
     for (int u = 0; u < R; ++u) {
@@ -56,18 +47,63 @@ __global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long lon
       win[0] = enter[u];
     }
   }
-  for (; k < m; ++k) {
+  for (; k < k1; ++k) {
     const float hk = hs[k];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = fmaf(hk, win[r], acc[r]);
 #pragma unroll
     for (int r = R - 1; r > 0; --r) win[r] = win[r - 1];
-    if (k + 1 < m) win[0] = xs[base - k - 1];
+    win[0] = xs[max(base - k - 1, 0)];
   }
+}
+
+// Large inputs: block b computes outputs [b * tile, (b + 1) * tile), tile = blockDim.x * R;
+// thread t owns outputs i0 + t * R + r over every tap.
+__global__ void convolve_full_tiled_kernel(const float* __restrict__ x, long long n, const float* __restrict__ h,
+                                           int m, float* __restrict__ y, long long n_out) {
+  extern __shared__ float smem[];
+  float* hs = smem;
+  float* xs = smem + m;
+  const int tile = int(blockDim.x) * R;
+  const long long i0 = (long long)blockIdx.x * tile;
+  load_tile(x, n, h, m, i0, tile, hs, xs);
+  __syncthreads();
+  float acc[R] = {};
+  accumulate_taps(hs, xs, int(threadIdx.x) * R + m - 1, 0, m, acc);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const long long i = i0 + (long long)threadIdx.x * R + r;
     if (i < n_out) y[i] = acc[r];
+  }
+}
+
+// Small inputs: too few outputs to keep the GPU busy one thread per R outputs, so the taps are
+// split too. A block's 32 * R outputs are shared by its warps, warp w summing one slice of the
+// taps; the slices' partial sums meet in shared memory and are added in warp order (the same
+// order every run: the result is deterministic).
+__global__ void convolve_full_split_kernel(const float* __restrict__ x, long long n, const float* __restrict__ h,
+                                           int m, float* __restrict__ y, long long n_out) {
+  extern __shared__ float smem[];
+  constexpr int tile = 32 * R;
+  const int warps = int(blockDim.x) / 32, warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  float* hs = smem;
+  float* xs = hs + m;
+  float* partial = xs + tile + m - 1;  // [warps][tile]
+  const long long i0 = (long long)blockIdx.x * tile;
+  load_tile(x, n, h, m, i0, tile, hs, xs);
+  __syncthreads();
+  const int slice = (m + warps - 1) / warps;
+  const int k0 = min(m, warp * slice), k1 = min(m, k0 + slice);
+  float acc[R] = {};
+  accumulate_taps(hs, xs, lane * R + m - 1, k0, k1, acc);
+#pragma unroll
+  for (int r = 0; r < R; ++r) partial[warp * tile + lane * R + r] = acc[r];
+  __syncthreads();
+  for (int j = threadIdx.x; j < tile; j += blockDim.x) {
+    float sum = 0.0f;
+    for (int w = 0; w < warps; ++w) sum += partial[w * tile + j];
+    const long long i = i0 + j;
+    if (i < n_out) y[i] = sum;
   }
 }
 
@@ -89,21 +125,25 @@ cudaError_t launch_convolve_full_tiled(const float* d_x, size_t n, const float* 
                                        cudaStream_t stream) noexcept {
   if (n < 1 || m < 1 || m > kConvolveMaxTaps) return cudaErrorInvalidValue;
   const long long n_out = (long long)(n + m - 1);
-  // Every thread runs through all m taps, so the time is per-thread work unless the SMs are
-  // short of blocks: small inputs get small blocks to spread over every SM (2 blocks per SM).
   static const int sms = [] {
     int dev = 0, count = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
       count = 1;
     return count;
   }();
-  uint32_t threads = kConvolveThreads;
-  while (threads > 32 && (n_out + threads * kConvolvePerThread - 1) / (threads * kConvolvePerThread) < 2LL * sms)
-    threads /= 2;
-  const uint32_t tile = threads * kConvolvePerThread;
-  const unsigned blocks = unsigned((n_out + tile - 1) / tile);
-  const size_t shared = (size_t(m) + tile + m - 1) * sizeof(float);
-  convolve_full_tiled_kernel<<<blocks, threads, shared, stream>>>(d_x, (long long)n, d_h, int(m), d_y, n_out);
+  // Every thread of the tiled kernel runs through all m taps: with fewer than 2 blocks of 256
+  // threads per SM, split the taps over 8 warps instead.
+  const uint32_t big_tile = kConvolveThreads * kConvolvePerThread;
+  if ((n_out + big_tile - 1) / big_tile >= 2LL * sms) {
+    const unsigned blocks = unsigned((n_out + big_tile - 1) / big_tile);
+    const size_t shared = (size_t(m) + big_tile + m - 1) * sizeof(float);
+    convolve_full_tiled_kernel<<<blocks, kConvolveThreads, shared, stream>>>(d_x, (long long)n, d_h, int(m), d_y, n_out);
+  } else {
+    constexpr uint32_t kWarps = 8, tile = 32 * kConvolvePerThread;
+    const unsigned blocks = unsigned((n_out + tile - 1) / tile);
+    const size_t shared = (size_t(m) + tile + m - 1 + kWarps * tile) * sizeof(float);
+    convolve_full_split_kernel<<<blocks, kWarps * 32, shared, stream>>>(d_x, (long long)n, d_h, int(m), d_y, n_out);
+  }
   return after_launch(stream);
 }
 

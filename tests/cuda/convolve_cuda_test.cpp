@@ -37,7 +37,7 @@ TEST(ConvolveCuda, EqualsTheCpuConvolution) {
 }
 
 // The direct kernels (tiled, and the 2010 paper's naive one kept as the benchmark's comparison)
-// against the CPU convolution: sizes around the tiles (32..256 threads x 9 outputs) and the unroll by 9, taps up to
+// against the CPU convolution: sizes around the tiles (288 and 2304 outputs) and the unroll by 9, taps up to
 // the kernel's limit; outputs poisoned with NaN before every launch.
 TEST(ConvolveCuda, DirectKernelsEqualTheCpuConvolution) {
   std::string why;
@@ -46,7 +46,7 @@ TEST(ConvolveCuda, DirectKernelsEqualTheCpuConvolution) {
   std::normal_distribution<float> d;
   for (const auto& [n, m] : std::vector<std::pair<size_t, uint32_t>>{
            {1, 1}, {1, 9}, {5, 17}, {2304, 8}, {2305, 64}, {10000, 512}, {4607, 4096}, {100000, 63}, {33, 1000},
-           {700001, 512}}) {  // the last one large enough for 256-thread blocks
+           {700001, 512}}) {  // the last one large enough for the unsplit kernel
     std::vector<float> x(n), h(m);
     for (auto& v : x) v = d(rng);
     for (auto& v : h) v = d(rng) / std::sqrt(float(m));
