@@ -5,11 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "cuda/convolve_direct.cuh"
 #include "cuda/cuda_check.hpp"
 #include "cuda/overlap_save_cuda.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
 
 namespace vigil::cuda {
+
+namespace {
+// Up to here the tiled direct kernel beats FFT overlap-save at every size measured on the H100
+// but one: 512 taps x 10^6 samples, where FFT is 8 % faster (docs/PERFORMANCE.md §7).
+constexpr size_t kDirectMaxTaps = 512;
+}  // namespace
 
 void convolve_full_cuda(const float* x, size_t n, const float* h, size_t m, float* y) {
   if (n < 1 || m < 1)
@@ -22,6 +29,28 @@ void convolve_full_cuda(const float* x, size_t n, const float* h, size_t m, floa
   if (m > (size_t(1) << 20)) throw std::invalid_argument("convolve_full_cuda: the shorter input may have at most 1048576 samples");
   std::string why;
   if (!device_available(&why)) throw CudaError(cudaErrorNoDevice, "no usable CUDA device: " + why);
+  if (m <= kDirectMaxTaps && n <= (size_t(1) << 28)) {  // the tiled direct kernel, in one launch
+    const size_t n_out = n + m - 1;
+    float *d_x = nullptr, *d_h = nullptr, *d_y = nullptr;
+    try {
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), n * sizeof(float)));
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_h), m * sizeof(float)));
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_y), n_out * sizeof(float)));
+      VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x, n * sizeof(float), cudaMemcpyHostToDevice));
+      VIGIL_CUDA_CHECK(cudaMemcpy(d_h, h, m * sizeof(float), cudaMemcpyHostToDevice));
+      VIGIL_CUDA_CHECK(launch_convolve_full_tiled(d_x, n, d_h, uint32_t(m), d_y, nullptr));
+      VIGIL_CUDA_CHECK(cudaMemcpy(y, d_y, n_out * sizeof(float), cudaMemcpyDeviceToHost));
+    } catch (...) {
+      cudaFree(d_x);
+      cudaFree(d_h);
+      cudaFree(d_y);
+      throw;
+    }
+    cudaFree(d_x);
+    cudaFree(d_h);
+    cudaFree(d_y);
+    return;
+  }
   const uint32_t fft = std::max<uint32_t>(32, PartitionedFirBank::best_fft_size(m));
   constexpr uint32_t kChunk = 1u << 20;
   OverlapSaveCuda os({std::vector<float>(h, h + m)}, 1, fft, kChunk);

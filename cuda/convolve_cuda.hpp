@@ -1,5 +1,6 @@
-// Full linear convolution on the GPU (numpy.convolve 'full', n + m - 1 outputs): the longer input
-// streams through OverlapSaveCuda with the shorter one as the filter. Host memory in and out, for
+// Full linear convolution on the GPU (numpy.convolve 'full', n + m - 1 outputs): up to 512 taps
+// (the shorter input) the tiled direct kernel in one launch; beyond, the longer input streams
+// through OverlapSaveCuda with the shorter one as the filter. Host memory in and out, for
 // vigil-dsp --backend cuda. Host C++ only.
 #pragma once
 
