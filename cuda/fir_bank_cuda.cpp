@@ -38,29 +38,19 @@ FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint3
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_parts_), parts.size() * sizeof(uint32_t)));
     VIGIL_CUDA_CHECK(cudaMemcpy(d_parts_, parts.data(), parts.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
 
-    // Tap spectra: each partition zero-padded to 2B and pre-scaled by 1/2B (the inverse FFT's factor).
-    std::vector<float> frames(size_t(bands_) * parts_ * n, 0.0f);
-    for (uint32_t b = 0; b < bands_; ++b)
-      for (size_t i = 0; i < band_taps[b].size(); ++i)
-        frames[(size_t(b) * parts_ + i / block) * n + i % block] = band_taps[b][i] / float(n);
-    float* d_frames = nullptr;
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_frames), frames.size() * sizeof(float)));
-    cufftHandle taps_plan = 0;
+    // Tap spectra (set_taps): a frame per partition, its own plan and staging kept for reloads.
+    VIGIL_CUDA_CHECK(cudaMalloc(&d_frames_, size_t(bands_) * parts_ * n * sizeof(float)));
+    h_frames_.assign(size_t(bands_) * parts_ * n, 0.0f);
     int dims[1] = {int(n)};
-    try {
-      VIGIL_CUDA_CHECK(cudaMemcpy(d_frames, frames.data(), frames.size() * sizeof(float), cudaMemcpyHostToDevice));
-      check_cufft(cufftPlanMany(&taps_plan, 1, dims, nullptr, 1, int(n), nullptr, 1, int(bins_), CUFFT_R2C,
-                                int(bands_ * parts_)),
-                  "plan (taps)");
-      check_cufft(cufftExecR2C(taps_plan, d_frames, static_cast<cufftComplex*>(d_taps_)), "exec (taps)");
-      VIGIL_CUDA_CHECK(cudaDeviceSynchronize());
-    } catch (...) {
-      if (taps_plan) cufftDestroy(taps_plan);
-      cudaFree(d_frames);
-      throw;
-    }
-    cufftDestroy(taps_plan);
-    cudaFree(d_frames);
+    cufftHandle taps_plan = 0;
+    check_cufft(cufftPlanMany(&taps_plan, 1, dims, nullptr, 1, int(n), nullptr, 1, int(bins_), CUFFT_R2C,
+                              int(bands_ * parts_)),
+                "plan (taps)");
+    plan_taps_ = int(taps_plan);
+    check_cufft(cufftSetStream(taps_plan, stream_), "set stream");
+    band_parts_ = parts;
+    VIGIL_CUDA_CHECK(set_taps(band_taps));
+    VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
     // Forward: one transform per channel, written into the delay-line slot (advanced per block
     // by offsetting the output pointer; odist steps over the P slots of a channel).
@@ -88,10 +78,12 @@ FirBankCuda::~FirBankCuda() { release(); }
 void FirBankCuda::release() noexcept {
   if (plan_forward_) cufftDestroy(cufftHandle(plan_forward_));
   if (plan_inverse_) cufftDestroy(cufftHandle(plan_inverse_));
-  plan_forward_ = plan_inverse_ = 0;
+  if (plan_taps_) cufftDestroy(cufftHandle(plan_taps_));
+  plan_forward_ = plan_inverse_ = plan_taps_ = 0;
   for (void* p : {static_cast<void*>(d_time_), d_fdl_, d_taps_, d_acc_, static_cast<void*>(d_full_),
-                  static_cast<void*>(d_parts_)})
+                  static_cast<void*>(d_parts_), d_frames_})
     cudaFree(p);
+  d_frames_ = nullptr;
   d_time_ = d_full_ = nullptr;
   d_fdl_ = d_taps_ = d_acc_ = nullptr;
   d_parts_ = nullptr;
@@ -104,6 +96,24 @@ void FirBankCuda::reset() {
   VIGIL_CUDA_CHECK(cudaMemsetAsync(d_full_, 0, size_t(bands_) * channels_ * n * sizeof(float), stream_));
   pos_ = 0;
   fill_ = 0;
+}
+
+cudaError_t FirBankCuda::set_taps(const std::vector<std::vector<float>>& band_taps) noexcept {
+  if (band_taps.size() != bands_) return cudaErrorInvalidValue;
+  for (size_t b = 0; b < band_taps.size(); ++b)
+    if (band_taps[b].empty() || (band_taps[b].size() + block_ - 1) / block_ != band_parts_[b]) return cudaErrorInvalidValue;
+  // Each partition zero-padded to 2B and pre-scaled by 1/2B (the inverse FFT's factor).
+  const size_t n = 2 * size_t(block_);
+  std::fill(h_frames_.begin(), h_frames_.end(), 0.0f);
+  for (uint32_t b = 0; b < bands_; ++b)
+    for (size_t i = 0; i < band_taps[b].size(); ++i)
+      h_frames_[(size_t(b) * parts_ + i / block_) * n + i % block_] = band_taps[b][i] / float(n);
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_frames_, h_frames_.data(), h_frames_.size() * sizeof(float),
+                                             cudaMemcpyHostToDevice, stream_));
+  if (cufftExecR2C(cufftHandle(plan_taps_), static_cast<float*>(d_frames_), static_cast<cufftComplex*>(d_taps_)) !=
+      CUFFT_SUCCESS)
+    return cudaErrorLaunchFailure;
+  return cudaSuccess;
 }
 
 cudaError_t FirBankCuda::run_block() noexcept {

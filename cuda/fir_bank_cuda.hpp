@@ -3,7 +3,7 @@
 // channel per block shared by every band, one batched inverse cuFFT over all bands x channels.
 // Output equals lfilter(h, 1, x) delayed by B (the CPU class's latency). Host C++ only.
 //
-// Not yet (issue 8): tap swap with crossfade, the direct form for short filters, CUDA Graph capture.
+// Tap swap: set_taps() (the crossfade is FirBankCudaStage's). Not yet (issue 8): CUDA Graph capture.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -31,6 +31,10 @@ class FirBankCuda {
 
   // Clears the history (enqueued). Throws CudaError.
   void reset();
+  // New taps, same band count and partitions per band (tap counts within the same multiple of
+  // the block): the tap spectra are recomputed on the stream, nothing is allocated (a reload on
+  // the pipeline thread). History is kept; the caller resets or crossfades. Returns the first error.
+  cudaError_t set_taps(const std::vector<std::vector<float>>& band_taps) noexcept;
 
   uint32_t bands() const noexcept { return bands_; }
   uint32_t channels() const noexcept { return channels_; }
@@ -50,7 +54,10 @@ class FirBankCuda {
   void* d_acc_ = nullptr;   // float2
   float* d_full_ = nullptr;
   uint32_t* d_parts_ = nullptr;
-  int plan_forward_ = 0, plan_inverse_ = 0;  // cufftHandle
+  void* d_frames_ = nullptr;       // float: tap partitions as FFT frames (set_taps)
+  std::vector<float> h_frames_;    // their host staging
+  std::vector<uint32_t> band_parts_;
+  int plan_forward_ = 0, plan_inverse_ = 0, plan_taps_ = 0;  // cufftHandle
   uint32_t pos_ = 0, fill_ = 0;
 };
 

@@ -18,7 +18,6 @@ namespace {
 struct FirBankCudaUpdate final : StageUpdate {
   FirBankSettings settings;
   std::vector<std::vector<float>> taps;
-  std::unique_ptr<cuda::FirBankCuda> bank;  // null when the stage runs on the CPU
 };
 
 // The largest power of two <= n, within FirBankCuda's 16..65536.
@@ -36,7 +35,7 @@ FirBankCudaStage::~FirBankCudaStage() {
   if (stream_) cudaStreamSynchronize(stream_);
   bank_.reset();
   next_bank_.reset();
-  retired_bank_.reset();
+  spare_.reset();
   if (d_in_) cudaFree(d_in_);
   if (d_out_) cudaFree(d_out_);
   if (ev_start_) cudaEventDestroy(ev_start_);
@@ -61,6 +60,7 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   VIGIL_CUDA_CHECK(cudaEventCreate(&ev_start_));
   VIGIL_CUDA_CHECK(cudaEventCreate(&ev_stop_));
   bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, stream_);
+  spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, stream_);
   cpu_ = std::make_unique<PartitionedFirBank>(taps, channels_, PartitionedFirBank::uniform(block_));
   const size_t in_floats = size_t(channels_) * max_frames_, out_floats = size_t(bands_) * in_floats;
   h_in_ = cuda::PinnedBuffer(in_floats * sizeof(float), options_.mapped);
@@ -187,8 +187,10 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
   }
-  cudaError_t e = cudaSuccess;
-  if (options_.fail_at_chunk && chunks_ == options_.fail_at_chunk) e = cuda::launch_failing_kernel_for_test(stream_);
+  cudaError_t e = deferred_error_;
+  deferred_error_ = cudaSuccess;
+  if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
+    e = cuda::launch_failing_kernel_for_test(stream_);
   if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames);
   if (e == cudaSuccess && next_bank_) {  // a reload: crossfade from the old taps to the new over this chunk
     const float* h = h_out_.host<float>();
@@ -202,7 +204,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
           const size_t k = lane * max_frames_ + i;
           fade_[k] = (1.0f - w) * fade_[k] + w * h[k];
         }
-      retired_bank_ = std::move(bank_);  // freed by the next reload or the destructor, off this thread's hot path
+      spare_ = std::move(bank_);  // the old filter is the next reload's spare
       bank_ = std::move(next_bank_);
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
         std::memcpy(out.data + lane * out.stride, fade_.data() + lane * max_frames_, in.frames * sizeof(float));
@@ -211,7 +213,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
     }
   }
   if (e != cudaSuccess) {
-    next_bank_.reset();  // the CPU twin already has the new taps (apply_update)
+    if (next_bank_) spare_ = std::move(next_bank_);  // the CPU twin already has the new taps (apply_update)
     fall_back(in, out, exec, e);
     return StageStatus::kOk;
   }
@@ -250,7 +252,6 @@ StageUpdatePlan FirBankCudaStage::plan_update(const StageSettings& next) const {
   auto u = std::make_unique<FirBankCudaUpdate>();
   u->settings = n;
   u->taps = FirBankStage::design(n, rate_hz_);
-  if (!on_cpu()) u->bank = std::make_unique<cuda::FirBankCuda>(u->taps, channels_, block_, stream_);
   plan.update = std::move(u);
   return plan;
 }
@@ -262,11 +263,23 @@ void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
   } catch (...) {
   }
   settings_ = u.settings;
-  if (on_cpu_.load(std::memory_order_relaxed) || !u.bank) return;
-  retired_bank_.reset();
-  // Bring the new filter to the state it would have had (same history), then crossfade to it
-  // over the next chunk. A failure here is handled by the next process() like any other.
-  if (prime_gpu(*u.bank) == cudaSuccess) next_bank_ = std::move(u.bank);
+  if (on_cpu_.load(std::memory_order_relaxed) || !spare_) return;
+  // The spare gets the new taps and the state the new filter would have had (same history);
+  // the next chunk crossfades to it. A failure is handled by the next process() like any other:
+  // the CPU twin, with the new taps, takes over.
+  cudaError_t e = spare_->set_taps(u.taps);
+  if (e == cudaSuccess) {
+    try {
+      spare_->reset();
+    } catch (const cuda::CudaError& err) {
+      e = err.code();
+    }
+  }
+  if (e == cudaSuccess) e = prime_gpu(*spare_);
+  if (e == cudaSuccess)
+    next_bank_ = std::move(spare_);
+  else
+    deferred_error_ = e;  // the next process() moves to the CPU twin, which has the new taps
 }
 
 void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {

@@ -8,7 +8,9 @@
 // fallback) and the stage carries on on the CPU twin — dsp/PartitionedFirBank with the same
 // layout and latency — primed from the last B + M - 1 input frames it keeps, so the chunk that
 // failed and every later one are filtered as if the CPU had run from the start: no chunk lost.
-// A reload's new taps are crossfaded over one chunk (new filter primed from the same history).
+// A reload's new taps go into a spare filter of the same shape made at prepare (nothing is
+// allocated or planned while running: that would stall the GPU), primed from the same history,
+// and crossfaded to over one chunk.
 // Only built with CUDA (VIGIL_HAVE_CUDA).
 #pragma once
 
@@ -66,7 +68,9 @@ class FirBankCudaStage final : public Stage {
   size_t max_taps_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
-  std::unique_ptr<cuda::FirBankCuda> bank_, next_bank_, retired_bank_;
+  // The running filter, the one a reload crossfades to, and a spare of the same shape: a reload
+  // uploads its taps into the spare (no allocation, no cuFFT plan on the running GPU).
+  std::unique_ptr<cuda::FirBankCuda> bank_, next_bank_, spare_;
   std::unique_ptr<PartitionedFirBank> cpu_;  // the fallback twin, same layout
   cuda::PinnedBuffer h_in_, h_out_;          // channels x max_frames; bands x channels x max_frames
   float* d_in_ = nullptr;                    // copy mode: device buffers
@@ -77,6 +81,7 @@ class FirBankCudaStage final : public Stage {
   std::vector<float> scratch_;               // CPU priming output: bands x channels x max_frames
   std::vector<float> fade_;                  // the old filter's output during a crossfade
   uint64_t chunks_ = 0;
+  cudaError_t deferred_error_ = cudaSuccess;  // from a reload, handled by the next process()
   std::atomic<bool> on_cpu_{false};
   std::atomic<uint64_t> cuda_errors_{0};
   std::atomic<int> last_error_{0};

@@ -729,6 +729,8 @@ outputs:
   std::thread rx([&] { receive(data, events, r, stop); });
   const std::string log = (dir / "vigild.log").string();
   test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + config.string() + " --log-interval 0 2>" + log});
+  // 1.5 s of running, counted from the start event (a GPU's context takes a while to make).
+  for (int i = 0; i < 1000 && !r.started.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   vigild.signal(SIGTERM);
   const int status = vigild.wait(std::chrono::seconds(10));
