@@ -129,12 +129,18 @@ std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event
 }
 
 struct Received {
-  std::atomic<bool> started{false};  // the first event (`start`) has arrived
+  std::atomic<bool> started{false};  // the first event (`start`) has arrived (see wait_for_start)
   StreamMonitor monitor;
   std::vector<json> events;
   std::map<uint32_t, std::vector<std::pair<__int128, size_t>>> timestamps;  // per stream: ts, samples
   uint64_t malformed = 0;
 };
+
+// Timings in these tests count from vigild's start event, not from the spawn: making a GPU's
+// context and plans takes a second or more before the first chunk. Gives up after 10 s.
+void wait_for_start(const Received& r) {
+  for (int i = 0; i < 1000 && !r.started.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
 
 void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>& stop) {
   std::vector<uint8_t> buf(65536);
@@ -190,7 +196,7 @@ TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) {
   std::thread rx([&] { receive(data, events, r, stop); });
   test::Process vigild({kVigild, "--config", config, "--log-interval", "0"});
   // Two seconds of running, counted from the start event (a GPU's context takes a while to make).
-  for (int i = 0; i < 1000 && !r.started.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wait_for_start(r);
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   const auto t_term = std::chrono::steady_clock::now();
   vigild.signal(SIGTERM);
@@ -594,6 +600,8 @@ TEST(VigildReload, CoefficientsAndThresholdsChangeWithoutLosingASample) {
   std::thread rx([&] { receive(data, events, r, stop); });
   const std::string log = (dir / "vigild.log").string();
   test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + config.string() + " --log-interval 0 2>" + log});
+  // Timed from the start event (a GPU's context takes a while to make).
+  wait_for_start(r);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   std::ofstream(config) << reload_config(data.port, events.port, 1500, 0.2);  // new taps and threshold
   vigild.signal(SIGHUP);
@@ -656,6 +664,7 @@ TEST(VigildReload, AStructuralChangeRebuildsThePipeline) {
   std::atomic<bool> stop{false};
   std::thread rx([&] { receive(data, events, r, stop); });
   test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0"});
+  wait_for_start(r);
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   std::ofstream(config) << reload_config(data.port, events.port, 1000, 0.2, 31);  // fewer taps: new buffers
   vigild.signal(SIGHUP);
@@ -730,7 +739,7 @@ outputs:
   const std::string log = (dir / "vigild.log").string();
   test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + config.string() + " --log-interval 0 2>" + log});
   // 1.5 s of running, counted from the start event (a GPU's context takes a while to make).
-  for (int i = 0; i < 1000 && !r.started.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wait_for_start(r);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   vigild.signal(SIGTERM);
   const int status = vigild.wait(std::chrono::seconds(10));
