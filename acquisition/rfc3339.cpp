@@ -23,10 +23,20 @@ std::string rfc3339_utc(int64_t utc_ns) {
 }
 
 bool parse_rfc3339_utc(const std::string& s, int64_t& utc_ns) {
-  int y, mo, d, h, mi, se;
-  int used = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &used) != 6 || used != 19)
-    return false;
+  // Strictly YYYY-MM-DDTHH:MM:SS: digits where digits belong (sscanf alone would take signs and
+  // spaces), each field in range, and a year whose nanoseconds fit in int64 (1678..2261).
+  if (s.size() < 20) return false;
+  for (size_t k = 0; k < 19; ++k) {
+    const char want = k == 4 || k == 7 ? '-' : k == 10 ? 'T' : k == 13 || k == 16 ? ':' : '0';
+    if (want == '0' ? !(s[k] >= '0' && s[k] <= '9') : s[k] != want) return false;
+  }
+  auto num = [&](size_t at, size_t n) {
+    int v = 0;
+    for (size_t k = at; k < at + n; ++k) v = v * 10 + (s[k] - '0');
+    return v;
+  };
+  const int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), se = num(17, 2);
+  if (y < 1678 || y > 2261 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
   size_t i = 19;
   int64_t frac = 0;
   int digits = 0;

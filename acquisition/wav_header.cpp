@@ -32,13 +32,16 @@ WavHeader read_wav_header(const std::string& path) {
     const uint32_t size = le32(ch + 4);
     const uint64_t body = uint64_t(f.tellg());
     if (!std::memcmp(ch, "fmt ", 4)) {
-      std::vector<uint8_t> b(size);
-      if (size < 16 || !f.read(reinterpret_cast<char*>(b.data()), size)) fail(path, "truncated fmt chunk");
+      // The size comes from the file: check it against the file before reading (a few bytes
+      // claiming a 4 GiB fmt chunk must not make us allocate 4 GiB). 40 bytes hold every field.
+      if (size < 16 || size > file_bytes - body) fail(path, "truncated fmt chunk");
+      std::vector<uint8_t> b(std::min<uint32_t>(size, 40));
+      if (!f.read(reinterpret_cast<char*>(b.data()), std::streamsize(b.size()))) fail(path, "truncated fmt chunk");
       h.format = le16(b.data());
       h.channels = le16(b.data() + 2);
       h.rate_hz = le32(b.data() + 4);
       h.bits = le16(b.data() + 14);
-      if (h.format == 0xFFFE && size >= 26) h.format = le16(b.data() + 24);  // the subformat GUID opens with it
+      if (h.format == 0xFFFE && b.size() >= 26) h.format = le16(b.data() + 24);  // the subformat GUID opens with it
       have_fmt = true;
     } else if (!std::memcmp(ch, "data", 4)) {
       h.data_offset = body;
