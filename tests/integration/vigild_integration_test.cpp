@@ -20,6 +20,7 @@
 
 #include "../support/ports.hpp"
 #include "../support/process.hpp"
+#include "../support/udp_receiver.hpp"
 #include "acquisition/sha256.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"
@@ -35,30 +36,13 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using test::Received;
+using test::UdpSocket;
+using test::receive;
+using test::wait_for_start;
 
 const std::string kVigild = std::string(VIGIL_BIN_DIR) + "/vigild";
 const std::string kListen = std::string(VIGIL_BIN_DIR) + "/vigil-listen";
-
-struct UdpSocket {
-  int fd = -1;
-  uint16_t port = 0;
-  UdpSocket() {
-    fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-    const int want = 16 << 20;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;  // the kernel picks a free port
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~UdpSocket() { close(fd); }
-};
-
 
 const char* kSyntheticSource = R"(source:
   kind: synthetic
@@ -126,53 +110,6 @@ std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event
     status_interval_s: 0.5
 )";
   return p.string();
-}
-
-struct Received {
-  std::atomic<bool> started{false};  // the first event (`start`) has arrived (see wait_for_start)
-  StreamMonitor monitor;
-  std::vector<json> events;
-  std::map<uint32_t, std::vector<std::pair<__int128, size_t>>> timestamps;  // per stream: ts, samples
-  uint64_t malformed = 0;
-};
-
-// Timings in these tests count from vigild's start event, not from the spawn: making a GPU's
-// context and plans takes a second or more before the first chunk. Gives up after 10 s.
-void wait_for_start(const Received& r) {
-  for (int i = 0; i < 1000 && !r.started.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-}
-
-void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>& stop) {
-  std::vector<uint8_t> buf(65536);
-  pollfd fds[2] = {{data.fd, POLLIN, 0}, {events.fd, POLLIN, 0}};
-  int quiet_polls = 0;
-  // After `stop`, keep reading until the sockets stay empty for 200 ms.
-  while (!stop.load() || quiet_polls < 4) {
-    const int n = poll(fds, 2, 50);
-    if (n <= 0) {
-      if (stop.load()) ++quiet_polls;
-      continue;
-    }
-    quiet_polls = 0;
-    for (;;) {
-      const ssize_t len = recv(data.fd, buf.data(), buf.size(), 0);
-      if (len < 0) break;
-      vita49::Decoded d;
-      if (!vita49::decode(buf.data(), size_t(len), d)) {
-        ++r.malformed;
-        continue;
-      }
-      r.monitor.on_packet(d);
-      if (d.type == vita49::PacketType::kSignalDataWithStreamId)
-        r.timestamps[d.stream_id].push_back({__int128(d.ts_int) * 1'000'000'000'000 + d.ts_frac, d.samples});
-    }
-    for (;;) {
-      const ssize_t len = recv(events.fd, buf.data(), buf.size(), 0);
-      if (len < 0) break;
-      r.events.push_back(json::parse(buf.begin(), buf.begin() + len));
-      r.started.store(true);
-    }
-  }
 }
 
 // Each packet of stream `id` starts where the previous one ended: 19531250 ps per sample at
