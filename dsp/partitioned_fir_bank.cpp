@@ -41,6 +41,12 @@ PartitionLayout PartitionedFirBank::single_block(size_t max_taps, uint32_t fft_s
   return {uint32_t(fft_size - max_taps + 1), uint32_t(max_taps), fft_size};
 }
 
+uint32_t PartitionedFirBank::uniform_block_within(uint32_t max_frames) noexcept {
+  uint32_t block = 16;
+  while (block * 2 <= std::min<uint32_t>(max_frames, 65536)) block *= 2;
+  return block;
+}
+
 uint32_t PartitionedFirBank::best_fft_size(size_t max_taps, uint32_t max_block) {
   uint32_t best = 0;
   double best_cost = 0;

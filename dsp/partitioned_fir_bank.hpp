@@ -38,6 +38,8 @@ class PartitionedFirBank {
 
   // Uniform partitions of B taps (B a power of two, 16..65536): latency B.
   static PartitionLayout uniform(uint32_t block);
+  // The largest uniform block within a latency of max_frames: a power of two, 16..65536.
+  static uint32_t uniform_block_within(uint32_t max_frames) noexcept;
   // One partition holding the longest filter, FFT size N (a power of two > max_taps): latency
   // N - max_taps + 1.
   static PartitionLayout single_block(size_t max_taps, uint32_t fft_size);

@@ -18,8 +18,7 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
   if (max_latency_frames < 16)
     throw std::invalid_argument("fir bank: " + std::to_string(longest) + " taps need an FFT form with at least 16 frames "
                                 "of latency, but the latency limit is " + std::to_string(max_latency_frames));
-  uint32_t block = 16;
-  while (block * 2 <= std::min<uint32_t>(max_latency_frames, 65536)) block *= 2;
+  const uint32_t block = PartitionedFirBank::uniform_block_within(max_latency_frames);
   // One big FFT only while it beats uniform partitions of `block`: when the latency limit is
   // barely above the filter length, the single block's hop shrinks to a few samples per FFT
   // (1023 taps under 256 frames: FFT 1024 for every 2 samples, ~200x the work).

@@ -14,19 +14,6 @@
 
 namespace vigil {
 
-namespace {
-struct FirBankCudaUpdate final : StageUpdate {
-  FirBankSettings settings;
-  std::vector<std::vector<float>> taps;
-};
-
-// The largest power of two <= n, within FirBankCuda's 16..65536.
-uint32_t block_for(uint32_t n) {
-  uint32_t b = 16;
-  while (b * 2 <= n && b < 65536) b *= 2;
-  return b;
-}
-}  // namespace
 
 FirBankCudaStage::FirBankCudaStage(FirBankSettings settings, uint16_t index, CudaStageOptions options)
     : settings_(std::move(settings)), index_(index), options_(options) {}
@@ -51,7 +38,7 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   bands_ = uint32_t(settings_.bands.size());
   max_frames_ = max_frames;
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
-  block_ = block_for(std::min(max_latency, max_frames));
+  block_ = PartitionedFirBank::uniform_block_within(std::min(max_latency, max_frames));
   const std::vector<std::vector<float>> taps = FirBankStage::design(settings_, in.rate_hz);
   max_taps_ = 0;
   for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
@@ -237,27 +224,11 @@ void FirBankCudaStage::reset() noexcept {
 }
 
 StageUpdatePlan FirBankCudaStage::plan_update(const StageSettings& next) const {
-  const auto& n = std::get<FirBankSettings>(next.params);
-  StageUpdatePlan plan;
-  if (n == settings_) return plan;
-  std::vector<std::string> old_names, new_names;
-  for (const BandSettings& b : settings_.bands) old_names.push_back(b.name);
-  for (const BandSettings& b : n.bands) new_names.push_back(b.name);
-  if (n.taps != settings_.taps || n.max_latency_frames != settings_.max_latency_frames || new_names != old_names ||
-      n.crossover_hz.empty() != settings_.crossover_hz.empty()) {
-    plan.structural = true;
-    plan.why = "the number of taps, the bands or the latency limit changed";
-    return plan;
-  }
-  auto u = std::make_unique<FirBankCudaUpdate>();
-  u->settings = n;
-  u->taps = FirBankStage::design(n, rate_hz_);
-  plan.update = std::move(u);
-  return plan;
+  return FirBankStage::plan_fir_update(settings_, next, rate_hz_);
 }
 
 void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
-  auto& u = static_cast<FirBankCudaUpdate&>(update);
+  auto& u = static_cast<FirBankUpdate&>(update);
   try {
     cpu_->set_taps(u.taps);  // the twin follows (crossfading itself if it is the one running)
   } catch (...) {

@@ -33,31 +33,28 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
   return out;
 }
 
-namespace {
-struct FirBankUpdate final : StageUpdate {
-  FirBankSettings settings;
-  std::vector<std::vector<float>> taps;
-};
-}  // namespace
-
-StageUpdatePlan FirBankStage::plan_update(const StageSettings& next) const {
+StageUpdatePlan FirBankStage::plan_fir_update(const FirBankSettings& current, const StageSettings& next, double rate_hz) {
   const auto& n = std::get<FirBankSettings>(next.params);
   StageUpdatePlan plan;
-  if (n == settings_) return plan;
+  if (n == current) return plan;
   std::vector<std::string> old_names, new_names;
-  for (const BandSettings& b : settings_.bands) old_names.push_back(b.name);
+  for (const BandSettings& b : current.bands) old_names.push_back(b.name);
   for (const BandSettings& b : n.bands) new_names.push_back(b.name);
-  if (n.taps != settings_.taps || n.max_latency_frames != settings_.max_latency_frames || new_names != old_names ||
-      n.crossover_hz.empty() != settings_.crossover_hz.empty()) {
+  if (n.taps != current.taps || n.max_latency_frames != current.max_latency_frames || new_names != old_names ||
+      n.crossover_hz.empty() != current.crossover_hz.empty()) {
     plan.structural = true;
     plan.why = "the number of taps, the bands or the latency limit changed";
     return plan;
   }
   auto u = std::make_unique<FirBankUpdate>();
   u->settings = n;
-  u->taps = design(n, rate_hz_);
+  u->taps = design(n, rate_hz);
   plan.update = std::move(u);
   return plan;
+}
+
+StageUpdatePlan FirBankStage::plan_update(const StageSettings& next) const {
+  return plan_fir_update(settings_, next, rate_hz_);
 }
 
 void FirBankStage::apply_update(StageUpdate& update) noexcept {

@@ -12,6 +12,13 @@
 
 namespace vigil {
 
+// A planned change of a fir_bank's coefficients (same taps count and bands): the new settings
+// and their designed taps. Made on the main thread, applied on the pipeline thread.
+struct FirBankUpdate final : StageUpdate {
+  FirBankSettings settings;
+  std::vector<std::vector<float>> taps;
+};
+
 class FirBankStage final : public Stage {
  public:
   explicit FirBankStage(FirBankSettings settings) : settings_(std::move(settings)) {}
@@ -23,6 +30,9 @@ class FirBankStage final : public Stage {
   const StreamingFirBank* bank() const noexcept { return bank_.get(); }
   // The taps `s` designs at `rate_hz` (one vector per band); the CUDA stage uses the same.
   static std::vector<std::vector<float>> design(const FirBankSettings& s, double rate_hz);
+  // A reload from `current` to `next` at `rate_hz`, for this stage and its CUDA twin alike:
+  // nothing, structural (taps, bands or latency limit changed), or a FirBankUpdate.
+  static StageUpdatePlan plan_fir_update(const FirBankSettings& current, const StageSettings& next, double rate_hz);
 
  private:
 
