@@ -22,6 +22,7 @@
 #include "acquisition/clock.hpp"
 #include "apps/cli_args.hpp"
 #include "pipeline/event_json.hpp"
+#include "pipeline/event_line.hpp"
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
 
@@ -252,8 +253,8 @@ int main(int argc, char** argv) {
           mon.on_packet(d);
           if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId) recorder.write(d);
         } else {
-          json ev = json::parse(buf.begin(), buf.begin() + n, nullptr, false);
-          if (ev.is_discarded() || !ev.is_object() || !ev.contains("seq") || !ev["seq"].is_number_unsigned()) {
+          json ev;
+          if (!vigil::parse_event_datagram(buf.data(), size_t(n), ev)) {
             ++bad_events;
             ++malformed;
             continue;
@@ -263,47 +264,10 @@ int main(int argc, char** argv) {
           const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
           mon.on_event_seq(sender, ev["seq"].get<uint64_t>());
           if (quiet) continue;
-          if (as_json) {
+          if (as_json)
             std::cout << json{{"kind", "event"}, {"from", sender}, {"event", ev}}.dump() << std::endl;
-          } else if (ev.value("type", "") == "status") {
-            const json& l = ev.contains("latency_us") ? ev["latency_us"] : json::object();
-            std::printf("event status seq %llu: chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, "
-                        "latency p50/p99/max %llu/%llu/%llu us, send errors %llu\n",
-                        (unsigned long long)ev.value("seq", 0ull), (unsigned long long)ev.value("chunks_in", 0ull),
-                        (unsigned long long)ev.value("chunks_out", 0ull), (unsigned long long)ev.value("dropped_frames", 0ull),
-                        (unsigned long long)ev.value("deadline_misses", 0ull), (unsigned long long)l.value("p50", 0ull),
-                        (unsigned long long)l.value("p99", 0ull), (unsigned long long)l.value("max", 0ull),
-                        (unsigned long long)ev.value("send_errors", 0ull));
-          } else if (ev.value("type", "") == "alarm") {
-            const std::string rule = ev.value("rule", "");
-            const std::string level = ev.contains("level") ? " (" + ev.value("level", "") + ")" : "";
-            std::printf("event alarm seq %llu: %s %s%s %s band '%s' channel %u: value %.4g, threshold %.4g at %s\n",
-                        (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(),
-                        ev.value("state", "").c_str(), level.c_str(), rule.c_str(), ev.value("band", "").c_str(),
-                        ev.value("channel", 0u), ev.value("value", 0.0), ev.value("threshold", 0.0),
-                        ev.value("sample_time", "").c_str());
-          } else if (ev.value("type", "") == "ae_hit") {
-            std::printf("event ae_hit seq %llu: %s channel %u: %.1f dB_AE, rise %.0f us, duration %.0f us, %d counts, "
-                        "energy %.4g eu at %s\n",
-                        (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(), ev.value("channel", 0u),
-                        ev.value("amplitude_db", 0.0), ev.value("rise_time_us", 0.0), ev.value("duration_us", 0.0),
-                        ev.value("counts", 0), ev.value("energy_eu", 0.0), ev.value("sample_time", "").c_str());
-          } else if (ev.value("type", "") == "vibration") {
-            const std::string zone = ev.contains("iso_zone") ? ", zone " + ev.value("iso_zone", "") : "";
-            const std::string velocity =
-                ev.contains("velocity_rms") ? ", velocity " + std::to_string(ev.value("velocity_rms", 0.0)) + " mm/s" : "";
-            std::printf("event vibration seq %llu: %s band '%s' channel %u: rms %.4g, crest %.3g, kurtosis %.3g%s%s\n",
-                        (unsigned long long)ev.value("seq", 0ull), ev.value("stage", "").c_str(),
-                        ev.value("band", "").c_str(), ev.value("channel", 0u), ev.value("rms", 0.0),
-                        ev.value("crest_factor", 0.0), ev.value("kurtosis", 0.0), velocity.c_str(), zone.c_str());
-          } else if (ev.value("type", "") == "record") {
-            const std::string action = ev.value("action", "");
-            const std::string what = action == "stop" ? ev.value("reason", "") : ev.value("file", "");
-            std::printf("event record seq %llu: %s %s\n", (unsigned long long)ev.value("seq", 0ull), action.c_str(),
-                        what.c_str());
-          } else {
-            std::printf("event %s\n", ev.dump().c_str());
-          }
+          else
+            std::printf("%s\n", vigil::event_line(ev).c_str());
           std::fflush(stdout);
         }
       }

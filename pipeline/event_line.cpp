@@ -1,0 +1,98 @@
+#include "pipeline/event_line.hpp"
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+
+namespace vigil {
+
+namespace {
+
+using nlohmann::json;
+
+// Field readers that take any JSON: the default when the key is missing or of another type.
+std::string text(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+double number(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+uint64_t count(const json& o, const char* key) {
+  const auto it = o.find(key);
+  if (it == o.end()) return 0;
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (it->is_number_integer()) return it->get<int64_t>() < 0 ? 0 : uint64_t(it->get<int64_t>());
+  return 0;
+}
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  va_list a, b;
+  va_start(a, fmt);
+  va_copy(b, a);
+  const int n = std::vsnprintf(nullptr, 0, fmt, a);
+  va_end(a);
+  std::string s(n > 0 ? size_t(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(s.data(), s.size() + 1, fmt, b);
+  va_end(b);
+  return s;
+}
+
+std::string status_line(const json& ev) {
+  const auto it = ev.find("latency_us");
+  const json& l = it != ev.end() && it->is_object() ? *it : json::object();
+  return format("event status seq %" PRIu64 ": chunks in %" PRIu64 " out %" PRIu64 ", dropped frames %" PRIu64
+                ", deadline misses %" PRIu64 ", latency p50/p99/max %" PRIu64 "/%" PRIu64 "/%" PRIu64
+                " us, send errors %" PRIu64,
+                count(ev, "seq"), count(ev, "chunks_in"), count(ev, "chunks_out"), count(ev, "dropped_frames"),
+                count(ev, "deadline_misses"), count(l, "p50"), count(l, "p99"), count(l, "max"),
+                count(ev, "send_errors"));
+}
+
+}  // namespace
+
+bool parse_event_datagram(const uint8_t* data, size_t size, json& event) {
+  event = json::parse(data, data + size, nullptr, false);
+  return !event.is_discarded() && event.is_object() && event.contains("seq") && event["seq"].is_number_unsigned();
+}
+
+std::string event_line(const json& ev) {
+  if (!ev.is_object()) return "event " + ev.dump(-1, ' ', false, json::error_handler_t::replace);
+  const std::string type = text(ev, "type");
+  const uint64_t seq = count(ev, "seq");
+  if (type == "status") return status_line(ev);
+  if (type == "alarm") {
+    const std::string level = ev.contains("level") ? " (" + text(ev, "level") + ")" : "";
+    return format("event alarm seq %" PRIu64 ": %s %s%s %s band '%s' channel %" PRIu64
+                  ": value %.4g, threshold %.4g at %s",
+                  seq, text(ev, "stage").c_str(), text(ev, "state").c_str(), level.c_str(), text(ev, "rule").c_str(),
+                  text(ev, "band").c_str(), count(ev, "channel"), number(ev, "value"), number(ev, "threshold"),
+                  text(ev, "sample_time").c_str());
+  }
+  if (type == "ae_hit")
+    return format("event ae_hit seq %" PRIu64 ": %s channel %" PRIu64
+                  ": %.1f dB_AE, rise %.0f us, duration %.0f us, %" PRIu64 " counts, energy %.4g eu at %s",
+                  seq, text(ev, "stage").c_str(), count(ev, "channel"), number(ev, "amplitude_db"),
+                  number(ev, "rise_time_us"), number(ev, "duration_us"), count(ev, "counts"), number(ev, "energy_eu"),
+                  text(ev, "sample_time").c_str());
+  if (type == "vibration") {
+    const std::string zone = ev.contains("iso_zone") ? ", zone " + text(ev, "iso_zone") : "";
+    const std::string velocity =
+        ev.contains("velocity_rms") ? format(", velocity %.4g mm/s", number(ev, "velocity_rms")) : "";
+    return format("event vibration seq %" PRIu64 ": %s band '%s' channel %" PRIu64
+                  ": rms %.4g, crest %.3g, kurtosis %.3g%s%s",
+                  seq, text(ev, "stage").c_str(), text(ev, "band").c_str(), count(ev, "channel"), number(ev, "rms"),
+                  number(ev, "crest_factor"), number(ev, "kurtosis"), velocity.c_str(), zone.c_str());
+  }
+  if (type == "record") {
+    const std::string action = text(ev, "action");
+    return format("event record seq %" PRIu64 ": %s %s", seq, action.c_str(),
+                  text(ev, action == "stop" ? "reason" : "file").c_str());
+  }
+  // Invalid UTF-8 in a string would make dump() throw: replace it instead.
+  return "event " + ev.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace vigil

@@ -1,0 +1,20 @@
+// Fuzz target: vigil-listen's event path. Any datagram on the event port is parsed, its seq
+// accounted by the stream monitor, and printed as a line (and as JSON with --json); nothing may
+// throw or crash, and a line always starts with "event ".
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "pipeline/event_line.hpp"
+#include "pipeline/stream_monitor.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static vigil::StreamMonitor monitor;  // kept across inputs, as the listener keeps it
+  nlohmann::json ev;
+  if (!vigil::parse_event_datagram(data, size, ev)) return 0;
+  monitor.on_event_seq(size % 2 ? "127.0.0.1:1" : "127.0.0.1:2", ev["seq"].get<uint64_t>());
+  const std::string line = vigil::event_line(ev);
+  if (line.compare(0, 6, "event ") != 0) __builtin_trap();
+  (void)nlohmann::json{{"kind", "event"}, {"event", ev}}.dump();  // the --json form
+  return 0;
+}
