@@ -36,7 +36,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     data_.push_back(std::move(d));
   }
   for (const EventOutputSettings& e : settings.event_outputs)
-    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0});
+    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0, {}});
   packet_.resize(vita49::kMaxJumboDatagram);
   misses_by_ = std::make_unique<std::atomic<uint64_t>[]>(graph_.stage_count() + 2);
 }
@@ -232,6 +232,27 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   j["bytes_sent"] = counters_.bytes_sent.load(std::memory_order_relaxed);
   j["send_errors"] = counters_.send_errors.load(std::memory_order_relaxed);
   j["events_sent"] = counters_.events_sent.load(std::memory_order_relaxed);
+  // Per destination, by cause (send_errors above is their sum over every destination).
+  uint64_t refused = 0, buffer_full = 0;
+  nlohmann::json outputs = nlohmann::json::array();
+  auto describe = [&](const char* kind, const std::string& stream, const UdpSender& s) {
+    const SendCounters& c = s.counters();
+    refused += c.refused.load(std::memory_order_relaxed);
+    buffer_full += c.buffer_full.load(std::memory_order_relaxed);
+    nlohmann::json o{{"kind", kind},
+                     {"destination", s.destination()},
+                     {"datagrams", c.datagrams.load(std::memory_order_relaxed)},
+                     {"refused", c.refused.load(std::memory_order_relaxed)},
+                     {"buffer_full", c.buffer_full.load(std::memory_order_relaxed)},
+                     {"other_errors", c.other.load(std::memory_order_relaxed)}};
+    if (!stream.empty()) o["stream"] = stream;
+    outputs.push_back(std::move(o));
+  };
+  for (const DataOutput& d : data_) describe("vita49", d.settings.stream, *d.sender);
+  for (const EventOutput& e : event_outputs_) describe("events", "", *e.sender);
+  j["send_refused"] = refused;
+  j["send_buffer_full"] = buffer_full;
+  j["outputs"] = std::move(outputs);
   j["deadline_misses"] = counters_.deadline_misses.load(std::memory_order_relaxed);
   auto quantiles = [](const LatencyHistogram& l) {
     return nlohmann::json{{"p50", l.quantile_us(0.5)}, {"p99", l.quantile_us(0.99)}, {"p999", l.quantile_us(0.999)},
@@ -252,8 +273,31 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   return j;
 }
 
+void OutputWorker::watch_receiver(const UdpSender& sender, ReceiverWatch& w, int64_t now) noexcept {
+  const SendCounters& c = sender.counters();
+  const uint64_t refused = c.refused.load(std::memory_order_relaxed);
+  const uint64_t datagrams = c.datagrams.load(std::memory_order_relaxed);
+  if (refused != w.refused_seen) {
+    w.refused_seen = refused;
+    w.last_refusal_ns = now;
+    w.datagrams_at_refusal = datagrams;
+    if (!w.absent) {
+      w.absent = true;
+      log_.printf(4, "output %s: no receiver there (port unreachable); sending goes on, failures are counted",
+                  sender.destination().c_str());
+    }
+  } else if (w.absent && now - w.last_refusal_ns > 3'000'000'000 && datagrams - w.datagrams_at_refusal >= 10) {
+    // Refusals come every other datagram on loopback and about once a second where the peer
+    // rate-limits ICMP: 3 s and 10 datagrams without one means someone is listening again.
+    w.absent = false;
+    log_.printf(5, "output %s: the receiver is back", sender.destination().c_str());
+  }
+}
+
 void OutputWorker::housekeeping(bool final_report) noexcept {
   const int64_t now = mono_now_ns();
+  for (DataOutput& d : data_) watch_receiver(*d.sender, d.watch, now);
+  for (EventOutput& e : event_outputs_) watch_receiver(*e.sender, e.watch, now);
   // A source that goes away raises one alarm; its return clears it.
   if (options_.source_down) {
     const bool down = options_.source_down();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/settings.hpp"
+#include "acquisition/rt_log.hpp"
 #include "pipeline/event_json.hpp"
 #include "pipeline/event_record.hpp"
 #include "pipeline/graph.hpp"
@@ -51,8 +52,16 @@ class OutputWorker {
   uint64_t next_event_seq() const noexcept { return encoder_.next_seq(); }
   // Any thread: an event to send with the others (the output thread takes it within a pass).
   void post_event(const std::string& type, nlohmann::json body);
+  RtLog& log() noexcept { return log_; }  // lines for the journal, drained by vigild
 
  private:
+  // Whether a destination answers "port unreachable" (no receiver): logged on each change.
+  struct ReceiverWatch {
+    bool absent = false;
+    uint64_t refused_seen = 0;        // the sender's refusal count at the last look
+    uint64_t datagrams_at_refusal = 0;
+    int64_t last_refusal_ns = 0;
+  };
   struct DataOutput {
     DataOutputSettings settings;
     std::unique_ptr<UdpSender> sender;
@@ -63,11 +72,13 @@ class OutputWorker {
     std::vector<uint8_t> packet_counts;  // 4-bit counter per lane
     std::vector<uint8_t> context_counts;
     int64_t next_context_mono_ns = 0;
+    ReceiverWatch watch;
   };
   struct EventOutput {
     EventOutputSettings settings;
     std::unique_ptr<UdpSender> sender;
     int64_t next_status_mono_ns = 0;
+    ReceiverWatch watch;
   };
 
   void send_slot(const OutputSlot& slot) noexcept;
@@ -79,6 +90,7 @@ class OutputWorker {
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
   void send_event_record(const EventRecord& ev) noexcept;
   void housekeeping(bool final_report) noexcept;
+  void watch_receiver(const UdpSender& sender, ReceiverWatch& watch, int64_t now) noexcept;
 
   const Graph& graph_;
   SpscQueue<OutputSlot*>& full_slots_;
@@ -98,6 +110,7 @@ class OutputWorker {
   std::mutex posted_mutex_;  // the output thread only try_locks it
   std::vector<std::pair<std::string, nlohmann::json>> posted_;
   OutputCounters counters_;
+  RtLog log_;
   // Deadline misses by culprit: [0] waiting in the capture queue, [1] sending, [2 + i] stage i
   // (the longest of the three parts of the chunk's time).
   std::unique_ptr<std::atomic<uint64_t>[]> misses_by_;

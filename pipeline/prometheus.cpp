@@ -59,6 +59,9 @@ std::string prometheus_text(const nlohmann::json& s) {
   w.counter(s, "packets_sent", "vigil_packets_sent_total", "VITA 49 data packets sent.");
   w.counter(s, "bytes_sent", "vigil_bytes_sent_total", "Bytes sent (data, context and events).");
   w.counter(s, "send_errors", "vigil_send_errors_total", "Datagrams the kernel did not accept.");
+  w.counter(s, "send_refused", "vigil_send_refused_total",
+            "Sends refused because the destination answered port unreachable (no receiver).");
+  w.counter(s, "send_buffer_full", "vigil_send_buffer_full_total", "Sends refused for a full socket buffer.");
   w.counter(s, "events_dropped", "vigil_events_dropped_total", "Detector events lost to a full queue.");
   w.counter(s, "deadline_misses", "vigil_deadline_misses_total", "Chunks finished after their deadline.");
   w.counter(s, "clipped_samples", "vigil_clipped_samples_total", "Input samples at full scale.");

@@ -44,11 +44,11 @@ class Service {
   // Any thread: an event the output thread sends with the others (e.g. `reload`).
   void post_event(const std::string& type, nlohmann::json body);
   const Settings& settings() const noexcept { return settings_; }
-  // Main thread: hands every line the capture and pipeline threads logged to `sink`.
+  // Main thread: hands every line the capture, pipeline, output and recorder threads logged to `sink`.
   template <typename Sink>
   void drain_logs(Sink&& sink) {
     RtLogRecord r;
-    for (RtLog* log : {&capture_->log(), &pipeline_->log(), recorder_ ? &recorder_->log() : nullptr})
+    for (RtLog* log : {&capture_->log(), &pipeline_->log(), &output_->log(), recorder_ ? &recorder_->log() : nullptr})
       while (log && log->pop(r)) sink(int(r.level), r.text);
   }
   // Event seq continuity over a rebuild: read after join(), set before start().

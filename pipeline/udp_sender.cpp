@@ -1,6 +1,8 @@
 #include "pipeline/udp_sender.hpp"
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
+#include <cerrno>
 #include <stdexcept>
 
 namespace vigil {
@@ -26,16 +28,26 @@ UdpSender::UdpSender(asio::io_context& io, const Endpoint& destination) : socket
   socket_.non_blocking(true, ec);
   // A larger send buffer absorbs a chunk's burst of packets; the kernel caps it at wmem_max.
   socket_.set_option(asio::socket_base::send_buffer_size(4 << 20), ec);
+  socket_.connect(endpoint_, ec);  // UDP: no packet is sent; picks the route and source address
+  connected_ = !ec;
 }
 
 bool UdpSender::send(const void* data, size_t bytes) noexcept {
   boost::system::error_code ec;
-  const size_t sent = socket_.send_to(asio::buffer(data, bytes), endpoint_, 0, ec);
-  if (ec) {
-    last_error_ = ec;
-    return false;
+  const size_t sent = connected_ ? socket_.send(asio::buffer(data, bytes), 0, ec)
+                                 : socket_.send_to(asio::buffer(data, bytes), endpoint_, 0, ec);
+  if (!ec && sent == bytes) {
+    counters_.datagrams.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
-  return sent == bytes;
+  last_error_ = ec;
+  if (ec == asio::error::connection_refused)
+    counters_.refused.fetch_add(1, std::memory_order_relaxed);
+  else if (ec == asio::error::would_block || ec == asio::error::no_buffer_space)
+    counters_.buffer_full.fetch_add(1, std::memory_order_relaxed);
+  else
+    counters_.other.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 std::string UdpSender::destination() const {

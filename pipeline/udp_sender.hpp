@@ -1,8 +1,11 @@
 // UdpSender: one non-blocking UDP socket to one destination (Boost.Asio). Sending never waits:
-// a full socket buffer or an unreachable receiver is counted by the caller, not retried.
-// Thread: output thread.
+// a failure is counted here by its cause and the datagram is not retried.
+// The socket is connected, so the kernel reports an ICMP "port unreachable" from the destination
+// (no receiver listening) as ECONNREFUSED on a later send: that is how an absent receiver shows.
+// Thread: send() on the output thread; the counters from any thread.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <cstddef>
@@ -13,20 +16,35 @@
 
 namespace vigil {
 
+struct SendCounters {
+  std::atomic<uint64_t> datagrams{0};    // handed whole to the kernel
+  std::atomic<uint64_t> refused{0};      // ECONNREFUSED: the destination answered "port unreachable"
+  std::atomic<uint64_t> buffer_full{0};  // EAGAIN / ENOBUFS: the socket or device queue is full
+  std::atomic<uint64_t> other{0};        // anything else (no route, datagram too large, ...)
+  uint64_t failures() const noexcept {
+    return refused.load(std::memory_order_relaxed) + buffer_full.load(std::memory_order_relaxed) +
+           other.load(std::memory_order_relaxed);
+  }
+};
+
 class UdpSender {
  public:
   // Resolves the destination (numeric or a name) now. Throws std::runtime_error saying which
-  // destination failed and why.
+  // destination failed and why. A destination with no route yet (network not up) is not an
+  // error: the socket stays unconnected and its sends fail, counted, until the route exists.
   UdpSender(boost::asio::io_context& io, const Endpoint& destination);
-  // True when the whole datagram was handed to the kernel.
+  // True when the whole datagram was handed to the kernel; otherwise counted by cause.
   bool send(const void* data, size_t bytes) noexcept;
+  const SendCounters& counters() const noexcept { return counters_; }
   std::string last_error() const { return last_error_.message(); }
   std::string destination() const;
 
  private:
   boost::asio::ip::udp::socket socket_;
   boost::asio::ip::udp::endpoint endpoint_;
+  bool connected_ = false;
   boost::system::error_code last_error_;
+  SendCounters counters_;
 };
 
 }  // namespace vigil

@@ -23,7 +23,8 @@ namespace vigil::test {
 struct UdpSocket {
   int fd = -1;
   uint16_t port = 0;
-  UdpSocket() {
+  // port 0: the kernel picks a free one (read it from `port`).
+  explicit UdpSocket(uint16_t want_port = 0) {
     fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     const int want = 16 << 20;
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
@@ -31,7 +32,7 @@ struct UdpSocket {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;  // the kernel picks a free port
+    a.sin_port = htons(want_port);
     bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
     socklen_t len = sizeof a;
     getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);

