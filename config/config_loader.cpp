@@ -284,7 +284,10 @@ void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
   if (!r.expect_map(n, where)) return;
   r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms", "test_stall_after_s",
                           "overload", "overload_restore_s", "test_optional_cost_ms", "realtime_priority", "capture_cpu",
-                          "mlockall", "memory", "test_cuda_fail_at_chunk"});
+                          "mlockall", "memory", "test_cuda_fail_at_chunk", "test_chunk_cost_ms",
+                          "test_chunk_cost_for_s"});
+  r.number(n, where, "test_chunk_cost_ms", 0.0, 10000.0, s.pipeline.test_chunk_cost_ms);
+  r.number(n, where, "test_chunk_cost_for_s", 0.0, 1e9, s.pipeline.test_chunk_cost_for_s);
   r.choice(n, where, "memory", {"auto", "copy", "mapped"}, s.pipeline.memory);
   r.number<uint64_t>(n, where, "test_cuda_fail_at_chunk", 0, uint64_t(1) << 62, s.pipeline.test_cuda_fail_at_chunk);
   r.number(n, where, "realtime_priority", 0, 99, s.pipeline.realtime_priority);

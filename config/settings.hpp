@@ -92,6 +92,8 @@ struct PipelineSettings {
   std::string overload = "report";  // report | shed (skip `optional` stages while misses persist)
   double overload_restore_s = 10;   // shed stages come back after this long without a miss
   double test_optional_cost_ms = 0; // test-only fault: each optional stage takes this long per chunk
+  double test_chunk_cost_ms = 0;    // test-only load: each chunk takes at least this long to process
+  double test_chunk_cost_for_s = 0; // ... for this long from the first chunk (0: the whole run)
   int realtime_priority = 0;        // > 0: the capture thread runs SCHED_FIFO at this priority
   int capture_cpu = -1;             // >= 0: the capture thread is pinned to this CPU
   bool mlockall = false;            // lock all memory (pinned pages: no page faults on the RT path)

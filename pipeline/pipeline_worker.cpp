@@ -82,6 +82,7 @@ void PipelineWorker::watch_overload(int64_t t_done, int64_t t_capture, const Exe
 
 void PipelineWorker::process(Chunk& chunk) noexcept {
   const int64_t t0 = mono_now_ns();
+  if (t_first_chunk_ == 0) t_first_chunk_ = t0;
   ChunkHeader header = chunk.header;
   Block& in = graph_.input_block();
   in.frames = std::min<uint32_t>(header.frames, uint32_t(in.stride));
@@ -134,6 +135,8 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
                 (unsigned long long)header.sequence);
     failing_ = failed;
   }
+  if (chunk_cost_ns_ > 0 && (chunk_cost_for_ns_ == 0 || t0 - t_first_chunk_ < chunk_cost_for_ns_))
+    sleep_until_mono_ns(t0 + chunk_cost_ns_);
   if (shed_policy_) watch_overload(mono_now_ns(), header.t_capture_mono_ns, exec);
 
   // Every chunk goes to the output thread, data outputs or not: it measures end-to-end latency

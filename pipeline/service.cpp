@@ -107,6 +107,8 @@ Service::Service(const Settings& settings) : settings_(settings) {
   pipeline_ = std::make_unique<PipelineWorker>(*graph_, format_, *capture_, *full_chunks_, *free_chunks_, *free_slots_,
                                                *full_slots_, *events_, stream_of_output);
   pipeline_->set_stall_after_ns(int64_t(settings_.pipeline.test_stall_after_s * 1e9));
+  pipeline_->set_test_chunk_cost(int64_t(settings_.pipeline.test_chunk_cost_ms * 1e6),
+                                 int64_t(settings_.pipeline.test_chunk_cost_for_s * 1e9));
 
   OutputWorker::Options opt;
   opt.rate_hz = format_.rate_hz;

@@ -123,5 +123,78 @@ TEST(VigildFaults, AnAbsentReceiverIsCountedLoggedAndNoticedWhenItComes) {
   EXPECT_GT(recv(late.fd, buf.data(), buf.size(), 0), 0);
 }
 
+
+// Samples missing from one stream, by its timestamps: each packet should start where the previous
+// ended (1/51200 s = 19 531 250 ps per sample; chunk times are whole nanoseconds, so round).
+struct Holes {
+  uint64_t samples = 0;  // missing between the first and the last packet
+  uint64_t holes = 0;    // places where samples are missing
+  __int128 last_hole_ps = 0;
+};
+Holes holes_in(const std::vector<std::pair<__int128, size_t>>& ts) {
+  Holes h;
+  for (size_t k = 1; k < ts.size(); ++k) {
+    const __int128 expect = ts[k - 1].first + __int128(ts[k - 1].second) * 19'531'250;
+    const double missing = double(ts[k].first - expect) / 19'531'250.0;
+    EXPECT_GT(missing, -0.01) << "packet " << k << " overlaps its predecessor";
+    if (missing > 0.5) {
+      h.samples += uint64_t(std::llround(missing));
+      ++h.holes;
+      h.last_hole_ps = ts[k].first;
+    }
+  }
+  return h;
+}
+
+// Overload: the pipeline takes 2 ms per 1 ms chunk (twice the sustainable rate) for its first
+// second, then the load falls. Frames the pool cannot hold are dropped and counted; the receiver
+// finds exactly that many samples missing from every stream, each hole flagged, its own packet
+// counter unbroken; when the load falls the service recovers: no more drops or misses.
+TEST(VigildFaults, OverloadAtTwiceTheRateIsCountedExactlyAndRecovers) {
+  TempDir dir("overload2x");
+  UdpSocket data, events;
+  const uint64_t total_frames = 25 * 51200;  // 25 s of signal at 10x: 2.5 s
+  const std::string config = service_config(data.port, events.port, "  duration_s: 25\n",
+                                            "pipeline:\n  test_chunk_cost_ms: 2\n  test_chunk_cost_for_s: 1\n");
+  VigildRun run(data, events, dir.write("vigil.yaml", config), dir.file("vigild.log"));
+  const int status = run.wait_exit(std::chrono::seconds(30));  // the source ends by itself
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << run.log;
+  const test::Received& r = run.received;
+  const json& fin = final_status(r);
+  ASSERT_TRUE(fin.contains("frames_in")) << fin.dump();
+  const uint64_t dropped = fin["dropped_frames"].get<uint64_t>() + fin["output_dropped_frames"].get<uint64_t>();
+  EXPECT_EQ(fin["frames_in"].get<uint64_t>() + fin["dropped_frames"].get<uint64_t>(), total_frames);
+  EXPECT_GT(dropped, 51200u);  // about half of a second of input at 10x is 256 k frames
+  EXPECT_GT(fin["deadline_misses"].get<uint64_t>(), 100u);
+  EXPECT_EQ(fin["send_errors"], 0);
+  std::printf("overload: %llu of %llu frames dropped, %llu deadline misses\n", (unsigned long long)dropped,
+              (unsigned long long)total_frames, (unsigned long long)fin["deadline_misses"].get<uint64_t>());
+
+  ASSERT_EQ(r.monitor.streams().size(), 6u);  // input: 2 lanes; bands: 2 x 2
+  for (const auto& [id, s] : r.monitor.streams()) {
+    const Holes h = holes_in(r.timestamps.at(id));
+    EXPECT_EQ(s.gaps, 0u) << std::hex << id;                 // no datagram lost on the way
+    EXPECT_EQ(h.samples, dropped) << std::hex << id;         // the receiver's count is the sender's
+    EXPECT_EQ(s.samples + h.samples, total_frames) << std::hex << id;
+    EXPECT_EQ(s.sample_loss_flags, h.holes) << std::hex << id;  // each hole flagged in the trailer
+    EXPECT_GT(h.holes, 0u);
+    // The last hole is in the overloaded first second (signal time 10 s of 25), not later.
+    const __int128 first_ps = r.timestamps.at(id).front().first;
+    EXPECT_LT(double(h.last_hole_ps - first_ps) / 1e12, 15.0) << std::hex << id;
+  }
+  // Recovered: from 1.6 s on (the backlog is gone well before) nothing more is dropped, and late
+  // chunks are back to the odd one a shared machine gives at 10x real time (1 ms deadlines).
+  const json* after = nullptr;
+  for (const json& e : r.events)
+    if (e["type"] == "status" && e["uptime_s"].get<double>() >= 1.6 && !e.value("final", false)) {
+      after = &e;
+      break;
+    }
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ((*after)["dropped_frames"], fin["dropped_frames"]);
+  EXPECT_LE(fin["deadline_misses"].get<uint64_t>() - (*after)["deadline_misses"].get<uint64_t>(), 5u);
+}
+
 }  // namespace
 }  // namespace vigil
