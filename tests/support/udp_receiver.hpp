@@ -44,6 +44,7 @@ struct UdpSocket {
 
 struct Received {
   std::atomic<bool> started{false};  // the first event (`start`) has arrived (see wait_for_start)
+  std::atomic<uint64_t> reloads{0};   // `reload` events so far (readable while receiving)
   StreamMonitor monitor;
   std::vector<nlohmann::json> events;
   bool keep_timestamps = true;  // false for long runs: the list grows by one entry per packet
@@ -85,6 +86,7 @@ void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>&
       const ssize_t len = recv(events.fd, buf.data(), buf.size(), 0);
       if (len < 0) break;
       r.events.push_back(nlohmann::json::parse(buf.begin(), buf.begin() + len));
+      if (r.events.back()["type"] == "reload") r.reloads.fetch_add(1);
       r.started.store(true);
     }
   }
