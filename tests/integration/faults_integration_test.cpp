@@ -343,5 +343,87 @@ TEST(VigildFaults, SigkillThenRestartResumes) {
   EXPECT_GT(second, 0);
 }
 
+// NaN and Inf input at the service level: a float recording with a NaN burst, an Inf burst and a
+// lone -Inf, replayed through a 255-tap FIR bank. Each is counted and replaced by 0 before any
+// filter sees it, so every output sample is finite and the band outputs are bit for bit those of
+// the same recording with zeros in those places: the filters' state is never poisoned.
+TEST(VigildFaults, NonFiniteInputIsCountedReplacedAndNeverPoisonsTheFilters) {
+  TempDir dir("nonfinite");
+  const size_t frames = 51200, channels = 2;
+  std::vector<float> clean(frames * channels);
+  uint32_t seed = 12345;
+  for (size_t i = 0; i < frames; ++i)
+    for (size_t c = 0; c < channels; ++c) {
+      seed = seed * 1664525u + 1013904223u;
+      clean[i * channels + c] = float(0.5 * std::sin(2 * M_PI * (500.0 + 2500.0 * double(c)) * double(i) / 51200.0) +
+                                      0.05 * (double(seed >> 8) / double(1 << 24) - 0.5));
+    }
+  std::vector<float> dirty = clean;
+  std::vector<size_t> poisoned;  // interleaved indices
+  for (size_t i = 10000; i < 10100; ++i) poisoned.push_back(i * channels + 0);                 // NaN, channel 0
+  for (size_t i = 20000; i < 20010; ++i) poisoned.push_back(i * channels + 1);                 // +Inf, channel 1
+  poisoned.push_back(30000 * channels + 0);                                                    // -Inf
+  for (size_t k : poisoned) {
+    const size_t frame = k / channels;
+    dirty[k] = frame < 20000 ? std::nanf("") : frame < 30000 ? INFINITY : -INFINITY;
+    clean[k] = 0.0f;  // what vigild should filter in its place
+  }
+  auto write_recording = [&](const std::string& name, const std::vector<float>& x) {
+    const std::string base = dir.file(name);
+    std::ofstream(base + ".sigmf-meta") << R"({"global": {"core:datatype": "rf32_le", "core:sample_rate": 51200,
+        "core:num_channels": 2, "core:version": "1.0.0"}, "captures": [{"core:sample_start": 0}], "annotations": []})";
+    std::ofstream(base + ".sigmf-data", std::ios::binary).write(reinterpret_cast<const char*>(x.data()),
+                                                                 std::streamsize(x.size() * sizeof(float)));
+    return base + ".sigmf-meta";
+  };
+  auto run_on = [&](const std::string& recording, test::Received& out, json& fin) {
+    UdpSocket data, events;
+    std::ostringstream c;
+    c << "source:\n  kind: file\n  path: " << recording << "\n  chunk_frames: 512\n  rate_factor: 20\n"
+      << R"(stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 255
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 1000}
+      - {name: high, type: highpass, cutoff_hz: 1000}
+  - name: level
+    kind: band_rms
+    input: bands
+    window_s: 0.05
+    threshold: 10
+outputs:
+  - {kind: vita49, stream: input, destination: "127.0.0.1:)" << data.port << R"("}
+  - {kind: vita49, stream: bands, destination: "127.0.0.1:)" << data.port << R"("}
+  - {kind: events, destination: "127.0.0.1:)" << events.port << R"("}
+)";
+    VigildRun run(data, events, dir.write("vigil.yaml", c.str()), dir.file("vigild.log"), true, true);
+    const int status = run.wait_exit(std::chrono::seconds(30));
+    ASSERT_NE(status, -1);
+    ASSERT_EQ(WEXITSTATUS(status), 0) << run.log;
+    fin = final_status(run.received);
+    out.samples = run.received.samples;
+  };
+  test::Received dirty_out, clean_out;
+  json dirty_fin, clean_fin;
+  run_on(write_recording("dirty", dirty), dirty_out, dirty_fin);
+  run_on(write_recording("clean", clean), clean_out, clean_fin);
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
+
+  EXPECT_EQ(dirty_fin["non_finite_samples"], poisoned.size());
+  EXPECT_EQ(clean_fin["non_finite_samples"], 0);
+  ASSERT_EQ(dirty_out.samples.size(), 6u);  // input 2 lanes, bands 2 x 2
+  for (const auto& [id, x] : dirty_out.samples) {
+    ASSERT_EQ(x.size(), frames) << std::hex << id;
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_TRUE(std::isfinite(x[i])) << std::hex << id << " sample " << i;
+    const std::vector<float>& y = clean_out.samples.at(id);
+    ASSERT_EQ(y.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], y[i]) << std::hex << id << " sample " << i;
+  }
+  // The input stream carries the zeros in their places.
+  for (size_t k : poisoned) EXPECT_EQ(dirty_out.samples.at(uint32_t(k % channels)).at(k / channels), 0.0f) << k;
+}
+
 }  // namespace
 }  // namespace vigil

@@ -49,6 +49,8 @@ struct Received {
   std::vector<nlohmann::json> events;
   bool keep_timestamps = true;  // false for long runs: the list grows by one entry per packet
   std::map<uint32_t, std::vector<std::pair<__int128, size_t>>> timestamps;  // per stream: ts, samples
+  bool keep_samples = false;  // true: every sample of every stream, in arrival order
+  std::map<uint32_t, std::vector<float>> samples;
   uint64_t malformed = 0;
 };
 
@@ -81,6 +83,8 @@ void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>&
       r.monitor.on_packet(d);
       if (r.keep_timestamps && d.type == vita49::PacketType::kSignalDataWithStreamId)
         r.timestamps[d.stream_id].push_back({__int128(d.ts_int) * 1'000'000'000'000 + d.ts_frac, d.samples});
+      if (r.keep_samples && d.type == vita49::PacketType::kSignalDataWithStreamId)
+        for (size_t i = 0; i < d.samples; ++i) r.samples[d.stream_id].push_back(d.sample(i));
     }
     for (;;) {
       const ssize_t len = recv(events.fd, buf.data(), buf.size(), 0);

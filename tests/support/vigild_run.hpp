@@ -18,9 +18,10 @@ namespace vigil::test {
 class VigildRun {
  public:
   VigildRun(UdpSocket& data, UdpSocket& events, const std::string& config, const std::string& log_path,
-            bool keep_timestamps = true)
+            bool keep_timestamps = true, bool keep_samples = false)
       : log_path_(log_path) {
     received.keep_timestamps = keep_timestamps;
+    received.keep_samples = keep_samples;
     rx_ = std::thread([this, &data, &events] { receive(data, events, received, stop_rx_); });
     vigild_ = std::make_unique<Process>(std::vector<std::string>{
         "/bin/sh", "-c", "exec " + std::string(VIGIL_BIN_DIR) + "/vigild --config " + config + " --log-interval 0 2>" + log_path});
