@@ -1,6 +1,8 @@
 // One allocation for all chunks, each chunk 64-byte aligned so no two share a cache line.
 #include "acquisition/chunk_pool.hpp"
 
+#include "acquisition/out_of_memory.hpp"
+
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -22,7 +24,7 @@ ChunkPool::ChunkPool(uint32_t count, size_t bytes_per_chunk, HostAllocator alloc
   const size_t stride = (bytes_per_chunk + 63) / 64 * 64;
   memory_ = allocator_.allocate(stride * count);
   if (!memory_)
-    throw std::runtime_error("ChunkPool: cannot allocate " + std::to_string(stride * count) +
+    throw OutOfMemory("ChunkPool: cannot allocate " + std::to_string(stride * count) +
                              " bytes of " + allocator_.name + " memory for " + std::to_string(count) +
                              " chunks");
   chunks_.resize(count);

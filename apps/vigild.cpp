@@ -8,9 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <new>
 #include <string>
 
 #include "acquisition/clock.hpp"
+#include "acquisition/out_of_memory.hpp"
 #include "apps/cli_args.hpp"
 #include "apps/log.hpp"
 #include "config/config_loader.hpp"
@@ -22,6 +25,9 @@
 namespace {
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+constexpr const char* kNoMemory =
+    "not enough memory for the buffers and filters the config describes; lower source.channels, "
+    "source.chunk_frames, pipeline.pool_chunks, pipeline.output_slots or the stages' taps";
 
 std::string default_config_path() {
   for (const std::string& p : {std::string(VIGIL_INSTALL_CONFIG), std::string(VIGIL_SOURCE_DIR) + "/config/vigil.yaml"})
@@ -194,6 +200,14 @@ int main(int argc, char** argv) {
   std::unique_ptr<vigil::Service> service;
   try {
     service = std::make_unique<vigil::Service>(*settings);
+  } catch (const std::bad_alloc&) {
+    // A valid config asking for more than this machine grants: the config's fault, like any
+    // other value out of range here (exit 2, not a failure worth a restart).
+    vigil::log::line(vigil::log::Level::kError, "vigild: cannot start with " + path + ": " + kNoMemory);
+    return kExitUsage;
+  } catch (const vigil::OutOfMemory& e) {
+    vigil::log::line(vigil::log::Level::kError, "vigild: cannot start with " + path + ": " + e.what() + ": " + kNoMemory);
+    return kExitUsage;
   } catch (const std::exception& e) {
     vigil::log::line(vigil::log::Level::kError, "vigild: cannot start with " + path + ": " + e.what());
     return kExitFailure;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -41,8 +42,14 @@ class Reader {
 
   // Reports every key of `map` not in `allowed`, at the key, with the nearest valid key.
   void check_keys(const YAML::Node& map, const std::string& where, const std::vector<std::string>& allowed) {
+    std::map<std::string, YAML::Mark> seen;
     for (const auto& kv : map) {
       const std::string key = kv.first.Scalar();
+      // YAML forbids a key twice in one mapping; yaml-cpp would quietly read the first.
+      if (const auto [it, fresh] = seen.emplace(key, kv.first.Mark()); !fresh)
+        error(kv.first.Mark(), "key '" + key + "' given twice in " + where + " (first at line " +
+                                   std::to_string(it->second.line + 1) + ", column " +
+                                   std::to_string(it->second.column + 1) + ")");
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       std::string msg = "unknown key '" + key + "' in " + where;
       const std::string near = nearest_key(key, allowed);
@@ -708,6 +715,23 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
             "source.chunk_frames: a chunk of " + std::to_string(chunk_bytes) + " bytes times pipeline.pool_chunks " +
                 std::to_string(s.pipeline.pool_chunks) + " is " + std::to_string(pool_bytes) +
                 " bytes, above the pool limit of " + std::to_string(kMaxPoolBytes) + " bytes");
+  }
+  // Output slots hold every data output's lanes of one chunk each: the same limit applies.
+  std::map<std::string, uint64_t> lanes{{"input", sp.channels}};
+  for (const StageSettings& st : s.stages)
+    if (const auto* fb = std::get_if<FirBankSettings>(&st.params); fb && lanes.count(st.input))
+      lanes[st.name] = lanes[st.input] * std::max<uint64_t>(1, fb->bands.size());
+  uint64_t slot_floats = 0;
+  for (const DataOutputSettings& d : s.data_outputs)
+    if (lanes.count(d.stream)) slot_floats += lanes[d.stream] * sp.chunk_frames;
+  const uint64_t slot_bytes = slot_floats * sizeof(float) * s.pipeline.output_slots;
+  if (slot_bytes > kMaxPoolBytes) {
+    const YAML::Node p = root["pipeline"];
+    const YAML::Node at = p && p["output_slots"] ? p["output_slots"] : root["outputs"] ? root["outputs"] : root;
+    r.error(at.Mark(), "pipeline.output_slots: " + std::to_string(s.pipeline.output_slots) + " slots of " +
+                           std::to_string(slot_floats * sizeof(float)) + " bytes (every data output's lanes of one "
+                           "chunk) is " + std::to_string(slot_bytes) + " bytes, above the limit of " +
+                           std::to_string(kMaxPoolBytes) + " bytes: fewer slots, a smaller chunk or fewer outputs");
   }
 }
 

@@ -425,5 +425,92 @@ outputs:
   for (size_t k : poisoned) EXPECT_EQ(dirty_out.samples.at(uint32_t(k % channels)).at(k / channels), 0.0f) << k;
 }
 
+// Absurd values: each gives its FILE:LINE:COLUMN error on the first line of stderr and exit 2,
+// from the real start path (not only --check-config), before anything runs.
+TEST(VigildFaults, AbsurdConfigValuesGiveAClearErrorAndExit2) {
+  TempDir dir("absurd");
+  struct Case {
+    const char* what;
+    std::vector<std::pair<std::string, std::string>> edits;  // replaced in the base config
+    std::string error;                                       // expected after "FILE:"
+  };
+  const std::string base = service_config(9, 9, "  duration_s: 0.1\n");
+  const std::vector<Case> cases = {
+      {"0 channels", {{"channels: 2", "channels: 0"}}, "4:13: source.channels must be 1..1024, got 0"},
+      {"rate 0", {{"rate_hz: 51200", "rate_hz: 0"}}, "3:12: source.rate_hz must be 1..1e+07, got 0"},
+      {"negative rate", {{"rate_hz: 51200", "rate_hz: -1"}}, "3:12: source.rate_hz must be 1..1e+07, got -1"},
+      {"0 taps", {{"taps: 63", "taps: 0"}}, "19:11: stages[0].taps must be 1..65536, got 0"},
+      {"10^9 taps", {{"taps: 63", "taps: 1000000000"}}, "19:11: stages[0].taps must be 1..65536, got 1000000000"},
+      {"10^9 frames a chunk", {{"chunk_frames: 512", "chunk_frames: 1000000000"}},
+       "6:17: source.chunk_frames must be 1..1048576, got 1000000000"},
+      {"a pool larger than memory", {{"chunk_frames: 512", "chunk_frames: 1048576"}, {"stages:", "pipeline:\n  pool_chunks: 65536\nstages:"}},
+       "6:17: source.chunk_frames: a chunk of 4194304 bytes times pipeline.pool_chunks 65536 is 274877906944 bytes, "
+       "above the pool limit of 1073741824 bytes"},
+      {"output slots larger than memory", {{"chunk_frames: 512", "chunk_frames: 8192"}, {"stages:", "pipeline:\n  output_slots: 65536\nstages:"}},
+       "16:17: pipeline.output_slots: 65536 slots of 196608 bytes (every data output's lanes of one chunk) is "
+       "12884901888 bytes, above the limit of 1073741824 bytes"},
+      {"a cutoff above Nyquist", {{"cutoff_hz: 1000}\n      - {name: high", "cutoff_hz: 30000}\n      - {name: high"}},
+       "21:47: stages[0].bands[0].cutoff_hz must be 1e-09..25600, got 30000"},
+      {"a negative interval", {{"status_interval_s: 0.25", "status_interval_s: -1"}},
+       "32:24: outputs[2].status_interval_s must be 0.1..3600, got -1"},
+      {"not a number", {{"rate_factor: 10", "rate_factor: fast"}}, "8:16: source.rate_factor: expected a number, got 'fast'"},
+      {"a key twice", {{"channels: 2", "channels: 2\n  channels: 1024"}},
+       "5:3: key 'channels' given twice in source (first at line 4, column 3)"},
+  };
+  for (const Case& c : cases) {
+    std::string text = base;
+    for (const auto& [from, to] : c.edits) {
+      const size_t at = text.find(from);
+      ASSERT_NE(at, std::string::npos) << c.what;
+      text.replace(at, from.size(), to);
+    }
+    const std::string config = dir.write("absurd.yaml", text), err = dir.file("err.txt");
+    test::Process p({"/bin/sh", "-c", std::string(VIGIL_BIN_DIR) + "/vigild --config " + config + " 2>" + err});
+    const int st = p.wait(std::chrono::seconds(20));
+    ASSERT_NE(st, -1) << c.what;
+    const std::string out = test::read_text(err);
+    EXPECT_EQ(WEXITSTATUS(st), 2) << c.what << "\n" << out;
+    EXPECT_EQ(out.rfind(config + ":" + c.error, 0), 0u) << c.what << "\n" << out;
+  }
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define VIGIL_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define VIGIL_UNDER_SANITIZER 1
+#endif
+#endif
+
+// A config every value of which is in range, but which needs more memory than the machine grants
+// (here an address-space limit of 1 GB): a clear error naming what to lower, and exit 2 (not
+// 1: restarting cannot help), whether the pool or a stage's buffers fail first.
+TEST(VigildFaults, AConfigNeedingMoreMemoryThanThereIsExits2) {
+#ifdef VIGIL_UNDER_SANITIZER
+  GTEST_SKIP() << "an address-space limit cannot apply under a sanitizer's shadow memory";
+#endif
+  TempDir dir("nomemory");
+  for (const int pool_chunks : {8, 2}) {  // 8: the 1 GiB pool fails; 2: the graph's blocks do
+    std::ostringstream c;
+    c << "source:\n  kind: synthetic\n  rate_hz: 51200\n  channels: 1024\n  chunk_frames: 65536\n  duration_s: 1\n"
+      << "pipeline:\n  pool_chunks: " << pool_chunks << "\n  output_slots: 2\n"
+      << "stages:\n  - name: bands\n    kind: fir_bank\n    input: input\n    taps: 63\n    bands: ["
+      << "{name: a, type: lowpass, cutoff_hz: 1000}, {name: b, type: lowpass, cutoff_hz: 2000},"
+      << "{name: c, type: lowpass, cutoff_hz: 3000}, {name: d, type: lowpass, cutoff_hz: 4000}]\n"
+      << "outputs:\n  - {kind: events, destination: \"127.0.0.1:9\"}\n";
+    const std::string config = dir.write("big.yaml", c.str()), err = dir.file("err.txt");
+    test::Process p({"/bin/sh", "-c",
+                     "ulimit -v 1000000; exec " + std::string(VIGIL_BIN_DIR) + "/vigild --config " + config + " 2>" + err});
+    const int st = p.wait(std::chrono::seconds(30));
+    ASSERT_NE(st, -1);
+    const std::string out = test::read_text(err);
+    EXPECT_EQ(WEXITSTATUS(st), 2) << out;
+    EXPECT_NE(out.find("vigild: cannot start with " + config + ": "), std::string::npos) << out;
+    EXPECT_NE(out.find("not enough memory for the buffers and filters the config describes; lower source.channels"),
+              std::string::npos)
+        << out;
+  }
+}
+
 }  // namespace
 }  // namespace vigil
