@@ -33,7 +33,7 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-int open_udp(const std::string& bind_addr, uint16_t port, std::string& why) {
+int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, std::string& why) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
@@ -47,9 +47,11 @@ int open_udp(const std::string& bind_addr, uint16_t port, std::string& why) {
     return -1;
   }
   // Large receive buffers ride out bursts; FORCE works as root, the plain option up to rmem_max.
-  const int want = 16 << 20;
-  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof want) != 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof want);
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
+  // The kernel's count of datagrams it dropped for a full buffer comes with each datagram.
+  const int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
   if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     why = "cannot bind " + bind_addr + ":" + std::to_string(port) + ": " + std::strerror(errno);
     close(fd);
@@ -114,16 +116,19 @@ int main(int argc, char** argv) {
       {"count", true, "stop after N datagrams (data and events; 0: no limit)", "0"},
       {"seconds", true, "stop after S seconds (0: run until a signal)", "0"},
       {"quiet", false, "print only the final summary", ""},
+      {"buffer-kib", true, "receive buffer per socket in KiB (drops when it overflows are counted)", "16384"},
   });
   uint64_t max_count = 0;
   double seconds = 0;
   uint16_t data_port = 0, event_port = 0;
+  int buffer_bytes = 0;
   try {
     args.parse(argc, argv);
     max_count = uint64_t(args.number("count", 0, 1e18));
     seconds = args.number("seconds", 0, 1e9);
     data_port = uint16_t(args.number("data-port", 0, 65535));
     event_port = uint16_t(args.number("event-port", 0, 65535));
+    buffer_bytes = int(args.number("buffer-kib", 4, 1 << 20)) * 1024;
   } catch (const std::exception& e) {
     std::cerr << "vigil-listen: " << e.what() << "\n";
     return 2;
@@ -154,14 +159,14 @@ int main(int argc, char** argv) {
   int data_fd = -1, event_fd = -1;
   const std::string bind_addr = args.get("bind");
   if (uint16_t p = data_port) {
-    if ((data_fd = open_udp(bind_addr, p, why)) < 0) {
+    if ((data_fd = open_udp(bind_addr, p, buffer_bytes, why)) < 0) {
       std::cerr << "vigil-listen: data port: " << why << "\n";
       return 1;
     }
     fds.push_back({data_fd, POLLIN, 0});
   }
   if (uint16_t p = event_port) {
-    if ((event_fd = open_udp(bind_addr, p, why)) < 0) {
+    if ((event_fd = open_udp(bind_addr, p, buffer_bytes, why)) < 0) {
       std::cerr << "vigil-listen: event port: " << why << "\n";
       return 1;
     }
@@ -181,6 +186,8 @@ int main(int argc, char** argv) {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_tick;  // packets, samples at the last report
   std::vector<uint8_t> buf(65536);
   uint64_t datagrams = 0, malformed = 0, bad_events = 0;
+  uint64_t data_datagrams = 0;
+  uint32_t data_kernel_drops = 0, event_kernel_drops = 0;  // SO_RXQ_OVFL: cumulative per socket
   const int64_t t0 = vigil::mono_now_ns();
   int64_t next_report = t0 + 1'000'000'000;
   int64_t last_report = t0;
@@ -196,6 +203,7 @@ int main(int argc, char** argv) {
       streams.push_back({{"stream_id", id}, {"packets", s.packets}, {"samples", s.samples},
                          {"samples_per_s", final_report ? 0.0 : sps}, {"gaps", s.gaps},
                          {"timestamp_errors", s.timestamp_errors}, {"sample_loss_flags", s.sample_loss_flags},
+                         {"samples_missing", s.samples_missing}, {"holes", s.holes},
                          {"rate_hz", s.rate_hz}, {"new_packets", s.packets - lp}});
       lp = s.packets;
       ls = s.samples;
@@ -204,20 +212,26 @@ int main(int argc, char** argv) {
     if (quiet && !final_report) return;
     if (as_json) {
       std::cout << json{{"kind", final_report ? "summary" : "stats"}, {"elapsed_s", double(now - t0) / 1e9},
-                        {"datagrams", datagrams}, {"malformed", malformed}, {"events", mon.events()},
+                        {"datagrams", datagrams}, {"data_datagrams", data_datagrams}, {"malformed", malformed},
+                        {"kernel_drops", {{"data", data_kernel_drops}, {"events", event_kernel_drops}}},
+                        {"events", mon.events()},
                         {"event_gaps", mon.event_gaps()}, {"streams", streams}}.dump()
                 << std::endl;
       return;
     }
-    std::printf("%s %.1f s: %llu datagrams, %llu events (%llu seq gaps), %llu malformed\n",
+    std::printf("%s %.1f s: %llu datagrams, %llu events (%llu seq gaps), %llu malformed, %llu dropped by the kernel "
+                "(receive buffer full)\n",
                 final_report ? "summary" : "--", double(now - t0) / 1e9, (unsigned long long)datagrams,
-                (unsigned long long)mon.events(), (unsigned long long)mon.event_gaps(), (unsigned long long)malformed);
+                (unsigned long long)mon.events(), (unsigned long long)mon.event_gaps(), (unsigned long long)malformed,
+                (unsigned long long)(data_kernel_drops + event_kernel_drops));
     for (const json& s : streams)
-      std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, ts errors %llu, loss flags %llu\n",
+      std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, missing %llu samples in %llu holes, "
+                  "ts errors %llu, loss flags %llu\n",
                   hex_id(s["stream_id"].get<uint32_t>()).c_str(), (unsigned long long)s["packets"].get<uint64_t>(),
                   final_report ? "total" : (std::to_string(std::llround(s["samples_per_s"].get<double>())) + " samples/s").c_str(),
                   (unsigned long long)s["samples"].get<uint64_t>(),
-                  (unsigned long long)s["gaps"].get<uint64_t>(), (unsigned long long)s["timestamp_errors"].get<uint64_t>(),
+                  (unsigned long long)s["gaps"].get<uint64_t>(), (unsigned long long)s["samples_missing"].get<uint64_t>(),
+                  (unsigned long long)s["holes"].get<uint64_t>(), (unsigned long long)s["timestamp_errors"].get<uint64_t>(),
                   (unsigned long long)s["sample_loss_flags"].get<uint64_t>());
     std::fflush(stdout);
   };
@@ -240,11 +254,23 @@ int main(int argc, char** argv) {
       for (;;) {
         if (max_count && datagrams >= max_count) break;
         sockaddr_in from{};
-        socklen_t from_len = sizeof from;
-        const ssize_t n = recvfrom(p.fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+        iovec iov{buf.data(), buf.size()};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))];
+        msghdr msg{};
+        msg.msg_name = &from;
+        msg.msg_namelen = sizeof from;
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        const ssize_t n = recvmsg(p.fd, &msg, 0);
         if (n < 0) break;  // EAGAIN: drained
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+          if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL)
+            std::memcpy(p.fd == data_fd ? &data_kernel_drops : &event_kernel_drops, CMSG_DATA(c), sizeof(uint32_t));
         ++datagrams;
         if (p.fd == data_fd) {
+          ++data_datagrams;
           vigil::vita49::Decoded d;
           if (!vigil::vita49::decode(buf.data(), size_t(n), d)) {
             ++malformed;

@@ -18,11 +18,21 @@ void StreamMonitor::on_packet(const vita49::Decoded& p) {
   } else {
     s.gaps += uint8_t(p.packet_count - s.last_count - 1) & 0xF;
     if (ts <= s.last_ts_ps) ++s.timestamp_errors;
+    if (s.rate_hz > 0) {
+      // Samples between where the previous packet ended and where this one starts (timestamps
+      // are exact picoseconds for integer rates; round to whole samples).
+      const double gap = double(ts - s.last_ts_ps) * s.rate_hz / 1e12 - double(s.last_samples);
+      if (gap > 0.5 && gap < 1e15) {
+        s.samples_missing += uint64_t(gap + 0.5);
+        ++s.holes;
+      }
+    }
   }
   if (p.has_trailer && (p.trailer & vita49::kTrailerSampleLossEnable) && (p.trailer & vita49::kTrailerSampleLoss))
     ++s.sample_loss_flags;
   s.last_count = p.packet_count;
   s.last_ts_ps = ts;
+  s.last_samples = p.samples;
   ++s.packets;
   s.samples += p.samples;
 }

@@ -18,6 +18,10 @@ struct StreamStats {
   uint64_t gaps = 0;               // packets missing by the 4-bit counter
   uint64_t timestamp_errors = 0;   // a packet not later than the previous one
   uint64_t sample_loss_flags = 0;  // packets whose trailer says samples were lost before them
+  // By timestamps, once a context packet gave the rate: samples missing between consecutive
+  // packets, and the places (meaningful for continuous streams, not for hit waveforms).
+  uint64_t samples_missing = 0;
+  uint64_t holes = 0;
   uint64_t context_packets = 0;
   double rate_hz = 0;              // from context packets (0 until one arrives)
   bool have_first = false;
@@ -25,6 +29,7 @@ struct StreamStats {
   uint64_t first_ts_frac_ps = 0;
   uint8_t last_count = 0;
   __int128 last_ts_ps = 0;
+  size_t last_samples = 0;
 };
 
 class StreamMonitor {

@@ -474,6 +474,58 @@ TEST(VigildFaults, AbsurdConfigValuesGiveAClearErrorAndExit2) {
   }
 }
 
+// A receiver that stops reading (its socket buffer full: the kernel drops what arrives) never
+// holds vigild up, and vigil-listen accounts for every datagram: those it got plus those the
+// kernel says it dropped (SO_RXQ_OVFL) are exactly what vigild sent, and by timestamps it finds
+// the samples missing from each stream, which with those received make every frame captured.
+TEST(VigildFaults, AReceiverThatStopsReadingLosesOnlyWhatItsKernelCounts) {
+  TempDir dir("stalled-listener");
+  const uint16_t listen_port = test::free_udp_port();
+  UdpSocket unused, events;
+  std::ostringstream c;
+  c << "source:\n  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  format: int16\n  chunk_frames: 512\n"
+       "  rate_factor: 10\noutputs:\n  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:"
+    << listen_port << "\n  - kind: events\n    destination: 127.0.0.1:" << events.port << "\n    status_interval_s: 0.25\n";
+  const std::string listen_out = dir.file("listen.jsonl");
+  test::Process listen({std::string(VIGIL_BIN_DIR) + "/vigil-listen", "--data-port", std::to_string(listen_port),
+                        "--event-port", "0", "--buffer-kib", "256", "--json", "--quiet"},
+                       listen_out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // bound before vigild sends
+  VigildRun run(unused, events, dir.write("vigil.yaml", c.str()), dir.file("vigild.log"));
+  run.run_for(300);
+  listen.signal(SIGSTOP);  // 4 MB/s arrive; the 256 KiB buffer fills within 0.1 s
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  listen.signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int status = run.finish();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  listen.signal(SIGTERM);
+  ASSERT_NE(listen.wait(std::chrono::seconds(10)), -1);
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << run.log;
+  const json& fin = final_status(run.received);
+  ASSERT_TRUE(fin.contains("packets_sent")) << fin.dump();
+  EXPECT_EQ(fin["send_errors"], 0);
+  EXPECT_EQ(fin["dropped_frames"], 0);  // vigild itself lost nothing
+
+  std::istringstream lines(test::read_text(listen_out));
+  json summary;
+  for (std::string line; std::getline(lines, line);)
+    if (json j = json::parse(line, nullptr, false); !j.is_discarded() && j["kind"] == "summary") summary = j;
+  ASSERT_TRUE(summary.is_object()) << test::read_text(listen_out);
+  const uint64_t kernel_drops = summary["kernel_drops"]["data"].get<uint64_t>();
+  EXPECT_GT(kernel_drops, 100u);
+  EXPECT_EQ(summary["data_datagrams"].get<uint64_t>() + kernel_drops,
+            fin["packets_sent"].get<uint64_t>() + fin["context_packets_sent"].get<uint64_t>());
+  ASSERT_EQ(summary["streams"].size(), 2u);
+  for (const json& st : summary["streams"]) {
+    EXPECT_GT(st["holes"].get<uint64_t>(), 0u) << st.dump();
+    EXPECT_EQ(st["samples"].get<uint64_t>() + st["samples_missing"].get<uint64_t>(), fin["frames_in"].get<uint64_t>())
+        << st.dump();
+  }
+  std::printf("stalled listener: %llu datagrams dropped by its kernel, all accounted\n", (unsigned long long)kernel_drops);
+}
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define VIGIL_UNDER_SANITIZER 1
 #elif defined(__has_feature)
