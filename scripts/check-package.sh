@@ -12,6 +12,7 @@ test -f /usr/lib/systemd/system/vigild.service
 test -f /usr/lib/sysusers.d/vigil.conf
 grep -q '^ExecStart=/usr/bin/vigild --config /etc/vigil/vigil.yaml' /usr/lib/systemd/system/vigild.service
 id vigil
+test "$(stat -c '%a %U %G' /etc/vigil/vigil.yaml)" = "640 root vigil"   # readable by the service, not by others
 dpkg -L vigil | grep -q '^/etc/vigil/vigil.yaml$'
 grep -q '/etc/vigil/vigil.yaml' /var/lib/dpkg/info/vigil.conffiles   # an operator's edits survive upgrades
 /usr/bin/vigild --config /etc/vigil/vigil.yaml --seconds 1 --log-interval 0
