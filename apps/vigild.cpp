@@ -68,14 +68,15 @@ void log_status(const nlohmann::json& s) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                "vigild: chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, latency p50 %llu us "
-               "p99 %llu us max %llu us, send errors %llu",
+               "p99 %llu us max %llu us, send errors %llu (refused %llu, buffer full %llu)",
                (unsigned long long)s.value("chunks_in", 0ull), (unsigned long long)out.value("chunks_out", 0ull),
                (unsigned long long)(s.value("dropped_frames", 0ull) + s.value("output_dropped_frames", 0ull)),
                (unsigned long long)out.value("deadline_misses", 0ull),
                (unsigned long long)out["latency_us"].value("p50", 0ull),
                (unsigned long long)out["latency_us"].value("p99", 0ull),
                (unsigned long long)out["latency_us"].value("max", 0ull),
-               (unsigned long long)out.value("send_errors", 0ull));
+               (unsigned long long)out.value("send_errors", 0ull), (unsigned long long)out.value("send_refused", 0ull),
+               (unsigned long long)out.value("send_buffer_full", 0ull));
   vigil::log::line(vigil::log::Level::kInfo, buf);
 }
 
