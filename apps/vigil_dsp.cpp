@@ -17,6 +17,7 @@
 #include "dsp/welch_psd.hpp"
 #if VIGIL_HAVE_CUDA
 #include "cuda/convolve_cuda.hpp"
+#include "cuda/spectrum_cuda.hpp"
 #endif
 
 namespace {
@@ -89,7 +90,7 @@ std::string wavelet_of(const CliArgs& a) {
 }
 
 // Operations with a CUDA twin in this build (vigil-dsp --backend cuda).
-bool has_cuda_twin(const std::string& op) { return VIGIL_HAVE_CUDA && (op == "fir" || op == "conv"); }
+bool has_cuda_twin(const std::string& op) { return VIGIL_HAVE_CUDA && (op == "fir" || op == "conv" || op == "psd"); }
 
 std::vector<double> run(const std::string& op, const CliArgs& a, bool on_gpu) {
   (void)on_gpu;  // read only when this build has CUDA
@@ -173,7 +174,11 @@ std::vector<double> run(const std::string& op, const CliArgs& a, bool on_gpu) {
   if (nperseg % 2) throw Usage("--nperseg must be even, got " + std::to_string(nperseg));
   if (x.size() < nperseg)
     throw Usage("--nperseg " + std::to_string(nperseg) + " is longer than the input (" + std::to_string(x.size()) + " samples)");
-  vigil::WelchPsd welch(nperseg, a.number("rate", 1e-9, 1e12), window_of(a, "hann"));
+  const double rate = a.number("rate", 1e-9, 1e12);
+#if VIGIL_HAVE_CUDA
+  if (on_gpu) return vigil::cuda::welch_psd_cuda(x.data(), x.size(), uint32_t(nperseg), rate, window_of(a, "hann"));
+#endif
+  vigil::WelchPsd welch(nperseg, rate, window_of(a, "hann"));
   std::vector<double> psd(welch.bins());
   welch.compute(x.data(), x.size(), psd.data());
   return psd;
@@ -212,7 +217,7 @@ int main(int argc, char** argv) {
       throw Usage("--backend must be cpu, cuda or auto, got '" + backend + "'");
     if (backend == "cuda" && !has_cuda_twin(op))
       throw Usage(std::string("--backend cuda: ") +
-                  (VIGIL_HAVE_CUDA ? "the CUDA twin of '" + op + "' is not written yet (fir and conv have one)"
+                  (VIGIL_HAVE_CUDA ? "the CUDA twin of '" + op + "' is not written yet (fir, conv and psd have one)"
                                    : std::string("this build has no CUDA backend (VIGIL_CUDA=OFF or no nvcc)")) +
                   "; use cpu or auto");
     if (!args.has("out")) throw Usage("--out FILE is required");

@@ -58,12 +58,16 @@ size_t WelchPsd::compute(const float* x, size_t n, double* psd) noexcept {
 }
 
 double WelchPsd::band_energy(const double* psd, double f_lo_hz, double f_hi_hz) const noexcept {
+  return psd_band_energy(psd, bins(), rate_hz_ / double(nperseg_), f_lo_hz, f_hi_hz);
+}
+
+double psd_band_energy(const double* psd, size_t bins, double bin_hz, double f_lo_hz, double f_hi_hz) noexcept {
   double e = 0;
-  for (size_t k = 0; k < bins(); ++k) {
-    const double f = bin_hz(k);
+  for (size_t k = 0; k < bins; ++k) {
+    const double f = double(k) * bin_hz;
     if (f >= f_lo_hz && f <= f_hi_hz) e += psd[k];
   }
-  return e * rate_hz_ / double(nperseg_);
+  return e * bin_hz;
 }
 
 }  // namespace vigil

@@ -37,4 +37,9 @@ class WelchPsd {
   FftwBuffer segment_, spectrum_;
 };
 
+// Energy (V^2) in [f_lo_hz, f_hi_hz] from a one-sided PSD of `bins` values spaced bin_hz apart:
+// the sum of the bins whose centre lies inside, times the bin width. (WelchPsd::band_energy, and
+// the same for a PSD computed on the GPU.)
+double psd_band_energy(const double* psd, size_t bins, double bin_hz, double f_lo_hz, double f_hi_hz) noexcept;
+
 }  // namespace vigil

@@ -62,4 +62,5 @@ fi
   "$build/bench/fir_stage_bench" --benchmark_repetitions=5 --benchmark_min_time=0.2 --benchmark_report_aggregates_only=true 2>&1
 } | tee "$out/bench.txt" | grep -E "median|Run on"
 BUILD_DIR="$build" bench/fir_cuda_vs_cupy.sh 2>&1 | tee "$out/fir_cuda_vs_cupy.txt" || status=1
+BUILD_DIR="$build" bench/spectrum_vs_cupy.sh 2>&1 | tee "$out/spectrum_vs_cupy.txt" || status=1
 exit $status

@@ -87,21 +87,27 @@ TEST_F(VigilDsp, EveryOperationMatchesItsReference) {
 
 TEST_F(VigilDsp, CudaBackendMatchesOrSaysWhyNot) {
   std::string err;
-  const int rc = run("fir --backend cuda --taps " + p("fir63_h.f64") + " --in " + p("input_x.f64") + " --out " +
-                         p("yg.f64"),
-                     &err);
-  if (rc == 0) {  // a GPU is here: the same answer as SciPy
-    expect_close(read("yg.f64"), test::read_f64("fir63_lfilter_y.bin"), 1e-5, "fir on cuda");
-  } else if (rc == 1) {  // built with CUDA, no device (CI): a clear reason
-    EXPECT_TRUE(VIGIL_HAVE_CUDA);
-    EXPECT_NE(err.find("no usable CUDA device"), std::string::npos) << err;
-  } else {
-    EXPECT_EQ(rc, 2);
-    EXPECT_FALSE(VIGIL_HAVE_CUDA);
-    EXPECT_NE(err.find("no CUDA backend"), std::string::npos) << err;
+  struct Case {
+    std::string args, out, reference;
+  };
+  for (const Case& c : {Case{"fir --backend cuda --taps " + p("fir63_h.f64") + " --in " + p("input_x.f64"), "yg.f64",
+                             "fir63_lfilter_y.bin"},
+                        Case{"psd --backend cuda --rate 1000 --nperseg 256 --in " + p("psd_x.f64"), "sg.f64",
+                             "welch_hann_256.bin"}}) {
+    const int rc = run(c.args + " --out " + p(c.out), &err);
+    if (rc == 0) {  // a GPU is here: the same answer as SciPy
+      expect_close(read(c.out), test::read_f64(c.reference), 1e-5, c.args);
+    } else if (rc == 1) {  // built with CUDA, no device (CI): a clear reason
+      EXPECT_TRUE(VIGIL_HAVE_CUDA);
+      EXPECT_NE(err.find("no usable CUDA device"), std::string::npos) << err;
+    } else {
+      EXPECT_EQ(rc, 2);
+      EXPECT_FALSE(VIGIL_HAVE_CUDA);
+      EXPECT_NE(err.find("no CUDA backend"), std::string::npos) << err;
+    }
   }
   // An operation without a CUDA twin says so, whatever the machine.
-  EXPECT_EQ(run("psd --backend cuda --rate 1000 --nperseg 256 --in " + p("psd_x.f64") + " --out " + p("s.f64"), &err), 2);
+  EXPECT_EQ(run("dwt --backend cuda --wavelet db4 --levels 2 --in " + p("wavelet_x.f64") + " --out " + p("d.f64"), &err), 2);
   EXPECT_NE(err.find("--backend cuda"), std::string::npos) << err;
 }
 
