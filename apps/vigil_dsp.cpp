@@ -18,6 +18,7 @@
 #if VIGIL_HAVE_CUDA
 #include "cuda/convolve_cuda.hpp"
 #include "cuda/spectrum_cuda.hpp"
+#include "cuda/wavelet_denoiser_cuda.hpp"
 #endif
 
 namespace {
@@ -90,7 +91,9 @@ std::string wavelet_of(const CliArgs& a) {
 }
 
 // Operations with a CUDA twin in this build (vigil-dsp --backend cuda).
-bool has_cuda_twin(const std::string& op) { return VIGIL_HAVE_CUDA && (op == "fir" || op == "conv" || op == "psd"); }
+bool has_cuda_twin(const std::string& op) {
+  return VIGIL_HAVE_CUDA && (op == "fir" || op == "conv" || op == "psd" || op == "dwt" || op == "idwt" || op == "denoise");
+}
 
 std::vector<double> run(const std::string& op, const CliArgs& a, bool on_gpu) {
   (void)on_gpu;  // read only when this build has CUDA
@@ -141,6 +144,16 @@ std::vector<double> run(const std::string& op, const CliArgs& a, bool on_gpu) {
     return to_double(y);
   }
   if (op == "dwt" || op == "idwt") {
+#if VIGIL_HAVE_CUDA
+    if (on_gpu) {
+      vigil::DenoiseSpec spec;
+      spec.wavelet = wavelet_of(a);
+      spec.levels = levels_of(a, true);
+      return to_double(vigil::cuda::wavelet_cuda(op == "dwt" ? vigil::cuda::WaveletOp::kForward
+                                                             : vigil::cuda::WaveletOp::kInverse,
+                                                 spec, x.data(), x.size()));
+    }
+#endif
     vigil::Dwt dwt(*vigil::find_wavelet(wavelet_of(a)), x.size(), levels_of(a, true));
     std::vector<float> y(x.size());
     if (op == "dwt")
@@ -163,6 +176,9 @@ std::vector<double> run(const std::string& op, const CliArgs& a, bool on_gpu) {
       if (!n) throw Usage("--noise must be finest or per-level, got '" + a.get("noise") + "'");
       spec.noise = *n;
     }
+#if VIGIL_HAVE_CUDA
+    if (on_gpu) return to_double(vigil::cuda::wavelet_cuda(vigil::cuda::WaveletOp::kDenoise, spec, x.data(), x.size()));
+#endif
     vigil::WaveletDenoiser den(spec, x.size());
     std::vector<float> y(x.size());
     den.process(x.data(), y.data());
@@ -217,7 +233,7 @@ int main(int argc, char** argv) {
       throw Usage("--backend must be cpu, cuda or auto, got '" + backend + "'");
     if (backend == "cuda" && !has_cuda_twin(op))
       throw Usage(std::string("--backend cuda: ") +
-                  (VIGIL_HAVE_CUDA ? "the CUDA twin of '" + op + "' is not written yet (fir, conv and psd have one)"
+                  (VIGIL_HAVE_CUDA ? "the CUDA twin of '" + op + "' is not written yet (fir, conv, psd, dwt, idwt and denoise have one)"
                                    : std::string("this build has no CUDA backend (VIGIL_CUDA=OFF or no nvcc)")) +
                   "; use cpu or auto");
     if (!args.has("out")) throw Usage("--out FILE is required");

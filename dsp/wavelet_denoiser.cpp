@@ -7,9 +7,9 @@
 #include <string>
 
 namespace vigil {
-namespace {
 
-Wavelet wavelet_or_throw(const std::string& name) {
+Wavelet denoise_wavelet(const DenoiseSpec& spec) {
+  const std::string& name = spec.wavelet;
   std::optional<Wavelet> w = find_wavelet(name);
   if (!w) {
     std::string list;
@@ -19,13 +19,11 @@ Wavelet wavelet_or_throw(const std::string& name) {
   return *w;
 }
 
-unsigned levels_for(const DenoiseSpec& spec, size_t n) {
+unsigned denoise_levels(const DenoiseSpec& spec, size_t n) {
   if (spec.levels) return spec.levels;
-  const unsigned j = Dwt::max_level(n, wavelet_or_throw(spec.wavelet).length());
+  const unsigned j = Dwt::max_level(n, denoise_wavelet(spec).length());
   return j ? j : 1;
 }
-
-}  // namespace
 
 std::optional<ThresholdMode> parse_threshold_mode(std::string_view s) noexcept {
   if (s == "soft") return ThresholdMode::kSoft;
@@ -40,7 +38,7 @@ std::optional<NoiseEstimate> parse_noise_estimate(std::string_view s) noexcept {
 }
 
 WaveletDenoiser::WaveletDenoiser(const DenoiseSpec& spec, size_t n)
-    : spec_(spec), dwt_(wavelet_or_throw(spec.wavelet), n, levels_for(spec, n)) {
+    : spec_(spec), dwt_(denoise_wavelet(spec), n, denoise_levels(spec, n)) {
   if (!(spec.threshold_scale >= 0.0 && spec.threshold_scale <= 1e6))
     throw std::invalid_argument("denoise: threshold_scale must be 0..1e6, got " + std::to_string(spec.threshold_scale));
   coeffs_.resize(n);

@@ -36,6 +36,12 @@ struct DenoiseSpec {
   double threshold_scale = 1.0;  // multiplies the universal threshold; 0 = no denoising (identity)
 };
 
+// The wavelet a spec names (throws std::invalid_argument listing the known ones), and the levels
+// it asks for on n samples (its own, or the deepest pywt.dwt_max_level allows). Shared with the
+// CUDA twin.
+Wavelet denoise_wavelet(const DenoiseSpec& spec);
+unsigned denoise_levels(const DenoiseSpec& spec, size_t n);
+
 class WaveletDenoiser {
  public:
   // n: block length (divisible by 2^levels). Throws std::invalid_argument (unknown wavelet, ...).

@@ -61,6 +61,10 @@ fi
   # 15 cases of whole-stage calls: fewer repetitions keep the check inside its time.
   "$build/bench/fir_stage_bench" --benchmark_repetitions=5 --benchmark_min_time=0.2 --benchmark_report_aggregates_only=true 2>&1
 } | tee "$out/bench.txt" | grep -E "median|Run on"
-BUILD_DIR="$build" bench/fir_cuda_vs_cupy.sh 2>&1 | tee "$out/fir_cuda_vs_cupy.txt" || status=1
-BUILD_DIR="$build" bench/spectrum_vs_cupy.sh 2>&1 | tee "$out/spectrum_vs_cupy.txt" || status=1
+# Each against its comparison in the same run (CuPy, PyTorch), into one file.
+{
+  BUILD_DIR="$build" bench/fir_cuda_vs_cupy.sh || status=1
+  BUILD_DIR="$build" bench/spectrum_vs_cupy.sh || status=1
+  BUILD_DIR="$build" bench/denoise_vs_torch.sh || status=1
+} 2>&1 | tee "$out/comparisons.txt"
 exit $status

@@ -1,0 +1,80 @@
+// db8 VisuShrink denoising on the GPU, device-resident, N = 2^16 ... 2^26 (pywt's deepest level,
+// soft, noise from the finest details): WaveletDenoiserCuda::process as issued on a stream. GPU
+// time from CUDA events around each call after 5 warm-ups; google-benchmark reports the median.
+// `denoise_cuda_bench --print-filters NAME` prints a wavelet's decomposition filters as JSON (for
+// bench/denoise_torch.py, which does the same in PyTorch).
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/wavelet_denoiser_cuda.hpp"
+
+namespace {
+
+void BM_DenoiseDb8(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const size_t n = size_t(1) << state.range(0);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d;
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = float(std::sin(0.001 * double(i))) + 0.2f * d(rng);
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  vigil::DenoiseSpec spec;  // db8, deepest level, soft, finest
+  vigil::cuda::WaveletDenoiserCuda den(spec, n, stream);
+  float *d_x = nullptr, *d_y = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), n * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_y), n * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  cudaEvent_t start, stop;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 5; ++i) VIGIL_CUDA_CHECK(den.process(d_x, d_y));
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (auto _ : state) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
+    VIGIL_CUDA_CHECK(den.process(d_x, d_y));
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(double(ms) / 1e3);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(n));
+  state.SetLabel("levels " + std::to_string(den.levels()));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(d_x);
+  cudaFree(d_y);
+  cudaStreamDestroy(stream);
+}
+
+BENCHMARK(BM_DenoiseDb8)->ArgName("log2n")->DenseRange(16, 26, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--print-filters") == 0) {
+    vigil::DenoiseSpec spec;
+    spec.wavelet = argv[2];
+    const vigil::Wavelet w = vigil::denoise_wavelet(spec);
+    std::printf("{\"dec_lo\": [");
+    for (size_t k = 0; k < w.length(); ++k) std::printf("%s%.17g", k ? ", " : "", w.dec_lo[k]);
+    std::printf("], \"dec_hi\": [");
+    for (size_t k = 0; k < w.length(); ++k) std::printf("%s%.17g", k ? ", " : "", w.dec_hi[k]);
+    std::printf("]}\n");
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
