@@ -100,8 +100,12 @@ TEST(WaveletDenoiserCuda, DenoisingEqualsTheCpuTwin) {
         const std::vector<float> thr = gpu.last_thresholds();
         const std::string what = std::string(s.wavelet) + " n " + std::to_string(s.n) + (mode == ThresholdMode::kSoft ? " soft" : " hard") +
                                  (noise == NoiseEstimate::kFinest ? " finest" : " per-level");
-        for (unsigned j = 1; j <= gpu.levels(); ++j)  // the median by selection is exact: only the DWT's rounding differs
-          EXPECT_NEAR(thr[j - 1], cpu.last_threshold(j), 1e-5 * std::max(1.0f, cpu.last_threshold(j))) << what << " level " << j;
+        // The median by selection is exact; the coefficients it picks from differ by the DWTs'
+        // float32 rounding, which for one coefficient of a deep level (8 levels of 40 taps) reaches
+        // 1e-5 relative (1.02e-5 seen on sym20, level 8): 1e-4 for a single value. The output
+        // below is held to 1e-5 as a whole.
+        for (unsigned j = 1; j <= gpu.levels(); ++j)
+          EXPECT_NEAR(thr[j - 1], cpu.last_threshold(j), 1e-4 * std::max(1.0f, cpu.last_threshold(j))) << what << " level " << j;
         EXPECT_LE(test::rel_l2(got, want), 1e-5) << what;
       }
 }
