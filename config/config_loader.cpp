@@ -461,17 +461,51 @@ void read_vibration(Reader& r, const YAML::Node& n, const std::string& where, do
   st.params = p;
 }
 
+void read_denoise(Reader& r, const YAML::Node& n, const std::string& where, StageSettings& st) {
+  r.check_keys(n, where, {"name", "kind", "input", "optional", "wavelet", "levels", "mode", "noise", "threshold_scale",
+                          "window"});
+  DenoiseStageSettings p;
+  bool ok = true;
+  if (r.string(n, where, "wavelet", p.wavelet) && !find_wavelet(p.wavelet)) {
+    std::vector<std::string> names = wavelet_names();
+    std::string msg = where + ".wavelet: unknown wavelet '" + p.wavelet + "' (haar, db1..db20, sym2..sym20)";
+    const std::string near = nearest_key(p.wavelet, names);
+    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    r.error(n["wavelet"].Mark(), msg);
+    ok = false;
+  }
+  const bool levels_ok = !n["levels"] || r.number<unsigned>(n, where, "levels", 0, 20, p.levels);
+  ok = ok && levels_ok;
+  std::string mode = "soft", noise = "finest";
+  if (r.choice(n, where, "mode", {"soft", "hard"}, mode)) p.mode = *parse_threshold_mode(mode);
+  if (r.choice(n, where, "noise", {"finest", "per-level"}, noise)) p.noise = *parse_noise_estimate(noise);
+  r.number(n, where, "threshold_scale", 0.0, 1e6, p.threshold_scale);
+  if (r.number<uint32_t>(n, where, "window", 16, 1u << 20, p.window) && (p.window & (p.window - 1))) {
+    r.error(n["window"].Mark(), where + ".window must be a power of two, got " + std::to_string(p.window));
+    ok = false;
+  }
+  if (ok) {
+    try {  // levels against the window: what the denoiser itself accepts
+      WaveletDenoiser check(p.spec(), p.window);
+    } catch (const std::invalid_argument& e) {
+      r.error((n["levels"] ? n["levels"] : n).Mark(), where + ": " + e.what());
+    }
+  }
+  st.params = p;
+}
+
 void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
   if (!r.expect_map(n, where)) return;
   r.string(n, where, "name", st.name, true);
   r.string(n, where, "input", st.input, true);
-  if (!r.choice(n, where, "kind", {"fir_bank", "band_rms", "ae_hits", "vibration"}, st.kind, true)) {
+  if (!r.choice(n, where, "kind", {"fir_bank", "wavelet_denoise", "band_rms", "ae_hits", "vibration"}, st.kind, true)) {
     r.check_keys(n, where, {"name", "kind", "input", "optional"});
     return;
   }
-  if (r.boolean(n, where, "optional", st.optional) && st.optional && st.kind == "fir_bank")
+  if (r.boolean(n, where, "optional", st.optional) && st.optional &&
+      (st.kind == "fir_bank" || st.kind == "wavelet_denoise"))
     r.error(n["optional"].Mark(), where + ".optional: only detector stages (band_rms, ae_hits, vibration) may be shed; "
-                                         "a fir_bank feeds later stages and outputs");
+                                         "a " + st.kind + " feeds later stages and outputs");
   if (st.kind == "fir_bank") {
     r.check_keys(n, where, {"name", "kind", "input", "optional", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
                             "crossover_hz", "band_names"});
@@ -532,6 +566,8 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
       }
     }
     st.params = p;
+  } else if (st.kind == "wavelet_denoise") {
+    read_denoise(r, n, where, st);
   } else if (st.kind == "vibration") {
     read_vibration(r, n, where, nyquist, st);
   } else if (st.kind == "ae_hits") {
@@ -687,7 +723,7 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
       r.error(sn["input"].Mark(), msg);
     }
     names.insert(st.name);
-    if (st.kind == "fir_bank") sample_streams.insert(st.name);
+    if (st.kind == "fir_bank" || st.kind == "wavelet_denoise") sample_streams.insert(st.name);
     if (st.kind == "ae_hits" && std::get<AeHitSettings>(st.params).waveform_s > 0) waveform_streams.insert(st.name);
   }
   const YAML::Node outs = root["outputs"];
@@ -721,6 +757,8 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
   for (const StageSettings& st : s.stages)
     if (const auto* fb = std::get_if<FirBankSettings>(&st.params); fb && lanes.count(st.input))
       lanes[st.name] = lanes[st.input] * std::max<uint64_t>(1, fb->bands.size());
+    else if (std::holds_alternative<DenoiseStageSettings>(st.params) && lanes.count(st.input))
+      lanes[st.name] = lanes[st.input];
   uint64_t slot_floats = 0;
   for (const DataOutputSettings& d : s.data_outputs)
     if (lanes.count(d.stream)) slot_floats += lanes[d.stream] * sp.chunk_frames;

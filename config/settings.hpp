@@ -13,6 +13,7 @@
 #include "dsp/alarm_rule.hpp"
 #include "dsp/vibration_analyzer.hpp"
 #include "dsp/fir_design.hpp"
+#include "dsp/wavelet_denoiser.hpp"
 #include "dsp/window.hpp"
 
 namespace vigil {
@@ -54,12 +55,25 @@ struct VibrationStageSettings {
   bool operator==(const VibrationStageSettings&) const = default;
 };
 
+// A wavelet_denoise stage: StreamingDenoiser on every lane of its input (windows of `window`
+// samples, hop window/2, output delayed by `window`).
+struct DenoiseStageSettings {
+  std::string wavelet = "db8";
+  unsigned levels = 0;  // 0: the deepest pywt allows for the window
+  ThresholdMode mode = ThresholdMode::kSoft;
+  NoiseEstimate noise = NoiseEstimate::kFinest;
+  double threshold_scale = 1.0;
+  uint32_t window = 1024;  // a power of two, 16..2^20
+  DenoiseSpec spec() const { return {wavelet, levels, mode, noise, threshold_scale}; }
+  bool operator==(const DenoiseStageSettings&) const = default;
+};
+
 struct StageSettings {
   std::string name;
-  std::string kind;   // "fir_bank" | "band_rms" | "ae_hits" | "vibration"
+  std::string kind;   // "fir_bank" | "wavelet_denoise" | "band_rms" | "ae_hits" | "vibration"
   std::string input;  // "input" or an earlier stage's name
   bool optional = false;  // may be shed under overload (detectors only)
-  std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings> params;
+  std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings, DenoiseStageSettings> params;
   bool operator==(const StageSettings&) const = default;
 };
 

@@ -6,6 +6,7 @@
 
 #include "pipeline/ae_hits_stage.hpp"
 #include "pipeline/band_rms_stage.hpp"
+#include "pipeline/denoise_stage.hpp"
 #include "pipeline/fir_bank_stage.hpp"
 #if VIGIL_HAVE_CUDA
 #include "pipeline/fir_bank_cuda_stage.hpp"
@@ -32,6 +33,8 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
 #endif
     if (s.kind == "fir_bank")
       n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params));
+    else if (s.kind == "wavelet_denoise")
+      n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params));
     else if (s.kind == "band_rms")
       n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
     else if (s.kind == "ae_hits")

@@ -326,3 +326,41 @@ TEST(ConfigLoader, DetectorErrorsPointAtTheirNode) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// A wavelet_denoise stage after the FIR bank: its settings, and each bad value at its place.
+std::string with_denoise(const std::string& body) {
+  return edit("  - name: alarm\n", "  - name: den\n    kind: wavelet_denoise\n    input: bands\n" + body +
+                                       "  - name: alarm\n");
+}
+
+TEST(ConfigLoader, WaveletDenoiseStage) {
+  const ConfigResult r =
+      parse_config(with_denoise("    wavelet: sym8\n    levels: 5\n    mode: hard\n    noise: per-level\n    window: 2048\n"),
+                   "test.yaml");
+  ASSERT_TRUE(r.errors.empty()) << format_error("test.yaml", r.errors[0]);
+  const auto& d = std::get<DenoiseStageSettings>(r.settings->stages[1].params);
+  EXPECT_EQ(d.wavelet, "sym8");
+  EXPECT_EQ(d.levels, 5u);
+  EXPECT_EQ(d.mode, ThresholdMode::kHard);
+  EXPECT_EQ(d.noise, NoiseEstimate::kPerLevel);
+  EXPECT_EQ(d.window, 2048u);
+  // Defaults: db8, deepest level, soft, finest, 1024.
+  const ConfigResult dflt = parse_config(with_denoise(""), "test.yaml");
+  ASSERT_TRUE(dflt.errors.empty()) << format_error("test.yaml", dflt.errors[0]);
+  EXPECT_EQ(std::get<DenoiseStageSettings>(dflt.settings->stages[1].params), DenoiseStageSettings{});
+  // Its output is a sample stream: an output may send it.
+  EXPECT_TRUE(parse_config(with_denoise("").replace(with_denoise("").find("stream: bands"), 13, "stream: den"),
+                           "test.yaml").errors.empty());
+
+  expect_one_error(with_denoise("    wavelet: db99\n"), 17, 14, "unknown wavelet 'db99' (haar, db1..db20, sym2..sym20)");
+  expect_one_error(with_denoise("    window: 1000\n"), 17, 13, "window must be a power of two, got 1000");
+  expect_one_error(with_denoise("    window: 64\n    levels: 7\n"), 18, 13, "levels");
+  expect_one_error(with_denoise("    mode: medium\n"), 17, 11, "mode must be one of soft, hard");
+  expect_one_error(with_denoise("    optional: true\n"), 17, 15, "a wavelet_denoise feeds later stages");
+}
+
+}  // namespace
+}  // namespace vigil

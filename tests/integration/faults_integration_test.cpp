@@ -460,6 +460,8 @@ TEST(VigildFaults, AbsurdConfigValuesGiveAClearErrorAndExit2) {
       {"a negative interval", {{"status_interval_s: 0.25", "status_interval_s: -1"}},
        "32:24: outputs[2].status_interval_s must be 0.1..3600, got -1"},
       {"not a number", {{"rate_factor: 10", "rate_factor: fast"}}, "8:16: source.rate_factor: expected a number, got 'fast'"},
+      {"an unknown wavelet", {{"outputs:", "  - {name: den, kind: wavelet_denoise, input: bands, wavelet: db99}\noutputs:"}},
+       "23:63: stages[1].wavelet: unknown wavelet 'db99' (haar, db1..db20, sym2..sym20)"},
       {"a key twice", {{"channels: 2", "channels: 2\n  channels: 1024"}},
        "5:3: key 'channels' given twice in source (first at line 4, column 3)"},
   };

@@ -21,6 +21,7 @@
 #include "../support/ports.hpp"
 #include "../support/process.hpp"
 #include "../support/udp_receiver.hpp"
+#include "../support/vigild_run.hpp"
 #include "acquisition/sha256.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"
@@ -819,6 +820,67 @@ TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
     EXPECT_EQ(s.gaps, 0u) << std::hex << id;
     EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
   }
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// A wavelet_denoise stage in the service: with threshold_scale 0 it is the identity delayed by its
+// window, so its output must equal the FIR bank's it reads, sample for sample, once each is placed
+// by its VITA 49 timestamp (the delay is accounted in the stream's delay_frames, so both carry the
+// input frames' times).
+TEST(VigildDenoise, TheDenoiseStageIsPlacedInTimeByItsDelay) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-denoise-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  const uint32_t window = 2048;
+  std::ostringstream c;
+  c << kSyntheticSource << "  duration_s: 4\n" << kSignals << R"(stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 63
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 1000}
+      - {name: high, type: highpass, cutoff_hz: 1000}
+  - name: den
+    kind: wavelet_denoise
+    input: bands
+    wavelet: db8
+    threshold_scale: 0
+    window: )" << window << R"(
+outputs:
+  - {kind: vita49, stream: bands, destination: "127.0.0.1:)" << data.port << R"("}
+  - {kind: vita49, stream: den, destination: "127.0.0.1:)" << data.port << R"("}
+  - {kind: events, destination: "127.0.0.1:)" << events.port << R"("}
+)";
+  std::ofstream(dir / "vigil.yaml") << c.str();
+  test::VigildRun run(data, events, (dir / "vigil.yaml").string(), (dir / "vigild.log").string(), true, true);
+  const int status = run.wait_exit(std::chrono::seconds(30));
+  fs::remove_all(dir);
+  ASSERT_NE(status, -1);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << run.log;
+  const Received& r = run.received;
+  for (uint32_t band = 0; band < 2; ++band)
+    for (uint32_t ch = 0; ch < 2; ++ch) {
+      const uint32_t b_id = stream_id(0, band, ch), d_id = stream_id(1, band, ch);
+      const std::vector<float>& b = r.samples.at(b_id);
+      const std::vector<float>& d = r.samples.at(d_id);
+      ASSERT_EQ(b.size(), 4u * 51200);
+      ASSERT_EQ(d.size(), b.size());
+      // The denoised stream starts `window` frames earlier in time: its first window samples
+      // belong to frames before the start (silence), the rest to the same frames as b's.
+      const __int128 dt = r.timestamps.at(b_id).front().first - r.timestamps.at(d_id).front().first;
+      EXPECT_NEAR(double(dt), double(window) * 19'531'250.0, 1000.0);
+      double peak = 0;
+      for (float v : b) peak = std::max(peak, double(std::fabs(v)));
+      for (size_t k = 0; k < window; ++k) ASSERT_NEAR(d[k], 0.0f, 1e-6) << k;
+      for (size_t k = window; k < d.size(); ++k)
+        ASSERT_NEAR(d[k], b[k - window], 1e-5 * peak) << "band " << band << " channel " << ch << " sample " << k;
+    }
 }
 
 }  // namespace
