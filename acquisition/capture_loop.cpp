@@ -20,6 +20,13 @@ void CaptureLoop::run() noexcept {
   uint64_t dropping = 0;   // consecutive chunks dropped
   while (!stop_.load(std::memory_order_relaxed)) {
     if (!held) free_.pop(held);
+    if (!held && !source_.paced()) {  // no clock to keep up with: wait for the pipeline
+      while (!held && !stop_.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        free_.pop(held);
+      }
+      if (!held) break;
+    }
     Chunk& target = held ? *held : scratch_;
     target.header.flags = 0;  // a source sets its own loss (an overrun) before ours is added
     target.header.frames_lost_before = 0;

@@ -63,6 +63,7 @@ class FileSource final : public Source {
   SourceFormat format() const noexcept override;
   std::string_view kind() const noexcept override { return "file"; }
   ReadStatus read(Chunk& chunk) noexcept override;
+  bool paced() const noexcept override { return spec_.rate_factor > 0; }
   const RecordingInfo& info() const noexcept { return info_; }
 
  private:

@@ -31,6 +31,10 @@ class Source {
   virtual uint64_t overruns() const noexcept { return 0; }
   // The device is gone (retrying). Any thread.
   virtual bool down() const noexcept { return false; }
+  // False for a source with no clock of its own (a file or synthetic source at rate_factor 0):
+  // nothing is lost by waiting for it, so the capture loop waits for a free chunk instead of
+  // dropping one (a replay as fast as possible processes every sample).
+  virtual bool paced() const noexcept { return true; }
 };
 
 }  // namespace vigil

@@ -3,6 +3,7 @@
 #include "acquisition/synthetic_source.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <numbers>
 #include <sstream>
@@ -74,6 +75,15 @@ SyntheticSource::SyntheticSource(SyntheticSpec spec) : spec_(std::move(spec)) {
   }
   if (spec_.duration_s > 0) end_frame_ = time_to_frame(spec_.duration_s, spec_.rate_hz);
   scratch_.resize(spec_.chunk_frames);
+  check_range("loop_s", spec_.loop_s, 0.0, 3600.0);
+  if (spec_.loop_s > 0) {  // the loop, generated chunk by chunk as read() would
+    loop_frames_ = std::max<uint64_t>(1, time_to_frame(spec_.loop_s, spec_.rate_hz));
+    const size_t frame_bytes = size_t(spec_.channels) * bytes_per_sample(spec_.format);
+    if (loop_frames_ * frame_bytes > (uint64_t(1) << 30)) reject("loop_s: the loop would take more than 1 GiB");
+    loop_.resize(loop_frames_ * frame_bytes);
+    for (uint64_t at = 0; at < loop_frames_; at += spec_.chunk_frames)
+      fill(uint32_t(std::min<uint64_t>(spec_.chunk_frames, loop_frames_ - at)), loop_.data() + at * frame_bytes);
+  }
 }
 
 SourceFormat SyntheticSource::format() const noexcept {
@@ -151,6 +161,33 @@ void SyntheticSource::generate_channel(uint32_t c, uint32_t frames, float* out) 
   st.next_frame += frames;
 }
 
+void SyntheticSource::fill(uint32_t frames, std::byte* out) noexcept {
+  const uint32_t ch = spec_.channels;
+  for (uint32_t c = 0; c < ch; ++c) {
+    generate_channel(c, frames, scratch_.data());
+    switch (spec_.format) {
+      case SampleFormat::kInt16: {
+        auto* d = reinterpret_cast<int16_t*>(out);
+        for (uint32_t i = 0; i < frames; ++i)
+          d[size_t(i) * ch + c] = int16_t(std::clamp(std::lrint(double(scratch_[i]) * 32768.0), -32768L, 32767L));
+        break;
+      }
+      case SampleFormat::kInt32: {
+        auto* d = reinterpret_cast<int32_t*>(out);
+        for (uint32_t i = 0; i < frames; ++i)
+          d[size_t(i) * ch + c] = int32_t(std::clamp<long long>(std::llrint(double(scratch_[i]) * 2147483648.0),
+                                                                -2147483648LL, 2147483647LL));
+        break;
+      }
+      case SampleFormat::kFloat32: {
+        auto* d = reinterpret_cast<float*>(out);
+        for (uint32_t i = 0; i < frames; ++i) d[size_t(i) * ch + c] = scratch_[i];
+        break;
+      }
+    }
+  }
+}
+
 ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   if (!started_) {
     start_mono_ns_ = mono_now_ns();
@@ -162,27 +199,16 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   const uint32_t ch = spec_.channels;
   if (size_t(frames) * ch * bytes_per_sample(spec_.format) > chunk.capacity_bytes) return ReadStatus::kError;
 
-  for (uint32_t c = 0; c < ch; ++c) {
-    generate_channel(c, frames, scratch_.data());
-    switch (spec_.format) {
-      case SampleFormat::kInt16: {
-        auto* d = reinterpret_cast<int16_t*>(chunk.data);
-        for (uint32_t i = 0; i < frames; ++i)
-          d[size_t(i) * ch + c] = int16_t(std::clamp(std::lrint(double(scratch_[i]) * 32768.0), -32768L, 32767L));
-        break;
-      }
-      case SampleFormat::kInt32: {
-        auto* d = reinterpret_cast<int32_t*>(chunk.data);
-        for (uint32_t i = 0; i < frames; ++i)
-          d[size_t(i) * ch + c] = int32_t(std::clamp<long long>(std::llrint(double(scratch_[i]) * 2147483648.0),
-                                                                -2147483648LL, 2147483647LL));
-        break;
-      }
-      case SampleFormat::kFloat32: {
-        auto* d = reinterpret_cast<float*>(chunk.data);
-        for (uint32_t i = 0; i < frames; ++i) d[size_t(i) * ch + c] = scratch_[i];
-        break;
-      }
+  if (loop_frames_ == 0) {
+    fill(frames, chunk.data);
+  } else {  // copy from the precomputed loop, wrapping around
+    const size_t frame_bytes = size_t(ch) * bytes_per_sample(spec_.format);
+    uint64_t at = next_frame_ % loop_frames_;
+    for (uint32_t done = 0; done < frames;) {
+      const uint32_t n = uint32_t(std::min<uint64_t>(frames - done, loop_frames_ - at));
+      std::memcpy(chunk.data + size_t(done) * frame_bytes, loop_.data() + at * frame_bytes, size_t(n) * frame_bytes);
+      done += n;
+      at = 0;
     }
   }
 

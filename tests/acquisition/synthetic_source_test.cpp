@@ -69,6 +69,22 @@ TEST(SyntheticSource, StreamDoesNotDependOnChunkSize) {
   EXPECT_EQ(read_frames(a, 20000), read_frames(b, 20000));
 }
 
+// loop_s: the first loop_s of the signal, generated once, then repeated exactly, whatever the
+// chunk size; frame numbers and times run on.
+TEST(SyntheticSource, ALoopRepeatsTheFirstSecondsExactly) {
+  SyntheticSpec looped = base();
+  looped.loop_s = 0.1;  // 4800 frames: not a multiple of the 500-frame chunk
+  SyntheticSource fresh(base()), src(looped);
+  const auto want = read_frames(fresh, 4800);
+  const auto got = read_frames(src, 3 * 4800 + 123);
+  for (uint32_t ch = 0; ch < 3; ++ch)
+    for (size_t i = 0; i < got[ch].size(); ++i) ASSERT_EQ(got[ch][i], want[ch][i % 4800]) << ch << " " << i;
+  EXPECT_EQ(src.frames_produced(), 15000u);  // 30 chunks of 500
+  SyntheticSpec bad = base();
+  bad.loop_s = -1;
+  EXPECT_THROW(SyntheticSource{bad}, std::invalid_argument);
+}
+
 TEST(SyntheticSource, SineIsExactAndQuantisedToOneLsb) {
   SyntheticSpec s = base(SampleFormat::kInt16);
   s.channels = 1;
