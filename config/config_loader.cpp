@@ -646,12 +646,13 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
     std::string kind;
     if (!r.choice(o, where, "kind", {"vita49", "events"}, kind, true)) continue;
     if (kind == "vita49") {
-      r.check_keys(o, where, {"kind", "stream", "destination", "jumbo", "context_interval_s"});
+      r.check_keys(o, where, {"kind", "stream", "destination", "jumbo", "context_interval_s", "decimation"});
       DataOutputSettings d;
       r.string(o, where, "stream", d.stream, true);
       read_endpoint(r, o, where, d.destination);
       r.boolean(o, where, "jumbo", d.jumbo);
       r.number(o, where, "context_interval_s", 0.1, 3600.0, d.context_interval_s);
+      r.number<uint32_t>(o, where, "decimation", 1, 1024, d.decimation);
       s.data_outputs.push_back(d);
     } else {
       r.check_keys(o, where, {"kind", "destination", "status_interval_s"});
@@ -707,6 +708,36 @@ void read_record(Reader& r, const YAML::Node& n, Settings& s) {
   }
 }
 
+// Decimation keeps every Nth sample with no filter of its own: only a fir_bank stream whose every
+// band lies below the new Nyquist (rate / 2N) may be decimated, or it would alias.
+void check_decimation(Reader& r, const YAML::Node& o, const std::string& where, const DataOutputSettings& out,
+                      const Settings& s) {
+  const YAML::Node at = o["decimation"] ? o["decimation"] : o;
+  const double nyquist = s.synthetic.rate_hz / 2.0 / out.decimation;
+  const StageSettings* st = nullptr;
+  for (const StageSettings& x : s.stages)
+    if (x.name == out.stream) st = &x;
+  const auto* fb = st ? std::get_if<FirBankSettings>(&st->params) : nullptr;
+  if (!fb) {
+    r.error(at.Mark(), where + ".decimation: only a fir_bank stream can be decimated (its bands are the anti-alias "
+                               "filters); '" + out.stream + "' is not one");
+    return;
+  }
+  for (size_t b = 0; b < fb->bands.size(); ++b) {
+    const BandSettings& band = fb->bands[b];
+    double top = band.type == FilterType::kLowpass ? band.f1_hz : band.type == FilterType::kBandpass ? band.f2_hz : -1;
+    if (!fb->crossover_hz.empty())  // crossover: band b spans edge b-1 .. edge b, the last one up to Nyquist
+      top = b < fb->crossover_hz.size() ? fb->crossover_hz[b] : -1;
+    if (top < 0 || top > nyquist) {
+      r.error(at.Mark(), where + ".decimation: " + std::to_string(out.decimation) + " puts the Nyquist frequency at " +
+                             num_str(nyquist) + " Hz, but band '" + band.name + "' of '" + out.stream + "' reaches " +
+                             (top < 0 ? std::string("the input's Nyquist") : num_str(top) + " Hz") +
+                             ": it would alias (decimate less, or send that band from a stage of its own)");
+      return;
+    }
+  }
+}
+
 // Cross-references: stage inputs, output streams, pool size.
 void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
   std::set<std::string> names{"input"};
@@ -735,7 +766,9 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
   for (size_t i = 0; outs && outs.IsSequence() && i < outs.size(); ++i) {
     if (!outs[i].IsMap() || !outs[i]["kind"] || outs[i]["kind"].Scalar() != "vita49") continue;
     if (data_index >= s.data_outputs.size()) break;
-    const std::string& stream = s.data_outputs[data_index++].stream;
+    const DataOutputSettings& out = s.data_outputs[data_index++];
+    const std::string& stream = out.stream;
+    if (out.decimation > 1 && !stream.empty()) check_decimation(r, outs[i], "outputs[" + std::to_string(i) + "]", out, s);
     if (stream.empty() || sample_streams.count(stream) || waveform_streams.count(stream)) continue;
     std::vector<std::string> cands(sample_streams.begin(), sample_streams.end());
     std::string msg = "outputs[" + std::to_string(i) + "].stream: no stream of samples named '" + stream + "'";

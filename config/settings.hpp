@@ -88,6 +88,7 @@ struct DataOutputSettings {
   Endpoint destination{"127.0.0.1", 4991};
   bool jumbo = false;            // allow datagrams up to 8972 bytes instead of 1472
   double context_interval_s = 2; // context packets at start and this often
+  uint32_t decimation = 1;       // send every Nth sample (of a fir_bank whose bands fit under rate/2N)
   bool operator==(const DataOutputSettings&) const = default;
 };
 

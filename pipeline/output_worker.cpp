@@ -32,6 +32,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     }
     const StreamFormat& f = *d.format;
     d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
+    if (d.settings.decimation > 1) d.decimated.resize(settings.synthetic.chunk_frames / d.settings.decimation + 2);
     d.context_counts.assign(size_t(f.bands) * f.channels, 0);
     data_.push_back(std::move(d));
   }
@@ -48,7 +49,7 @@ void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
   vita49::ContextPacket p;
   vita49::split_ps(__int128(last_utc_ns_) * 1000, p.ts_int, p.ts_frac_ps);
   p.changed = changed;
-  p.sample_rate_hz = f.rate_hz;
+  p.sample_rate_hz = f.rate_hz / out.settings.decimation;
   for (uint32_t b = 0; b < f.bands; ++b) {
     for (uint32_t c = 0; c < f.channels; ++c) {
       const size_t lane = size_t(b) * f.channels + c;
@@ -67,9 +68,9 @@ void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
 }
 
 void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n_total,
-                             __int128 t_first_ps, bool sample_loss, bool over_range) noexcept {
-  const auto rate = static_cast<unsigned __int128>(options_.rate_hz);
-  const bool integral_rate = double(rate) == options_.rate_hz;
+                             __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz) noexcept {
+  const auto rate = static_cast<unsigned __int128>(rate_hz);
+  const bool integral_rate = double(rate) == rate_hz;
   const size_t per_packet =
       vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
   const size_t lane = size_t(band) * out.format->channels + channel;
@@ -80,7 +81,7 @@ void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, c
     const size_t n = std::min(per_packet, n_total - k);
     // Timestamp of the packet's first sample: exact picoseconds for integer rates.
     const __int128 offset_ps = integral_rate ? __int128(k) * 1'000'000'000'000 / __int128(rate)
-                                             : __int128(double(k) * 1e12 / options_.rate_hz);
+                                             : __int128(double(k) * 1e12 / rate_hz);
     vita49::split_ps(t_first_ps + offset_ps, p.ts_int, p.ts_frac_ps);
     p.sample_loss = k == 0 && sample_loss;
     p.packet_count = out.packet_counts[lane];
@@ -112,11 +113,31 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     // Stamp each sample with the time of the input frame it belongs to.
     const __int128 delay_ps = integral_rate ? __int128(f.delay_frames) * 1'000'000'000'000 / __int128(rate)
                                             : __int128(double(f.delay_frames) * 1e12 / options_.rate_hz);
+    const bool loss = (h.flags & chunk_flags::kOverrunBefore) != 0, clipped = (h.flags & chunk_flags::kClipped) != 0;
+    const __int128 t_first_ps = __int128(h.t_first_utc_ns) * 1000 - delay_ps;
+    const uint32_t dec = out.settings.decimation;
+    if (dec == 1) {
+      for (uint32_t b = 0; b < f.bands; ++b)
+        for (uint32_t c = 0; c < f.channels; ++c)
+          send_lane(out, b, c, slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride, slot.frames,
+                    t_first_ps, loss, clipped, options_.rate_hz);
+      continue;
+    }
+    // Keep the samples whose index in the stream is a multiple of N: the same ones whatever the
+    // chunking, and after a gap too (the index is the frame's).
+    const uint64_t i0 = (dec - h.first_frame % dec) % dec;
+    const size_t kept = i0 < slot.frames ? size_t((slot.frames - i0 + dec - 1) / dec) : 0;
+    out.loss_pending = out.loss_pending || loss;
+    if (kept == 0) continue;
+    const __int128 t_kept_ps = t_first_ps + (integral_rate ? __int128(i0) * 1'000'000'000'000 / __int128(rate)
+                                                           : __int128(double(i0) * 1e12 / options_.rate_hz));
     for (uint32_t b = 0; b < f.bands; ++b)
-      for (uint32_t c = 0; c < f.channels; ++c)
-        send_lane(out, b, c, slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride, slot.frames,
-                  __int128(h.t_first_utc_ns) * 1000 - delay_ps, (h.flags & chunk_flags::kOverrunBefore) != 0,
-                  (h.flags & chunk_flags::kClipped) != 0);
+      for (uint32_t c = 0; c < f.channels; ++c) {
+        const float* lane = slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride;
+        for (size_t k = 0; k < kept; ++k) out.decimated[k] = lane[i0 + k * dec];
+        send_lane(out, b, c, out.decimated.data(), kept, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec);
+      }
+    out.loss_pending = false;
   }
   const int64_t done = mono_now_ns();
   counters_.end_to_end.record_ns(done - h.t_capture_mono_ns);
@@ -136,7 +157,8 @@ bool OutputWorker::send_waveforms(DataOutput& out) noexcept {
   bool did = false;
   while (Waveform* w = out.waveforms->next()) {
     // Each waveform's first packet is stamped with the time of its first (pretrigger) sample.
-    send_lane(out, w->band, w->channel, w->data.data(), w->samples, __int128(w->t_first_utc_ns) * 1000, false, false);
+    send_lane(out, w->band, w->channel, w->data.data(), w->samples, __int128(w->t_first_utc_ns) * 1000, false, false,
+              options_.rate_hz);
     out.waveforms->release(w);
     did = true;
   }

@@ -73,6 +73,8 @@ class OutputWorker {
     std::vector<uint8_t> context_counts;
     int64_t next_context_mono_ns = 0;
     ReceiverWatch watch;
+    std::vector<float> decimated;  // one lane's kept samples (decimation > 1)
+    bool loss_pending = false;     // a loss flag whose chunk kept no sample: goes on the next packet
   };
   struct EventOutput {
     EventOutputSettings settings;
@@ -84,8 +86,9 @@ class OutputWorker {
   void send_slot(const OutputSlot& slot) noexcept;
   bool send_waveforms(DataOutput& out) noexcept;
   // Sends n samples of one lane as data packets, the first stamped t_first_ps (UTC picoseconds).
+  // rate_hz: the lane's sample rate as sent (the stream's, divided by the output's decimation).
   void send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n,
-                 __int128 t_first_ps, bool sample_loss, bool over_range) noexcept;
+                 __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz) noexcept;
   void send_context(DataOutput& out, bool changed) noexcept;
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
   void send_event_record(const EventRecord& ev) noexcept;

@@ -96,7 +96,7 @@ def compare_gnuradio(args, work, s2_best):
         subprocess.check_call(sudo + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "gnuradio"], env=env,
                               stdout=subprocess.DEVNULL)
     dsp = os.path.join(args.build, "apps/vigil-dsp")
-    bands = [("lowpass", "500"), ("bandpass", "500,2000"), ("bandpass", "2000,8000"), ("bandpass", "8000,20000")]
+    bands = [("lowpass", "500"), ("bandpass", "500,2000"), ("bandpass", "2000,5000"), ("bandpass", "5000,10000")]
     taps = []
     for i, (kind, cut) in enumerate(bands):  # the same design as the S2 config's fir_bank
         taps.append(os.path.join(work, f"s2-taps{i}.f64"))

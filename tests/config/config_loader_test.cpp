@@ -364,3 +364,30 @@ TEST(ConfigLoader, WaveletDenoiseStage) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// Decimation on a vita49 output: only of a fir_bank stream whose bands all lie under the new
+// Nyquist (kValid: 51.2 kHz, bands lowpass 1000 Hz and highpass 1000 Hz).
+TEST(ConfigLoader, DecimationOnlyWhereItCannotAlias) {
+  const std::string lowpass_only = edit("      - {name: high, type: highpass, cutoff_hz: 1000}\n", "");
+  auto with = [&](const std::string& base, const std::string& dec) {
+    std::string s = base;
+    const size_t at = s.find("    destination: 127.0.0.1:5000\n");
+    return s.insert(at, "    decimation: " + dec + "\n");
+  };
+  const ConfigResult ok = parse_config(with(lowpass_only, "16"), "test.yaml");  // Nyquist 1600 Hz
+  ASSERT_TRUE(ok.errors.empty()) << format_error("test.yaml", ok.errors[0]);
+  EXPECT_EQ(ok.settings->data_outputs[0].decimation, 16u);
+  expect_one_error(with(lowpass_only, "32"), 20, 17,
+                   "decimation: 32 puts the Nyquist frequency at 800 Hz, but band 'low' of 'bands' reaches 1000 Hz");
+  expect_one_error(with(kValid, "2"), 21, 17, "band 'high' of 'bands' reaches the input's Nyquist");
+  expect_one_error(with(kValid, "0"), 21, 17, "decimation must be 1..1024, got 0");
+  std::string raw = with(lowpass_only, "4");
+  raw.replace(raw.find("stream: bands"), 13, "stream: input");
+  expect_one_error(raw, 20, 17, "only a fir_bank stream can be decimated");
+}
+
+}  // namespace
+}  // namespace vigil

@@ -885,3 +885,57 @@ outputs:
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// A decimated output: the same band stream sent whole and decimated by 8, received side by side.
+// The decimated lanes carry exactly every 8th sample of the whole ones, stamped with the same
+// times, at a context rate of 6400 Hz, contiguous by their timestamps.
+TEST(VigildDecimation, ADecimatedOutputCarriesEveryNthSampleAtItsTime) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-decimate-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  std::ostringstream c;
+  // 500-frame chunks: not a multiple of 8, so the kept samples' phase moves from chunk to chunk.
+  std::string source = kSyntheticSource;
+  source.replace(source.find("chunk_frames: 512"), 17, "chunk_frames: 500");
+  c << source << "  duration_s: 2\n" << kSignals << R"(stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 63
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 1000}
+      - {name: mid, type: bandpass, low_hz: 1000, high_hz: 3000}
+outputs:
+  - {kind: vita49, stream: bands, destination: "127.0.0.1:)" << data.port << R"("}
+  - {kind: vita49, stream: bands, decimation: 8, destination: "127.0.0.1:)" << data.port << R"("}
+  - {kind: events, destination: "127.0.0.1:)" << events.port << R"("}
+)";
+  std::ofstream(dir / "vigil.yaml") << c.str();
+  test::VigildRun run(data, events, (dir / "vigil.yaml").string(), (dir / "vigild.log").string(), true, true);
+  const int status = run.wait_exit(std::chrono::seconds(30));
+  fs::remove_all(dir);
+  ASSERT_NE(status, -1);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << run.log;
+  const Received& r = run.received;
+  for (uint32_t band = 0; band < 2; ++band)
+    for (uint32_t ch = 0; ch < 2; ++ch) {
+      const uint32_t full_id = stream_id(0, band, ch), dec_id = stream_id(1, band, ch);
+      const std::vector<float>& full = r.samples.at(full_id);
+      const std::vector<float>& dec = r.samples.at(dec_id);
+      ASSERT_EQ(full.size(), 2u * 51200);
+      ASSERT_EQ(dec.size(), full.size() / 8);
+      for (size_t k = 0; k < dec.size(); ++k) ASSERT_EQ(dec[k], full[8 * k]) << "band " << band << " ch " << ch << " " << k;
+      EXPECT_EQ(r.timestamps.at(dec_id).front().first, r.timestamps.at(full_id).front().first);
+      const StreamStats& st = r.monitor.streams().at(dec_id);
+      EXPECT_EQ(st.rate_hz, 6400.0);
+      EXPECT_EQ(st.samples_missing, 0u);  // contiguous at 6400 Hz by its timestamps
+      EXPECT_EQ(st.gaps, 0u);
+      EXPECT_EQ(r.monitor.streams().at(full_id).rate_hz, 51200.0);
+    }
+}
+
+}  // namespace
+}  // namespace vigil
