@@ -8,10 +8,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(size_t n) {
-  const size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
-}
 
 
 __global__ void append_kernel(const float* __restrict__ in, size_t in_stride, uint32_t frames, uint32_t channels,

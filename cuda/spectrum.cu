@@ -9,10 +9,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(size_t n) {
-  const size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
-}
 
 __global__ void window_rows_kernel(const float* __restrict__ x, size_t row_step, const float* __restrict__ w,
                                    uint32_t n, size_t total, float* __restrict__ out) {

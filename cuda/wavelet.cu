@@ -215,10 +215,6 @@ __global__ void threshold_kernel(float* __restrict__ coeffs, uint32_t n, uint32_
   }
 }
 
-unsigned grid_for(size_t n) {
-  const size_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
-}
 
 }  // namespace
 

@@ -14,13 +14,7 @@ WaveletDenoiserCuda::WaveletDenoiserCuda(const DenoiseSpec& spec, size_t n, cuda
     : spec_(spec), n_(0), levels_(0), stream_(stream) {
   const Wavelet w = denoise_wavelet(spec);
   const unsigned levels = denoise_levels(spec, n);
-  if (n < 2 || n > (size_t(1) << 28))
-    throw std::invalid_argument("Dwt: length must be 2..268435456, got " + std::to_string(n));
-  if (levels < 1 || levels > 28 || (n >> levels) == 0)
-    throw std::invalid_argument("Dwt: levels must be 1..log2(" + std::to_string(n) + "), got " + std::to_string(levels));
-  if (n % (size_t(1) << levels) != 0)
-    throw std::invalid_argument("Dwt: length " + std::to_string(n) + " must be divisible by 2^levels = " +
-                                std::to_string(size_t(1) << levels));
+  Dwt::check(n, levels);
   if (w.length() > size_t(kMaxWaveletTaps))
     throw std::invalid_argument("denoise: wavelet '" + w.name + "' is longer than the GPU's 40 taps");
   if (!(spec.threshold_scale >= 0.0 && spec.threshold_scale <= 1e6))

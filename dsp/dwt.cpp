@@ -56,7 +56,7 @@ unsigned Dwt::max_level(size_t n, size_t filter_length) noexcept {
   return j;
 }
 
-Dwt::Dwt(const Wavelet& wavelet, size_t n, unsigned levels) : n_(n), levels_(levels) {
+void Dwt::check(size_t n, unsigned levels) {
   if (n < 2 || n > (size_t(1) << 28))
     throw std::invalid_argument("Dwt: length must be 2..268435456, got " + std::to_string(n));
   if (levels < 1 || levels > 28 || (n >> levels) == 0)
@@ -64,6 +64,10 @@ Dwt::Dwt(const Wavelet& wavelet, size_t n, unsigned levels) : n_(n), levels_(lev
   if (n % (size_t(1) << levels) != 0)
     throw std::invalid_argument("Dwt: length " + std::to_string(n) + " must be divisible by 2^levels = " +
                                 std::to_string(size_t(1) << levels));
+}
+
+Dwt::Dwt(const Wavelet& wavelet, size_t n, unsigned levels) : n_(n), levels_(levels) {
+  check(n, levels);
   lo_.assign(wavelet.dec_lo.begin(), wavelet.dec_lo.end());
   hi_.assign(wavelet.dec_hi.begin(), wavelet.dec_hi.end());
   const size_t len = lo_.size();

@@ -31,6 +31,9 @@ class Dwt {
 
   // The deepest level pywt.dwt_max_level would allow: floor(log2(n / (filter_length - 1))).
   static unsigned max_level(size_t n, size_t filter_length) noexcept;
+  // Throws std::invalid_argument unless n and levels are as the constructor needs (also for the
+  // CUDA twin).
+  static void check(size_t n, unsigned levels);
 
  private:
   void analyse(const float* a, size_t m, float* ca, float* cd) noexcept;

@@ -172,19 +172,33 @@ uint64_t unwrap(int16_t v, uint64_t near) {
   return n;
 }
 
+// The paced plugin at 48 kHz, 2 channels, 10 ms periods in a 40 ms buffer, and one period's chunk.
+struct PacedCapture {
+  static AlsaSpec spec() {
+    AlsaSpec s;
+    s.device = "paced";
+    s.rate_hz = 48000;
+    s.channels = 2;
+    s.period_frames = 480;   // 10 ms
+    s.buffer_frames = 1920;  // 40 ms
+    return s;
+  }
+  AlsaSource src{spec(), paced_pcm_config()};
+  std::vector<std::byte> mem = std::vector<std::byte>(480 * 2 * 2);
+  Chunk chunk = [this] {
+    Chunk c;
+    c.data = mem.data();
+    c.capacity_bytes = mem.size();
+    return c;
+  }();
+  int16_t sample(uint32_t i, uint32_t c) const { return reinterpret_cast<const int16_t*>(chunk.data)[i * 2 + c]; }
+};
+
 TEST(AlsaSource, AnOverrunIsRecoveredCountedAndItsGapFlagged) {
-  AlsaSpec spec;
-  spec.device = "paced";
-  spec.rate_hz = 48000;
-  spec.channels = 2;
-  spec.period_frames = 480;  // 10 ms
-  spec.buffer_frames = 1920; // 40 ms
-  AlsaSource src(spec, paced_pcm_config());
-  std::vector<std::byte> mem(480 * 2 * 2);
-  Chunk chunk;
-  chunk.data = mem.data();
-  chunk.capacity_bytes = mem.size();
-  auto sample = [&](uint32_t i, uint32_t c) { return reinterpret_cast<const int16_t*>(chunk.data)[i * 2 + c]; };
+  PacedCapture cap;
+  AlsaSource& src = cap.src;
+  Chunk& chunk = cap.chunk;
+  auto sample = [&](uint32_t i, uint32_t c) { return cap.sample(i, c); };
   uint64_t expect_value = 0;  // the device frame the next sample should carry
   for (int k = 0; k < 5; ++k) {  // a reader that keeps up: contiguous, unflagged
     chunk.header = {};
@@ -229,18 +243,10 @@ TEST(AlsaSource, AnOverrunIsRecoveredCountedAndItsGapFlagged) {
 // measured within two periods of the truth; the frame numbering moves on by each estimate and
 // every chunk's samples stay contiguous within it.
 TEST(AlsaSource, AnOverrunStormIsRecoveredAndCountedEveryTime) {
-  AlsaSpec spec;
-  spec.device = "paced";
-  spec.rate_hz = 48000;
-  spec.channels = 2;
-  spec.period_frames = 480;   // 10 ms
-  spec.buffer_frames = 1920;  // 40 ms
-  AlsaSource src(spec, paced_pcm_config());
-  std::vector<std::byte> mem(480 * 2 * 2);
-  Chunk chunk;
-  chunk.data = mem.data();
-  chunk.capacity_bytes = mem.size();
-  auto sample = [&](uint32_t i, uint32_t c) { return reinterpret_cast<const int16_t*>(chunk.data)[i * 2 + c]; };
+  PacedCapture cap;
+  AlsaSource& src = cap.src;
+  Chunk& chunk = cap.chunk;
+  auto sample = [&](uint32_t i, uint32_t c) { return cap.sample(i, c); };
   chunk.header = {};
   ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
   uint64_t device_next = 480;  // the device frame the next sample would carry without loss

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../support/reference_data.hpp"
+#include "../support/gpu.hpp"
 #include "../support/signals.hpp"
 #include "cuda/cuda_check.hpp"
 #include "dsp/real_fft.hpp"
@@ -20,30 +21,6 @@ namespace vigil {
 namespace {
 
 using test::randn;
-
-#define SKIP_WITHOUT_GPU()                                                                                   \
-  do {                                                                                                       \
-    std::string why;                                                                                         \
-    if (!cuda::device_available(&why))                                                                       \
-      GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";       \
-  } while (0)
-
-template <typename T>
-struct DeviceBuffer {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) {
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(count, 1) * sizeof(T)));
-    VIGIL_CUDA_CHECK(cudaMemset(p, 0xFF, std::max<size_t>(count, 1) * sizeof(T)));  // NaN poison
-  }
-  ~DeviceBuffer() { cudaFree(p); }
-  void put(const std::vector<T>& v) { VIGIL_CUDA_CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice)); }
-  std::vector<T> get() const {
-    std::vector<T> v(n);
-    VIGIL_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-  }
-};
 
 template <typename T>
 double rel_l2(const std::vector<T>& got, const std::vector<T>& want) {
@@ -70,7 +47,7 @@ std::vector<float> cpu_magnitudes(const std::vector<float>& x, uint32_t n, uint3
 }
 
 TEST(SpectrumCuda, MagnitudesEqualFftwForEverySizeAndRowCount) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   struct Case {
     uint32_t n, max_rows, rows;
     WindowKind window;
@@ -83,18 +60,18 @@ TEST(SpectrumCuda, MagnitudesEqualFftwForEverySizeAndRowCount) {
                        Case{1u << 22, 1, 1, WindowKind::kHann}}) {
     const std::vector<float> x = randn(size_t(c.n) * c.rows, c.n + c.rows);
     cuda::SpectrumCuda gpu(c.n, c.max_rows, 1000.0, {c.window});
-    DeviceBuffer<float> d_x(x.size()), d_mag(size_t(gpu.bins()) * c.rows);
+    test::DeviceArray<float> d_x(x.size()), d_mag(size_t(gpu.bins()) * c.rows);
     d_x.put(x);
     ASSERT_EQ(gpu.magnitude(d_x.p, c.rows, d_mag.p), cudaSuccess);
     const std::vector<float> got = d_mag.get();
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(std::isfinite(got[i])) << "n " << c.n << " index " << i;
+    test::expect_all_finite(got, "n " + std::to_string(c.n));
     // float32 FFTs on both sides, each with error ~ eps * log2(n): 1e-5 holds to 2^22.
     EXPECT_LE(rel_l2(got, cpu_magnitudes(x, c.n, c.rows, {c.window})), 1e-5) << "n " << c.n << " rows " << c.rows;
   }
 }
 
 TEST(SpectrumCuda, WelchEqualsTheCpuTwinAcrossBatches) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   struct Case {
     uint32_t nperseg, max_rows;
     size_t n;
@@ -111,14 +88,14 @@ TEST(SpectrumCuda, WelchEqualsTheCpuTwinAcrossBatches) {
     std::vector<double> want(cpu.bins());
     const size_t want_segments = cpu.compute(x.data(), x.size(), want.data());
     cuda::SpectrumCuda gpu(c.nperseg, c.max_rows, 2000.0, {c.window});
-    DeviceBuffer<float> d_x(x.size());
-    DeviceBuffer<double> d_psd(gpu.bins());
+    test::DeviceArray<float> d_x(x.size());
+    test::DeviceArray<double> d_psd(gpu.bins());
     d_x.put(x);
     size_t segments = 999;
     ASSERT_EQ(gpu.welch(d_x.p, x.size(), d_psd.p, &segments), cudaSuccess);
     EXPECT_EQ(segments, want_segments) << c.nperseg << " " << c.n;
     const std::vector<double> got = d_psd.get();
-    for (size_t k = 0; k < got.size(); ++k) ASSERT_TRUE(std::isfinite(got[k])) << "bin " << k;
+    test::expect_all_finite(got, "psd");
     if (want_segments == 0) {
       for (double v : got) EXPECT_EQ(v, 0.0);
       continue;
@@ -133,16 +110,16 @@ TEST(SpectrumCuda, WelchEqualsTheCpuTwinAcrossBatches) {
 }
 
 TEST(SpectrumCuda, WelchEqualsScipy) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   const auto x64 = test::read_f64("psd_x.bin");
   const std::vector<float> x(x64.begin(), x64.end());
-  DeviceBuffer<float> d_x(x.size());
+  test::DeviceArray<float> d_x(x.size());
   d_x.put(x);
   for (const auto& [name, kind, n] : std::vector<std::tuple<std::string, WindowKind, uint32_t>>{
            {"hann", WindowKind::kHann, 256}, {"hann", WindowKind::kHann, 1000},
            {"hamming", WindowKind::kHamming, 512}, {"blackman", WindowKind::kBlackman, 128}}) {
     cuda::SpectrumCuda gpu(n, 8, 1000.0, {kind});
-    DeviceBuffer<double> d_psd(gpu.bins());
+    test::DeviceArray<double> d_psd(gpu.bins());
     size_t segments = 0;
     ASSERT_EQ(gpu.welch(d_x.p, x.size(), d_psd.p, &segments), cudaSuccess);
     const std::vector<double> psd = d_psd.get();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../support/reference_data.hpp"
+#include "../support/gpu.hpp"
 #include "../support/signals.hpp"
 #include "cuda/cuda_check.hpp"
 #include "dsp/dwt.hpp"
@@ -17,30 +18,12 @@
 namespace vigil {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                             \
-  do {                                                                                                 \
-    std::string why;                                                                                   \
-    if (!cuda::device_available(&why))                                                                 \
-      GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh"; \
-  } while (0)
-
-struct DeviceFloats {
-  float* p = nullptr;
-  size_t n;
-  explicit DeviceFloats(size_t count) : n(count) {
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), count * sizeof(float)));
-    VIGIL_CUDA_CHECK(cudaMemset(p, 0xFF, count * sizeof(float)));  // NaN poison
-  }
-  ~DeviceFloats() { cudaFree(p); }
-  void put(const std::vector<float>& v) {
-    VIGIL_CUDA_CHECK(cudaMemcpy(p, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
-  }
+// Device floats whose get() also checks every value was written.
+struct DeviceFloats : test::DeviceArray<float> {
+  using DeviceArray::DeviceArray;
   std::vector<float> get() const {
-    std::vector<float> v(n);
-    VIGIL_CUDA_CHECK(cudaDeviceSynchronize());
-    VIGIL_CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; ++i)
-      if (!std::isfinite(v[i])) ADD_FAILURE() << "index " << i << " not written";
+    std::vector<float> v = DeviceArray::get();
+    test::expect_all_finite(v, "output");
     return v;
   }
 };
@@ -56,7 +39,7 @@ const std::vector<Shape> kShapes = {{"haar", 2, 1},     {"db2", 16, 0},      {"d
                                     {"db8", 1 << 20, 0}, {"haar", 1 << 20, 20}};
 
 TEST(WaveletDenoiserCuda, DwtAndInverseEqualTheCpuDwt) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   for (const Shape& s : kShapes) {
     DenoiseSpec spec;
     spec.wavelet = s.wavelet;
@@ -82,7 +65,7 @@ TEST(WaveletDenoiserCuda, DwtAndInverseEqualTheCpuDwt) {
 }
 
 TEST(WaveletDenoiserCuda, DenoisingEqualsTheCpuTwin) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   for (const Shape& s : kShapes)
     for (const ThresholdMode mode : {ThresholdMode::kSoft, ThresholdMode::kHard})
       for (const NoiseEstimate noise : {NoiseEstimate::kFinest, NoiseEstimate::kPerLevel}) {
@@ -111,7 +94,7 @@ TEST(WaveletDenoiserCuda, DenoisingEqualsTheCpuTwin) {
 }
 
 TEST(WaveletDenoiserCuda, EqualsPywt) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   const auto x64 = test::read_f64("wavelet_x.bin");
   const std::vector<float> x(x64.begin(), x64.end());
   DeviceFloats d_x(x.size());

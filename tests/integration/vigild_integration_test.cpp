@@ -828,14 +828,30 @@ TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
 namespace vigil {
 namespace {
 
+// Runs vigild on `config` (a template whose @DATA@ and @EVENTS@ become the receiving ports) until
+// its source ends, keeping every sample; fails the test unless it exits 0.
+void run_to_end(const std::string& name, std::string config, Received& out) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-" + name + "-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  for (const auto& [key, port] : {std::pair<std::string, uint16_t>{"@DATA@", data.port}, {"@EVENTS@", events.port}})
+    for (size_t at; (at = config.find(key)) != std::string::npos;) config.replace(at, key.size(), std::to_string(port));
+  std::ofstream(dir / "vigil.yaml") << config;
+  test::VigildRun run(data, events, (dir / "vigil.yaml").string(), (dir / "vigild.log").string(), true, true);
+  const int status = run.wait_exit(std::chrono::seconds(30));
+  fs::remove_all(dir);
+  ASSERT_NE(status, -1);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << run.log;
+  out.timestamps = run.received.timestamps;
+  out.samples = run.received.samples;
+  out.monitor = run.received.monitor;
+}
+
 // A wavelet_denoise stage in the service: with threshold_scale 0 it is the identity delayed by its
 // window, so its output must equal the FIR bank's it reads, sample for sample, once each is placed
 // by its VITA 49 timestamp (the delay is accounted in the stream's delay_frames, so both carry the
 // input frames' times).
 TEST(VigildDenoise, TheDenoiseStageIsPlacedInTimeByItsDelay) {
-  const fs::path dir = fs::temp_directory_path() / ("vigil-denoise-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  UdpSocket data, events;
   const uint32_t window = 2048;
   std::ostringstream c;
   c << kSyntheticSource << "  duration_s: 4\n" << kSignals << R"(stages:
@@ -853,17 +869,13 @@ TEST(VigildDenoise, TheDenoiseStageIsPlacedInTimeByItsDelay) {
     threshold_scale: 0
     window: )" << window << R"(
 outputs:
-  - {kind: vita49, stream: bands, destination: "127.0.0.1:)" << data.port << R"("}
-  - {kind: vita49, stream: den, destination: "127.0.0.1:)" << data.port << R"("}
-  - {kind: events, destination: "127.0.0.1:)" << events.port << R"("}
+  - {kind: vita49, stream: bands, destination: "127.0.0.1:@DATA@"}
+  - {kind: vita49, stream: den, destination: "127.0.0.1:@DATA@"}
+  - {kind: events, destination: "127.0.0.1:@EVENTS@"}
 )";
-  std::ofstream(dir / "vigil.yaml") << c.str();
-  test::VigildRun run(data, events, (dir / "vigil.yaml").string(), (dir / "vigild.log").string(), true, true);
-  const int status = run.wait_exit(std::chrono::seconds(30));
-  fs::remove_all(dir);
-  ASSERT_NE(status, -1);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << run.log;
-  const Received& r = run.received;
+  Received r;
+  run_to_end("denoise", c.str(), r);
+  ASSERT_FALSE(HasFatalFailure());
   for (uint32_t band = 0; band < 2; ++band)
     for (uint32_t ch = 0; ch < 2; ++ch) {
       const uint32_t b_id = stream_id(0, band, ch), d_id = stream_id(1, band, ch);
@@ -893,14 +905,11 @@ namespace {
 // The decimated lanes carry exactly every 8th sample of the whole ones, stamped with the same
 // times, at a context rate of 6400 Hz, contiguous by their timestamps.
 TEST(VigildDecimation, ADecimatedOutputCarriesEveryNthSampleAtItsTime) {
-  const fs::path dir = fs::temp_directory_path() / ("vigil-decimate-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  UdpSocket data, events;
-  std::ostringstream c;
   // 500-frame chunks: not a multiple of 8, so the kept samples' phase moves from chunk to chunk.
   std::string source = kSyntheticSource;
   source.replace(source.find("chunk_frames: 512"), 17, "chunk_frames: 500");
-  c << source << "  duration_s: 2\n" << kSignals << R"(stages:
+  Received r;
+  run_to_end("decimate", source + "  duration_s: 2\n" + kSignals + R"(stages:
   - name: bands
     kind: fir_bank
     input: input
@@ -909,17 +918,11 @@ TEST(VigildDecimation, ADecimatedOutputCarriesEveryNthSampleAtItsTime) {
       - {name: low, type: lowpass, cutoff_hz: 1000}
       - {name: mid, type: bandpass, low_hz: 1000, high_hz: 3000}
 outputs:
-  - {kind: vita49, stream: bands, destination: "127.0.0.1:)" << data.port << R"("}
-  - {kind: vita49, stream: bands, decimation: 8, destination: "127.0.0.1:)" << data.port << R"("}
-  - {kind: events, destination: "127.0.0.1:)" << events.port << R"("}
-)";
-  std::ofstream(dir / "vigil.yaml") << c.str();
-  test::VigildRun run(data, events, (dir / "vigil.yaml").string(), (dir / "vigild.log").string(), true, true);
-  const int status = run.wait_exit(std::chrono::seconds(30));
-  fs::remove_all(dir);
-  ASSERT_NE(status, -1);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << run.log;
-  const Received& r = run.received;
+  - {kind: vita49, stream: bands, destination: "127.0.0.1:@DATA@"}
+  - {kind: vita49, stream: bands, decimation: 8, destination: "127.0.0.1:@DATA@"}
+  - {kind: events, destination: "127.0.0.1:@EVENTS@"}
+)", r);
+  ASSERT_FALSE(HasFatalFailure());
   for (uint32_t band = 0; band < 2; ++band)
     for (uint32_t ch = 0; ch < 2; ++ch) {
       const uint32_t full_id = stream_id(0, band, ch), dec_id = stream_id(1, band, ch);
