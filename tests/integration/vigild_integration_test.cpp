@@ -868,7 +868,11 @@ std::map<int64_t, float> by_time(const Received& r, uint32_t id, __int128 t0, in
 // input frames' times).
 TEST(VigildDenoise, TheDenoiseStageIsPlacedInTimeByItsDelay) {
   const uint32_t window = 2048;
-  const std::string source = kSyntheticSource;
+  // Unpaced: the source waits for the pipeline, so vigild drops nothing however slow the machine
+  // (under a sanitizer a paced run dropped chunks, and a filter's output across a gap is not its
+  // input's, by time). Datagrams a burst loses on loopback are skipped by the comparison.
+  std::string source = kSyntheticSource;
+  source.replace(source.find("rate_factor: 10"), 15, "rate_factor: 0");
   std::ostringstream c;
   c << source << "  duration_s: 4\n" << kSignals << R"(stages:
   - name: bands
@@ -930,6 +934,7 @@ TEST(VigildDecimation, ADecimatedOutputCarriesEveryNthSampleAtItsTime) {
   // 500-frame chunks: not a multiple of 8, so the kept samples' phase moves from chunk to chunk.
   std::string source = kSyntheticSource;
   source.replace(source.find("chunk_frames: 512"), 17, "chunk_frames: 500");
+  source.replace(source.find("rate_factor: 10"), 15, "rate_factor: 0");  // unpaced: vigild drops nothing
   Received r;
   run_to_end("decimate", source + "  duration_s: 2\n" + kSignals + R"(stages:
   - name: bands
