@@ -385,8 +385,9 @@ TEST(VigildFaults, NonFiniteInputIsCountedReplacedAndNeverPoisonsTheFilters) {
   auto run_on = [&](const std::string& recording, test::Received& out, json& fin) {
     UdpSocket data, events;
     std::ostringstream c;
-    // Paced gently (2x): every sample must arrive to be compared, and a burst can overflow loopback.
-    c << "source:\n  kind: file\n  path: " << recording << "\n  chunk_frames: 512\n  rate_factor: 2\n"
+    // Paced at real time: every sample must arrive to be compared (a burst can overflow loopback,
+    // and a sanitizer-slowed vigild must not fall behind).
+    c << "source:\n  kind: file\n  path: " << recording << "\n  chunk_frames: 512\n  rate_factor: 1\n"
       << R"(stages:
   - name: bands
     kind: fir_bank
