@@ -2,6 +2,7 @@
 #include "config/settings.hpp"
 #include "pipeline/vibration_stage.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -18,9 +19,9 @@ StreamFormat VibrationStage::prepare(const StreamFormat& in, uint32_t max_frames
   rate_hz_ = in.rate_hz;
   const uint32_t lanes = in.bands * in.channels;
   lanes_.assign(lanes, Lane{});
+  window_.assign(analyzer_->window(), 0.0f);
   for (Lane& l : lanes_) {
-    l.ring.assign(analyzer_->window(), 0.0f);
-    l.pending.assign(analyzer_->window(), 0.0f);
+    l.ring.assign(size_t(analyzer_->window()) + analyzer_->hop(), 0.0f);
     for (const VibrationRuleSettings& r : settings_.rules) l.rules.emplace_back(r.levels, in.rate_hz);
   }
   queue_.assign(lanes, 0);
@@ -48,7 +49,12 @@ void VibrationStage::analyze(uint32_t lane_index, const Exec& exec) noexcept {
   ev.band = uint16_t(lane_index / channels_);
   ev.channel = lane_index % channels_;
   ev.frame = stream_to_input_frame(lane.pending_end_frame, delay_frames_);
-  analyzer_->analyze(lane.pending.data(), ev.vibration);
+  // Unroll the ring from the window's oldest sample into time order (one lane at a time: the
+  // copies are spread over the chunks as the analyses are).
+  const size_t ring = lane.ring.size(), w = window_.size(), first = std::min(w, ring - lane.pending_start);
+  std::copy_n(lane.ring.begin() + lane.pending_start, first, window_.begin());
+  std::copy_n(lane.ring.begin(), w - first, window_.begin() + first);
+  analyzer_->analyze(window_.data(), ev.vibration);
   lane.is_pending = false;
   const VibrationMetrics metrics = ev.vibration;
   push_event(ev, exec);
@@ -72,7 +78,7 @@ void VibrationStage::analyze(uint32_t lane_index, const Exec& exec) noexcept {
 }
 
 StageStatus VibrationStage::process(const Block& in, Block&, const Exec& exec) noexcept {
-  const uint32_t window = analyzer_->window(), hop = analyzer_->hop();
+  const uint32_t window = analyzer_->window(), hop = analyzer_->hop(), ring = window + hop;
   for (uint32_t b = 0; b < in.bands; ++b) {
     for (uint32_t c = 0; c < in.channels; ++c) {
       const uint32_t index = b * channels_ + c;
@@ -80,18 +86,16 @@ StageStatus VibrationStage::process(const Block& in, Block&, const Exec& exec) n
       const float* x = in.lane(b, c);
       for (uint32_t i = 0; i < in.frames; ++i) {
         lane.ring[lane.pos] = x[i];
-        lane.pos = lane.pos + 1 == window ? 0 : lane.pos + 1;
+        lane.pos = lane.pos + 1 == ring ? 0 : lane.pos + 1;
         ++lane.seen;
         if (lane.seen < window || (lane.seen - window) % hop != 0) continue;
         if (lane.is_pending) {
-          ++windows_skipped_;  // the older window is overwritten; it stays queued once
+          ++windows_skipped_;  // the older window is being overwritten; the lane stays queued once
         } else {
           queue_[(queue_head_ + queue_size_) % queue_.size()] = index;
           ++queue_size_;
         }
-        // Unroll the ring (oldest sample at pos) into time order.
-        std::copy(lane.ring.begin() + lane.pos, lane.ring.end(), lane.pending.begin());
-        std::copy(lane.ring.begin(), lane.ring.begin() + lane.pos, lane.pending.begin() + (window - lane.pos));
+        lane.pending_start = (lane.pos + ring - window) % ring;
         lane.is_pending = true;
         lane.pending_end_frame = exec.chunk.first_frame + i;
       }
@@ -110,6 +114,7 @@ void VibrationStage::reset() noexcept {
   for (Lane& l : lanes_) {
     std::fill(l.ring.begin(), l.ring.end(), 0.0f);
     l.pos = 0;
+    l.pending_start = 0;
     l.seen = 0;
     l.is_pending = false;
     for (AlarmRuleState& r : l.rules) r.reset();

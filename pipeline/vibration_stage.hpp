@@ -31,15 +31,18 @@ class VibrationStage final : public Stage {
 
  private:
   struct Lane {
-    std::vector<float> ring;     // the last window, circular
+    // The last window + hop samples, circular: a completed window stays intact here until the
+    // next one completes (a hop later), so it waits for analysis without being copied out.
+    std::vector<float> ring;
     uint32_t pos = 0;
     uint64_t seen = 0;           // samples pushed (stream frames since the start)
-    std::vector<float> pending;  // a completed window, in time order, waiting for analysis
+    uint32_t pending_start = 0;  // ring index of the oldest sample of the completed window
     bool is_pending = false;
     uint64_t pending_end_frame = 0;
     std::vector<AlarmRuleState> rules;
   };
   void analyze(uint32_t lane, const Exec& exec) noexcept;
+  std::vector<float> window_;  // the lane being analysed, unrolled into time order
   void push_event(EventRecord& ev, const Exec& exec) noexcept;
 
   VibrationStageSettings settings_;

@@ -132,3 +132,65 @@ TEST(VibrationStage, MetricsZonesAndTheAlarmSequence) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// Many lanes, so the stage spreads their analyses over the following chunks: every window each
+// lane reports must be exactly the analyzer's result on that lane's input samples of the window
+// (the window waits in the lane's ring, intact, until its analysis).
+TEST(VibrationStage, DeferredAnalysesSeeExactlyTheirWindow) {
+  const ConfigResult cfg = parse_config(R"(source: {rate_hz: 25600, channels: 64, chunk_frames: 1000}
+stages:
+  - {name: vib, kind: vibration, input: input, window_s: 0.16, hop_s: 0.08}
+)", "vib.yaml");
+  ASSERT_TRUE(cfg.settings) << format_error("vib.yaml", cfg.errors[0]);
+  Graph g(cfg.settings->stages);
+  StreamFormat in;
+  in.rate_hz = kRate;
+  in.channels = 64;
+  g.prepare(in, 1000);
+  VibrationAnalyzer direct(std::get<VibrationStageSettings>(cfg.settings->stages[0].params).analysis, kRate);
+  const uint32_t window = direct.window(), hop = direct.hop();  // 4096, 2048
+  const uint64_t total = 60000;
+  std::vector<std::vector<float>> x(64, std::vector<float>(total));
+  uint32_t seed = 5;
+  for (auto& lane : x)
+    for (auto& v : lane) {
+      seed = seed * 1664525u + 1013904223u;
+      v = float(double(seed >> 8) / double(1 << 24) - 0.5);
+    }
+  SpscQueue<EventRecord> events(65536);
+  std::atomic<uint64_t> dropped{0};
+  std::vector<EventRecord> got;
+  for (uint64_t frame = 0; frame < total; frame += 1000) {
+    Block& b = g.input_block();
+    b.frames = 1000;
+    for (uint32_t c = 0; c < 64; ++c) std::copy_n(x[c].begin() + frame, 1000, b.lane(0, c));
+    Exec exec;
+    exec.chunk = {frame, int64_t(frame) * 1'000'000'000 / int64_t(kRate), frame / 1000};
+    exec.events = &events;
+    exec.events_dropped = &dropped;
+    ASSERT_EQ(g.run(exec), StageStatus::kOk);
+    EventRecord ev;
+    while (events.pop(ev)) got.push_back(ev);
+  }
+  EXPECT_EQ(dropped.load(), 0u);
+  size_t checked = 0;
+  VibrationMetrics want;
+  for (const EventRecord& e : got) {
+    ASSERT_EQ(e.kind, EventKind::kVibration);
+    ASSERT_EQ((e.frame + 1 - window) % hop, 0u) << e.frame;
+    direct.analyze(x[e.channel].data() + (e.frame + 1 - window), want);
+    for (size_t m = 0; m < want.value.size(); ++m) {
+      if (std::isnan(want.value[m])) continue;
+      ASSERT_EQ(e.vibration.value[m], want.value[m]) << "channel " << e.channel << " frame " << e.frame;
+    }
+    ++checked;
+  }
+  // Every lane, every window that completed with time left to analyse it.
+  EXPECT_GE(checked, 64u * ((total - window) / hop));
+}
+
+}  // namespace
+}  // namespace vigil
