@@ -66,6 +66,10 @@ TEST(Soak, NominalLoadLosesNothingAndHoldsMemoryAndDescriptors) {
       noise_rms: 0.01
     - noise_rms: 0.01
       bursts: {amplitude: 0.8, freq_hz: 8000, decay_s: 0.002, rate_hz: 5}
+# At 20x a chunk lasts 1 ms: the default 64 chunks are only 64 ms of buffering, less than a busy
+# shared machine's occasional stall (CI once stalled 100 ms and 37 chunks were dropped). 256 chunks
+# are 256 ms here, still less time than the default 64 give at real time (1.3 s).
+pipeline: {pool_chunks: 256, output_slots: 256}
 stages:
   - {name: bands, kind: fir_bank, input: input, taps: 255,
      bands: [{name: low, type: lowpass, cutoff_hz: 1000}, {name: high, type: highpass, cutoff_hz: 1000}]}
