@@ -36,4 +36,12 @@ inline int64_t frames_to_ns(uint64_t index, double rate_hz) noexcept {
   return int64_t(double(index) * 1e9 / rate_hz);
 }
 
+// Picoseconds spanned by `frames` samples at `rate_hz`, rounded down; exact for integer rates
+// (VITA 49 timestamps of packets and of delayed or decimated streams).
+inline __int128 frames_to_ps(uint64_t frames, double rate_hz) noexcept {
+  const auto rate = static_cast<unsigned __int128>(rate_hz);
+  if (double(rate) == rate_hz && rate > 0) return __int128(frames) * 1'000'000'000'000 / __int128(rate);
+  return __int128(double(frames) * 1e12 / rate_hz);
+}
+
 }  // namespace vigil

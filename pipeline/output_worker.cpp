@@ -69,8 +69,6 @@ void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
 
 void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n_total,
                              __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz) noexcept {
-  const auto rate = static_cast<unsigned __int128>(rate_hz);
-  const bool integral_rate = double(rate) == rate_hz;
   const size_t per_packet =
       vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
   const size_t lane = size_t(band) * out.format->channels + channel;
@@ -80,9 +78,7 @@ void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, c
   for (size_t k = 0; k < n_total; k += per_packet) {
     const size_t n = std::min(per_packet, n_total - k);
     // Timestamp of the packet's first sample: exact picoseconds for integer rates.
-    const __int128 offset_ps = integral_rate ? __int128(k) * 1'000'000'000'000 / __int128(rate)
-                                             : __int128(double(k) * 1e12 / rate_hz);
-    vita49::split_ps(t_first_ps + offset_ps, p.ts_int, p.ts_frac_ps);
+    vita49::split_ps(t_first_ps + frames_to_ps(k, rate_hz), p.ts_int, p.ts_frac_ps);
     p.sample_loss = k == 0 && sample_loss;
     p.packet_count = out.packet_counts[lane];
     out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
@@ -100,8 +96,6 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
   const ChunkHeader& h = slot.header;
   last_utc_ns_ = h.t_first_utc_ns;
   const int64_t now = mono_now_ns();
-  const auto rate = static_cast<unsigned __int128>(options_.rate_hz);
-  const bool integral_rate = double(rate) == options_.rate_hz;
   for (size_t o = 0; o < data_.size(); ++o) {
     DataOutput& out = data_[o];
     if (now >= out.next_context_mono_ns) {
@@ -111,8 +105,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     if (out.stream < 0) continue;  // hit waveforms: send_waveforms()
     const StreamFormat& f = *out.format;
     // Stamp each sample with the time of the input frame it belongs to.
-    const __int128 delay_ps = integral_rate ? __int128(f.delay_frames) * 1'000'000'000'000 / __int128(rate)
-                                            : __int128(double(f.delay_frames) * 1e12 / options_.rate_hz);
+    const __int128 delay_ps = frames_to_ps(f.delay_frames, options_.rate_hz);
     const bool loss = (h.flags & chunk_flags::kOverrunBefore) != 0, clipped = (h.flags & chunk_flags::kClipped) != 0;
     const __int128 t_first_ps = __int128(h.t_first_utc_ns) * 1000 - delay_ps;
     const uint32_t dec = out.settings.decimation;
@@ -129,8 +122,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     const size_t kept = i0 < slot.frames ? size_t((slot.frames - i0 + dec - 1) / dec) : 0;
     out.loss_pending = out.loss_pending || loss;
     if (kept == 0) continue;
-    const __int128 t_kept_ps = t_first_ps + (integral_rate ? __int128(i0) * 1'000'000'000'000 / __int128(rate)
-                                                           : __int128(double(i0) * 1e12 / options_.rate_hz));
+    const __int128 t_kept_ps = t_first_ps + frames_to_ps(i0, options_.rate_hz);
     for (uint32_t b = 0; b < f.bands; ++b)
       for (uint32_t c = 0; c < f.channels; ++c) {
         const float* lane = slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride;

@@ -138,6 +138,7 @@ def main():
     args = p.parse_args()
     loads = LOADS["cuda" if args.backend == "cuda" else "cpu"]
     out = open(args.json, "w") if args.json else None
+    s2_best = None  # S2's highest clean load, for the GNU Radio comparison
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
             print(f"\n### {TITLES[scen]} (backend {args.backend}, {args.seconds:g} s a step)\n", flush=True)
@@ -174,7 +175,7 @@ def main():
             if scen == "s2":
                 s2_best = best
         if args.gnuradio:
-            compare_gnuradio(args, work, locals().get("s2_best"))
+            compare_gnuradio(args, work, s2_best)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@
 
 #include "../support/ports.hpp"
 #include "../support/process.hpp"
+#include "../support/temp_dir.hpp"
 #include "../support/udp_receiver.hpp"
 #include "../support/vigild_run.hpp"
 #include "acquisition/chunk_pool.hpp"
@@ -31,20 +32,7 @@ namespace fs = std::filesystem;
 using test::UdpSocket;
 using test::VigildRun;
 
-// A scratch folder per test, removed at the end.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("vigil-" + name + "-" + std::to_string(getpid()))) {
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string write(const std::string& file, const std::string& text) const {
-    std::ofstream(path / file) << text;
-    return (path / file).string();
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 // 2 channels at 51.2 kHz x rate_factor in 512-frame chunks, a 2-band FIR bank, band data and
 // input out over VITA 49 to data_port, events to event_port.
@@ -536,61 +524,6 @@ TEST(VigildFaults, AReceiverThatStopsReadingLosesOnlyWhatItsKernelCounts) {
   std::printf("stalled listener: %llu datagrams dropped by its kernel, all accounted\n", (unsigned long long)kernel_drops);
 }
 
-// A full send buffer (EAGAIN at the sender): cannot happen on the host's loopback, which frees a
-// datagram's send-buffer charge at once, so the test makes its own network: a user and network
-// namespace whose loopback has a 2 Mbit/s token bucket queue, with vigil-listen and vigild inside.
-// vigild sends 4 MB/s of data into it: its socket buffer fills and stays full, every refused send
-// is counted as `buffer full`, and nothing else suffers (every chunk through, none dropped).
-TEST(VigildFaults, AFullSendBufferIsCountedAndNeverHoldsTheServiceUp) {
-  if (std::system("unshare -rn sh -c 'ip link set lo up && tc qdisc add dev lo root tbf rate 2mbit burst 32kb "
-                  "latency 60s' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "this machine cannot make a user and network namespace with a shaped loopback "
-                    "(unshare -rn, iproute2's ip and tc)";
-  TempDir dir("sendbuffer");
-  const std::string config = dir.write("vigil.yaml", R"(source:
-  kind: synthetic
-  rate_hz: 51200
-  channels: 2
-  format: int16
-  chunk_frames: 512
-  rate_factor: 10
-  duration_s: 30
-outputs:
-  - {kind: vita49, stream: input, destination: "127.0.0.1:5001"}
-  - {kind: events, destination: "127.0.0.1:5002"}
-)");
-  const std::string bin = VIGIL_BIN_DIR, log = dir.file("vigild.log");
-  // Inside the namespace nothing else is bound: fixed ports are free.
-  const std::string script =
-      "ip link set lo up && tc qdisc add dev lo root tbf rate 2mbit burst 32kb latency 60s && "
-      "{ " + bin + "/vigil-listen --data-port 5001 --event-port 5002 --quiet >/dev/null & l=$!; sleep 0.3; " +
-      bin + "/vigild --config " + config + " --log-interval 0 2>" + log + "; rc=$?; kill $l; wait $l; exit $rc; }";
-  test::Process p({"/usr/bin/unshare", "-rn", "/bin/sh", "-c", script});
-  const int st = p.wait(std::chrono::seconds(60));
-  ASSERT_NE(st, -1);
-  const std::string text = test::read_text(log);
-  EXPECT_EQ(WEXITSTATUS(st), 0) << text;
-  // The final summary line: "chunks in A out B, dropped frames C, deadline misses D, ... send
-  // errors E (refused F, buffer full G)".
-  const size_t at = text.rfind("vigild: chunks in ");
-  ASSERT_NE(at, std::string::npos) << text;
-  unsigned long long in = 0, out = 0, dropped = 0, misses = 0, errors = 0, refused = 0, full = 0;
-  ASSERT_EQ(std::sscanf(text.c_str() + at,
-                        "vigild: chunks in %llu out %llu, dropped frames %llu, deadline misses %llu, latency p50 %*u "
-                        "us p99 %*u us max %*u us, send errors %llu (refused %llu, buffer full %llu)",
-                        &in, &out, &dropped, &misses, &errors, &refused, &full),
-            7)
-      << text.substr(at);
-  EXPECT_EQ(in, 3000u);
-  EXPECT_EQ(out, in);
-  EXPECT_EQ(dropped, 0u);
-  EXPECT_GT(full, 1000u);  // 4 MB/s into 0.25 MB/s: most of the last 2 s refused
-  EXPECT_EQ(errors, refused + full);
-  EXPECT_LE(misses, 30u);  // at most the odd late chunk a shared machine gives at 10x anyway
-  std::printf("full send buffer: %llu sends refused (buffer full), %llu deadline misses of %llu chunks\n", full, misses,
-              in);
-}
-
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define VIGIL_UNDER_SANITIZER 1
 #elif defined(__has_feature)
@@ -602,10 +535,10 @@ outputs:
 // A config every value of which is in range, but which needs more memory than the machine grants
 // (here an address-space limit of 1 GB): a clear error naming what to lower, and exit 2 (not
 // 1: restarting cannot help), whether the pool or a stage's buffers fail first.
+// Not compiled into sanitizer builds: an address-space limit cannot apply under their shadow
+// memory. The normal build (CI, the GPU machine) runs it.
+#ifndef VIGIL_UNDER_SANITIZER
 TEST(VigildFaults, AConfigNeedingMoreMemoryThanThereIsExits2) {
-#ifdef VIGIL_UNDER_SANITIZER
-  GTEST_SKIP() << "an address-space limit cannot apply under a sanitizer's shadow memory";
-#endif
   TempDir dir("nomemory");
   for (const int pool_chunks : {8, 2}) {  // 8: the 1 GiB pool fails; 2: the graph's blocks do
     std::ostringstream c;
@@ -628,6 +561,7 @@ TEST(VigildFaults, AConfigNeedingMoreMemoryThanThereIsExits2) {
         << out;
   }
 }
+#endif  // VIGIL_UNDER_SANITIZER
 
 }  // namespace
 }  // namespace vigil

@@ -14,14 +14,13 @@
 
 #include "../support/process.hpp"
 #include "../support/udp_receiver.hpp"
+#include "../support/vigild_run.hpp"
 
 namespace vigil {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const std::string kVigild = std::string(VIGIL_BIN_DIR) + "/vigild";
 
 double env_number(const char* name, double fallback) {
   const char* v = std::getenv(name);
@@ -49,10 +48,6 @@ TEST(Soak, NominalLoadLosesNothingAndHoldsMemoryAndDescriptors) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-soak-" + std::to_string(getpid()));
   fs::create_directories(dir);
   test::UdpSocket data, events;
-  test::Received r;
-  r.keep_timestamps = false;
-  std::atomic<bool> stop{false};
-  std::thread rx([&] { test::receive(data, events, r, stop); });
   // Two channels at 51.2 kHz (a vibration rig), every detector kind, the bands and the input out.
   std::ofstream(dir / "soak.yaml") << R"(source:
   kind: synthetic
@@ -81,22 +76,21 @@ outputs:
   - {kind: vita49, stream: bands, destination: "127.0.0.1:)" << data.port << R"("}
   - {kind: events, destination: "127.0.0.1:)" << events.port << R"(", status_interval_s: 1}
 )";
-  test::Process vigild({kVigild, "--config", (dir / "soak.yaml").string(), "--log-interval", "0"});
-  test::wait_for_start(r);
+  test::VigildRun run(data, events, (dir / "soak.yaml").string(), (dir / "vigild.log").string(),
+                     /*keep_timestamps=*/false);
+  test::wait_for_start(run.received);
   // Samples every second; warm-up is the first quarter of the run (at least 5 s).
   std::vector<std::pair<uint64_t, size_t>> samples;  // RSS KiB, fds
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - t0 < std::chrono::duration<double>(seconds)) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    samples.push_back({rss_kib(vigild.pid()), open_fds(vigild.pid())});
+    samples.push_back({rss_kib(run.pid()), open_fds(run.pid())});
   }
-  vigild.signal(SIGTERM);
-  const int status = vigild.wait(std::chrono::seconds(10));
-  stop = true;
-  rx.join();
+  const int status = run.finish();
   fs::remove_all(dir);
   ASSERT_NE(status, -1);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << run.log;
+  const test::Received& r = run.received;
 
   ASSERT_GE(samples.size(), 4u);
   const size_t warm = std::max<size_t>(samples.size() / 4, std::min<size_t>(5, samples.size() - 2));

@@ -34,6 +34,7 @@ class VigildRun {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
   void signal(int sig) { vigild_->signal(sig); }
+  int pid() const { return vigild_->pid(); }
   // Sends `sig`, waits up to 10 s for the exit, then drains the sockets (200 ms quiet) and joins
   // the receiver. Returns the raw wait status (-1: still running after 10 s, then killed).
   int finish(int sig = SIGTERM) {
