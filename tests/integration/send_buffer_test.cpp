@@ -3,6 +3,7 @@
 // shaped loopback can be made (tests/CMakeLists.txt checks at configure time), so it never skips.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -45,8 +46,10 @@ outputs:
       "ip link set lo up && tc qdisc add dev lo root tbf rate 2mbit burst 32kb latency 60s && "
       "{ " + bin + "/vigil-listen --data-port 5001 --event-port 5002 --quiet >/dev/null & l=$!; sleep 0.3; " +
       bin + "/vigild --config " + config + " --log-interval 0 2>" + log + "; rc=$?; kill $l; wait $l; exit $rc; }";
+  const auto started = std::chrono::steady_clock::now();
   test::Process p({"/usr/bin/unshare", "-rn", "/bin/sh", "-c", script});
   const int st = p.wait(std::chrono::seconds(60));
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_NE(st, -1);
   const std::string text = test::read_text(log);
   EXPECT_EQ(WEXITSTATUS(st), 0) << text;
@@ -66,9 +69,14 @@ outputs:
   EXPECT_EQ(dropped, 0u);
   EXPECT_GT(full, 1000u);  // 4 MB/s into 0.25 MB/s: most of the last 2 s refused
   EXPECT_EQ(errors, refused + full);
-  EXPECT_LE(misses, 30u);  // at most the odd late chunk a shared machine gives at 10x anyway
-  std::printf("full send buffer: %llu sends refused (buffer full), %llu deadline misses of %llu chunks\n", full, misses,
-              in);
+  // A sender that waited for buffer space would pace the service at the 0.25 MB/s the shaped
+  // loopback drains: 12 MB would take ~48 s instead of 3 s, and chunks would pile up late. The
+  // deadline at 10x is 1 ms a chunk, which a sanitizer build on a shared 2-core machine misses now
+  // and then anyway (59 of 3000 seen under TSan): the bound is generous, the wall time is the proof.
+  EXPECT_LT(wall_s, 20.0);
+  EXPECT_LE(misses, 300u);
+  std::printf("full send buffer: %llu sends refused (buffer full), %llu deadline misses of %llu chunks, %.1f s\n", full,
+              misses, in, wall_s);
 }
 
 }  // namespace
