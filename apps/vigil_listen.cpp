@@ -1,11 +1,13 @@
 // vigil-listen: receives vigild's VITA 49 data and JSON events over UDP, prints events and
-// per-second stream statistics (packets, samples/s, gaps), optionally records each stream.
+// per-second stream statistics (packets, samples/s, gaps), optionally records each stream, and
+// with --web serves a live view of it all to browsers (web/).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,6 +28,11 @@
 #include "pipeline/event_line.hpp"
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
+#if VIGIL_HAVE_WEB
+#include "web/live_view.hpp"
+#include "web/page_assets.hpp"
+#include "web/web_server.hpp"
+#endif
 
 using nlohmann::json;
 
@@ -117,11 +125,18 @@ int main(int argc, char** argv) {
       {"seconds", true, "stop after S seconds (0: run until a signal)", "0"},
       {"quiet", false, "print only the final summary", ""},
       {"buffer-kib", true, "receive buffer per socket in KiB (drops when it overflows are counted)", "16384"},
+      {"web", true, "serve a live view at HOST:PORT (e.g. 127.0.0.1:8080; port 0 picks one)", ""},
+      {"web-kb-per-s", true, "most the web view sends each browser, kB/s (1 kB = 1000 bytes)", "1000"},
+      {"web-updates", true, "web view updates per second", "10"},
+      {"web-fft", true, "web view spectrum size (power of two; bins of rate/N Hz)", "1024"},
+      {"web-window-s", true, "web view waveform span, seconds of signal", "1"},
   });
   uint64_t max_count = 0;
   double seconds = 0;
   uint16_t data_port = 0, event_port = 0;
   int buffer_bytes = 0;
+  double web_kb_per_s = 0, web_updates = 0, web_window_s = 0;
+  size_t web_fft = 0;
   try {
     args.parse(argc, argv);
     max_count = uint64_t(args.number("count", 0, 1e18));
@@ -129,6 +144,11 @@ int main(int argc, char** argv) {
     data_port = uint16_t(args.number("data-port", 0, 65535));
     event_port = uint16_t(args.number("event-port", 0, 65535));
     buffer_bytes = int(args.number("buffer-kib", 4, 1 << 20)) * 1024;
+    web_kb_per_s = args.number("web-kb-per-s", 1, 1e6);
+    web_updates = args.number("web-updates", 0.1, 60);
+    web_window_s = args.number("web-window-s", 0.001, 3600);
+    web_fft = size_t(args.number("web-fft", 16, 1 << 20));
+    if (web_fft & (web_fft - 1)) throw std::invalid_argument("--web-fft must be a power of two, got " + args.get("web-fft"));
   } catch (const std::exception& e) {
     std::cerr << "vigil-listen: " << e.what() << "\n";
     return 2;
@@ -176,6 +196,35 @@ int main(int argc, char** argv) {
     std::cerr << "vigil-listen: nothing to listen on (both ports 0)\n";
     return 2;
   }
+#if VIGIL_HAVE_WEB
+  std::unique_ptr<vigil::web::WebServer> web;
+  std::unique_ptr<vigil::web::LiveView> view;
+  if (args.has("web")) {
+    std::string host, why_web;
+    uint16_t port = 0;
+    if (!vigil::web::parse_listen_address(args.get("web"), host, port, why_web)) {
+      std::cerr << "vigil-listen: --web: " << why_web << "\n";
+      return 2;
+    }
+    try {
+      web = std::make_unique<vigil::web::WebServer>(host, port, vigil::web::page_assets());
+    } catch (const std::exception& e) {
+      std::cerr << "vigil-listen: --web: " << e.what() << "\n";
+      return 1;
+    }
+    vigil::web::LiveView::Options o;
+    o.summary.fft_size = web_fft;
+    o.summary.window_s = web_window_s;
+    o.max_update_bytes = size_t(web_kb_per_s * 1000 / web_updates);
+    view = std::make_unique<vigil::web::LiveView>(o);
+    std::cerr << "vigil-listen: web view on " << web->url() << "\n";
+  }
+#else
+  if (args.has("web")) {
+    std::cerr << "vigil-listen: --web: this build has no web view (configured without npm or Boost.Beast: VIGIL_WEB)\n";
+    return 2;
+  }
+#endif
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   if (!quiet && !as_json)
@@ -236,6 +285,41 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
 
+#if VIGIL_HAVE_WEB
+  // Web updates: every 1/web_updates s, within a byte budget (a token bucket of one second's worth:
+  // an update that does not fit waits for the next turn, counted).
+  const int64_t web_period_ns = int64_t(1e9 / (web_updates > 0 ? web_updates : 10));
+  int64_t next_web = t0 + web_period_ns, last_web = t0;
+  double web_tokens = web_kb_per_s * 1000;
+  uint64_t web_rate_limited = 0, last_web_datagrams = 0;
+  auto publish_web = [&](int64_t now) {
+    uint64_t gaps = 0, missing = 0;
+    for (const auto& [id, s] : mon.streams()) {
+      gaps += s.gaps;
+      missing += s.samples_missing;
+    }
+    const double dt = double(now - last_web) / 1e9;
+    const vigil::web::WebCounters& wc = web->counters();
+    json counters{{"datagrams", datagrams},
+                  {"datagrams_per_s", dt > 0 ? std::round(double(datagrams - last_web_datagrams) / dt) : 0.0},
+                  {"malformed", malformed}, {"kernel_drops", data_kernel_drops + event_kernel_drops},
+                  {"packet_gaps", gaps}, {"samples_missing", missing},
+                  {"events", mon.events()}, {"event_gaps", mon.event_gaps()},
+                  {"web", {{"clients", wc.clients.load()}, {"updates_sent", wc.updates_sent.load()},
+                           {"updates_skipped", wc.updates_skipped.load()}, {"rate_limited", web_rate_limited},
+                           {"bytes_sent", wc.bytes_sent.load()}, {"kb_per_s_limit", web_kb_per_s}}}};
+    last_web_datagrams = datagrams;
+    web_tokens = std::min(web_kb_per_s * 1000, web_tokens + dt * web_kb_per_s * 1000);
+    last_web = now;
+    auto text = std::make_shared<const std::string>(view->update(counters, mon));
+    if (double(text->size()) > web_tokens) {
+      ++web_rate_limited;
+      return;
+    }
+    web_tokens -= double(text->size());
+    web->publish(std::move(text));
+  };
+#endif
   while (!g_stop) {
     const int64_t now = vigil::mono_now_ns();
     if (seconds > 0 && now - t0 >= int64_t(seconds * 1e9)) break;
@@ -244,7 +328,18 @@ int main(int argc, char** argv) {
       report(false);
       next_report += 1'000'000'000;
     }
-    const int r = poll(fds.data(), fds.size(), 50);
+    int wait_ms = 50;
+#if VIGIL_HAVE_WEB
+    if (web) {
+      if (now >= next_web) {
+        publish_web(now);
+        next_web += web_period_ns;
+        if (next_web < now) next_web = now + web_period_ns;  // fell behind: no burst to catch up
+      }
+      wait_ms = int(std::clamp<int64_t>((next_web - vigil::mono_now_ns()) / 1'000'000, 0, 50));
+    }
+#endif
+    const int r = poll(fds.data(), fds.size(), wait_ms);
     if (r < 0 && errno != EINTR) {
       std::cerr << "vigil-listen: poll: " << std::strerror(errno) << "\n";
       return 1;
@@ -277,6 +372,9 @@ int main(int argc, char** argv) {
             continue;
           }
           mon.on_packet(d);
+#if VIGIL_HAVE_WEB
+          if (view) view->on_packet(d, mon.streams().at(d.stream_id));
+#endif
           if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId) recorder.write(d);
         } else {
           json ev;
@@ -289,6 +387,9 @@ int main(int argc, char** argv) {
           inet_ntop(AF_INET, &from.sin_addr, addr, sizeof addr);
           const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
           mon.on_event_seq(sender, ev["seq"].get<uint64_t>());
+#if VIGIL_HAVE_WEB
+          if (view) view->on_event(ev);
+#endif
           if (quiet) continue;
           if (as_json)
             std::cout << json{{"kind", "event"}, {"from", sender}, {"event", ev}}.dump() << std::endl;

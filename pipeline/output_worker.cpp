@@ -7,6 +7,7 @@
 
 #include "acquisition/clock.hpp"
 #include "acquisition/spsc_queue.hpp"
+#include "pipeline/stream_layout.hpp"
 #include "pipeline/vita49.hpp"
 #include "pipeline/waveform_channel.hpp"
 
@@ -40,6 +41,19 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0, {}});
   packet_.resize(vita49::kMaxJumboDatagram);
   misses_by_ = std::make_unique<std::atomic<uint64_t>[]>(graph_.stage_count() + 2);
+  update_layout(settings);
+}
+
+void OutputWorker::update_layout(const Settings& settings) {
+  std::vector<const StreamFormat*> formats;
+  std::vector<bool> hits;
+  for (const DataOutput& d : data_) {
+    formats.push_back(d.format);
+    hits.push_back(d.waveforms != nullptr);
+  }
+  nlohmann::json layout = stream_layout(settings, formats, hits);
+  const std::lock_guard<std::mutex> lock(layout_mutex_);
+  layout_ = std::move(layout);
 }
 
 OutputWorker::~OutputWorker() = default;
@@ -239,6 +253,7 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   nlohmann::json j = options_.status_fields ? options_.status_fields() : nlohmann::json::object();
   j["final"] = final_report;
   j["uptime_s"] = double(mono_now_ns() - start_mono_ns_) / 1e9;
+  if (std::unique_lock<std::mutex> lock(layout_mutex_, std::try_to_lock); lock) j["layout"] = layout_;
   j["chunks_out"] = counters_.chunks_sent.load(std::memory_order_relaxed);
   j["frames_out"] = counters_.frames_sent.load(std::memory_order_relaxed);
   j["packets_sent"] = counters_.packets_sent.load(std::memory_order_relaxed);
@@ -345,7 +360,13 @@ void OutputWorker::run() noexcept {
   const int64_t t_run = mono_now_ns();
   for (EventOutput& e : event_outputs_) e.next_status_mono_ns = t_run + int64_t(e.settings.status_interval_s * 1e9);
   try {
-    send_event("start", {{"version", VIGIL_VERSION}, {"rate_hz", options_.rate_hz}}, utc_now_ns());
+    nlohmann::json layout;
+    {
+      const std::lock_guard<std::mutex> lock(layout_mutex_);
+      layout = layout_;
+    }
+    send_event("start", {{"version", VIGIL_VERSION}, {"rate_hz", options_.rate_hz}, {"layout", std::move(layout)}},
+               utc_now_ns());
   } catch (...) {
   }
   auto drain = [&] {

@@ -53,6 +53,9 @@ class OutputWorker {
   // Any thread: an event to send with the others (the output thread takes it within a pass).
   void post_event(const std::string& type, nlohmann::json body);
   RtLog& log() noexcept { return log_; }  // lines for the journal, drained by vigild
+  // Any thread: the stream layout sent in `start` and `status` events, from these settings (the
+  // service calls it again after an in-place reload changed thresholds).
+  void update_layout(const Settings& settings);
 
  private:
   // Whether a destination answers "port unreachable" (no receiver): logged on each change.
@@ -114,6 +117,8 @@ class OutputWorker {
   std::vector<std::pair<std::string, nlohmann::json>> posted_;
   OutputCounters counters_;
   RtLog log_;
+  mutable std::mutex layout_mutex_;  // status_json() only try_locks it
+  nlohmann::json layout_;
   // Deadline misses by culprit: [0] waiting in the capture queue, [1] sending, [2 + i] stage i
   // (the longest of the three parts of the chunk's time).
   std::unique_ptr<std::atomic<uint64_t>[]> misses_by_;

@@ -215,6 +215,7 @@ bool Service::update(const Settings& next, std::string& why, uint64_t* from_fram
   }
   settings_.stages = next.stages;
   settings_.path = next.path;
+  output_->update_layout(settings_);  // new thresholds for receivers that draw them
   if (recorder_ && settings_.config_sha256 != next.config_sha256) recorder_->rotate_for_config(next.config_sha256);
   settings_.config_sha256 = next.config_sha256;
   if (from_frame) *from_frame = pipeline_->last_update_frame();

@@ -1,0 +1,249 @@
+// Vigil live view: draws what vigil-listen streams over /ws (one JSON update about 10 times a
+// second, already decimated and summarised by the server). `window.vigil` holds what the page
+// shows, for people with the console open and for the browser test.
+'use strict';
+
+const state = window.vigil = {
+  connected: false, connections: 0, updates: 0, bytes: 0, firstAt: 0, lastAt: 0,
+  streams: {}, hits: 0, events: [], alarmsInLog: 0, counters: {}, service: {}, errors: [],
+};
+const charts = {};   // stream id -> {card, wave, spec, rms}
+let hitsChart = null;
+const palette = ['#4fa3ff', '#ffb347', '#5fd38d', '#ff5d5d', '#c792ea', '#f7e463', '#4dd0e1', '#ff8fb1',
+                 '#9ccc65', '#ffa07a', '#82aaff', '#e6ee9c', '#b39ddb', '#80cbc4', '#ffcc80', '#ef9a9a'];
+const axisStyle = { stroke: '#7f8a9a', grid: { stroke: '#263040', width: 1 }, ticks: { stroke: '#263040' } };
+
+function fmt(v, digits = 3) {
+  if (v === undefined || v === null) return '–';
+  if (typeof v !== 'number') return String(v);
+  if (Number.isInteger(v)) return v.toLocaleString('en');
+  return v.toPrecision(digits);
+}
+
+// A chart with a "save PNG" button: the plot's canvas on the page's background.
+function makeChart(parent, name, opts, data) {
+  const box = document.createElement('div');
+  box.className = 'chart';
+  parent.appendChild(box);
+  const width = Math.max(300, parent.clientWidth - 12);
+  const u = new uPlot(Object.assign({ width, height: 150 }, opts), data, box);
+  const button = document.createElement('button');
+  button.className = 'save';
+  button.textContent = 'save PNG';
+  button.title = 'save this chart as ' + name + '.png';
+  button.addEventListener('click', () => savePng(u, name));
+  box.appendChild(button);
+  return u;
+}
+
+function savePng(u, name) {
+  const src = u.ctx.canvas;
+  const out = document.createElement('canvas');
+  out.width = src.width;
+  out.height = src.height;
+  const ctx = out.getContext('2d');
+  ctx.fillStyle = '#181e27';
+  ctx.fillRect(0, 0, out.width, out.height);
+  ctx.drawImage(src, 0, 0);
+  const a = document.createElement('a');
+  a.href = out.toDataURL('image/png');
+  a.download = name.replace(/[^A-Za-z0-9_.-]+/g, '_') + '.png';
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}
+
+function streamCard(s) {
+  const card = document.createElement('div');
+  card.className = 'card';
+  card.dataset.stream = s.id;
+  const title = document.createElement('h3');
+  title.textContent = s.name;
+  const stats = document.createElement('div');
+  stats.className = 'stats';
+  card.append(title, stats);
+  document.getElementById('streams').appendChild(card);
+  const line = (label, color, extra) => Object.assign({ label, stroke: color, width: 1 }, extra || {});
+  const c = { card, title, stats };
+  c.wave = makeChart(card, s.id + '-waveform', {
+    title: 'waveform (min/max per point), s before the newest sample',
+    scales: { x: { time: false } },
+    axes: [axisStyle, axisStyle],
+    series: [{ label: 's' }, line('min', '#4fa3ff'), line('max', '#4fa3ff')],
+    bands: [{ series: [2, 1], fill: 'rgba(79,163,255,0.25)' }],
+    legend: { show: false },
+  }, [[], [], []]);
+  c.spec = makeChart(card, s.id + '-spectrum', {
+    title: 'averaged spectrum, dB (0 dB: a sine of amplitude 1), Hz',
+    scales: { x: { time: false } },
+    axes: [axisStyle, axisStyle],
+    series: [{ label: 'Hz' }, line('dB', '#ffb347')],
+    legend: { show: false },
+  }, [[], []]);
+  c.rms = makeChart(card, s.id + '-rms', {
+    title: 'RMS trend',
+    axes: [axisStyle, axisStyle],
+    series: [{}, line('rms', '#5fd38d'),
+             line('threshold', '#ff5d5d', { dash: [6, 4] }), line('clear', '#ffb347', { dash: [2, 4] })],
+    legend: { show: false },
+  }, [[], [], [], []]);
+  return c;
+}
+
+function relAxis(n, dt) {
+  const x = new Array(n);
+  for (let i = 0; i < n; i++) x[i] = -(n - 1 - i) * dt;
+  return x;
+}
+
+function applyStream(s) {
+  const c = charts[s.id] || (charts[s.id] = streamCard(s));
+  const st = state.streams[s.id] || (state.streams[s.id] = { id: s.id });
+  st.name = s.name;
+  st.rate_hz = s.rate_hz;
+  if (c.title.textContent !== s.name) c.title.textContent = s.name;
+  const stats = s.stats || {};
+  st.samples = stats.samples;
+  st.gaps = stats.gaps;
+  c.stats.textContent = `${s.id} · ${fmt(s.rate_hz)} Hz · ${fmt(stats.samples)} samples · gaps ${fmt(stats.gaps)}` +
+    ` · missing ${fmt(stats.missing)}`;
+  if (s.wave && s.wave.min.length) {
+    c.wave.setData([relAxis(s.wave.min.length, s.wave.dt), s.wave.min, s.wave.max]);
+    st.wavePoints = s.wave.min.length;
+  }
+  if (s.spec && s.spec.db.length) {
+    const db = s.spec.db, x = db.map((_, i) => i * s.spec.df);
+    c.spec.setData([x, db]);
+    let k = 1;
+    for (let i = 2; i < db.length; i++) if (db[i] > db[k]) k = i;
+    st.peakHz = k * s.spec.df;
+    st.peakDb = db[k];
+    st.binHz = s.spec.df;
+    st.spectra = (st.spectra || 0) + 1;
+  }
+  if (s.rms && s.rms.v.length) {
+    const n = s.rms.v.length, x = new Array(n);
+    for (let i = 0; i < n; i++) x[i] = s.rms.t1 - (n - 1 - i) * s.rms.dt;
+    const has = s.rms.threshold !== undefined;
+    const thr = has ? new Array(n).fill(s.rms.threshold) : new Array(n).fill(null);
+    const clr = has ? new Array(n).fill(s.rms.clear_threshold) : new Array(n).fill(null);
+    c.rms.setData([x, s.rms.v, thr, clr]);
+    st.rms = s.rms.v[n - 1];
+    st.threshold = has ? s.rms.threshold : null;
+  }
+}
+
+function applyHits(h) {
+  state.hits = h.t.length;
+  document.getElementById('hits-count').textContent = `(${h.t.length} shown)`;
+  const channels = Array.from(new Set(h.ch)).sort((a, b) => a - b);
+  const order = h.t.map((_, i) => i).sort((a, b) => h.t[a] - h.t[b]);
+  const x = order.map(i => h.t[i]);
+  const series = channels.map(ch => order.map(i => (h.ch[i] === ch ? h.db[i] : null)));
+  const key = channels.join(',');
+  if (!hitsChart || hitsChart.key !== key) {
+    if (hitsChart) hitsChart.u.destroy(), hitsChart.box.remove();
+    const panel = document.getElementById('hits-chart');
+    panel.innerHTML = '';
+    const u = makeChart(panel, 'ae-hits', {
+      title: 'amplitude (dB_AE) at arrival time, per channel',
+      axes: [axisStyle, axisStyle],
+      series: [{}].concat(channels.map((ch, i) => ({
+        label: 'ch ' + ch, stroke: palette[i % palette.length], paths: () => null,
+        points: { show: true, size: 7, fill: palette[i % palette.length] },
+      }))),
+    }, [x].concat(series));
+    hitsChart = { u, key, box: panel.firstChild };
+  } else {
+    hitsChart.u.setData([x].concat(series));
+  }
+}
+
+function applyEvents(events) {
+  const list = document.getElementById('events');
+  list.innerHTML = '';
+  let alarms = 0;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i];
+    const li = document.createElement('li');
+    li.textContent = e.text;
+    if (e.alarm) li.className = 'alarm', alarms++;
+    list.appendChild(li);
+  }
+  state.events = events.map(e => e.text);
+  state.alarmsInLog = alarms;
+}
+
+function applyCounters(counters, service) {
+  state.counters = counters;
+  state.service = service;
+  const web = counters.web || {};
+  const seconds = (state.lastAt - state.firstAt) / 1000;
+  state.bytesPerSecond = seconds > 0 ? state.bytes / seconds : 0;
+  const rows = [
+    ['datagrams', counters.datagrams], ['datagrams/s', counters.datagrams_per_s],
+    ['malformed', counters.malformed, counters.malformed > 0],
+    ['kernel drops', counters.kernel_drops, counters.kernel_drops > 0],
+    ['packet gaps', counters.packet_gaps, counters.packet_gaps > 0],
+    ['samples missing', counters.samples_missing, counters.samples_missing > 0],
+    ['events (seq gaps)', `${fmt(counters.events)} (${fmt(counters.event_gaps)})`, counters.event_gaps > 0],
+    ['service chunks in/out', `${fmt(service.chunks_in)} / ${fmt(service.chunks_out)}`],
+    ['dropped frames', service.dropped_frames, service.dropped_frames > 0],
+    ['deadline misses', service.deadline_misses, service.deadline_misses > 0],
+    ['latency p99', service.latency_p99_us === undefined ? '–' : fmt(service.latency_p99_us) + ' µs'],
+    ['send errors', service.send_errors, service.send_errors > 0],
+    ['backend', service.backend],
+    ['browsers', web.clients], ['updates skipped', web.updates_skipped],
+    ['to this page', fmt(state.bytesPerSecond / 1024, 3) + ' KiB/s'],
+  ];
+  const table = document.getElementById('counters');
+  table.innerHTML = '';
+  for (const [k, v, bad] of rows) {
+    const tr = table.insertRow();
+    if (bad) tr.className = 'bad';
+    tr.insertCell().textContent = k;
+    const td = tr.insertCell();
+    td.className = 'v';
+    td.textContent = typeof v === 'string' ? v : fmt(v);
+  }
+  document.getElementById('source').textContent = service.uptime_s === undefined ? 'no status from vigild yet'
+    : `vigild up ${fmt(service.uptime_s, 4)} s`;
+}
+
+function apply(u) {
+  for (const s of u.streams) applyStream(s);
+  applyHits(u.hits);
+  applyEvents(u.events);
+  applyCounters(u.counters, u.service);
+}
+
+function connect() {
+  const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+  const pill = document.getElementById('connection');
+  ws.onopen = () => {
+    state.connected = true;
+    state.connections++;
+    pill.textContent = 'receiving';
+    pill.className = 'pill on';
+  };
+  ws.onmessage = (m) => {
+    const now = performance.now();
+    if (!state.firstAt) state.firstAt = now;
+    state.lastAt = now;
+    state.bytes += m.data.length;
+    try {
+      apply(JSON.parse(m.data));
+      state.updates++;
+    } catch (e) {
+      state.errors.push(String(e && e.stack || e));
+    }
+  };
+  ws.onclose = () => {
+    state.connected = false;
+    pill.textContent = 'disconnected: retrying';
+    pill.className = 'pill off';
+    setTimeout(connect, 1000);
+  };
+}
+
+connect();
