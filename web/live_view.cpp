@@ -139,7 +139,9 @@ void LiveView::on_event(const json& ev) {
                      field<double>(ev, "amplitude_db", 0)});
     while (hits_.size() > opt_.max_hits) hits_.pop_front();
   }
-  if (type == "ae_level" || type == "vibration") return;  // periodic: would flood the log
+  // Periodic measurements and hits (drawn in their own chart) would flood the log and push the
+  // alarms out of it.
+  if (type == "ae_level" || type == "vibration" || type == "ae_hit") return;
   events_.push_back({{"seq", field<uint64_t>(ev, "seq", 0)},
                      {"type", type},
                      {"alarm", type == "alarm" && field<std::string>(ev, "state", "") == "raised"},

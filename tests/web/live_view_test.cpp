@@ -1,0 +1,145 @@
+// LiveView: real VITA 49 packets and event JSON in, the web update out: names and thresholds from
+// the layout, the log without hits, the hits, and the byte budget with many fast streams.
+#include "web/live_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "pipeline/output_worker.hpp"  // stream_id()
+
+namespace vigil::web {
+namespace {
+
+using nlohmann::json;
+
+// Sends `seconds` of a sine plus noise on stream `id` through a StreamMonitor and the view, as
+// vigil-listen does: a context packet first, then data packets of 360 samples.
+void stream(LiveView& view, StreamMonitor& mon, uint32_t id, double rate, double seconds, double freq, uint32_t seed) {
+  std::vector<uint8_t> buf(9000);
+  vita49::ContextPacket c;
+  c.stream_id = id;
+  c.ts_int = 1'800'000'000;
+  c.sample_rate_hz = rate;
+  vita49::Decoded d;
+  ASSERT_TRUE(vita49::decode(buf.data(), vita49::encode_context(c, buf.data(), buf.size()), d));
+  mon.on_packet(d);
+  view.on_packet(d, mon.streams().at(id));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.f, 0.01f);
+  const size_t total = size_t(rate * seconds);
+  std::vector<float> x(360);
+  uint8_t count = 0;
+  for (size_t k = 0; k < total; k += 360) {
+    for (size_t i = 0; i < 360; ++i) x[i] = 0.3f * float(std::sin(2 * M_PI * freq * double(k + i) / rate)) + noise(rng);
+    vita49::DataPacket p;
+    p.stream_id = id;
+    p.packet_count = count;
+    count = uint8_t((count + 1) & 0xF);
+    vita49::split_ps(__int128(1'800'000'000) * 1'000'000'000'000 + __int128(double(k) / rate * 1e12), p.ts_int, p.ts_frac_ps);
+    ASSERT_TRUE(vita49::decode(buf.data(), vita49::encode_data(p, x.data(), 360, buf.data(), buf.size()), d));
+    mon.on_packet(d);
+    view.on_packet(d, mon.streams().at(id));
+  }
+}
+
+const json kLayout = json::parse(R"({
+  "outputs": [
+    {"index": 0, "stream": "input", "kind": "samples", "rate_hz": 51200, "decimation": 1, "channels": 2, "bands": [""]},
+    {"index": 1, "stream": "bands", "kind": "samples", "rate_hz": 51200, "decimation": 1, "channels": 2,
+     "bands": ["low", "mid", "high"]}],
+  "band_rms": [{"stage": "band_alarm", "input": "bands", "window_s": 0.05, "threshold": 0.1, "clear_threshold": 0.08}]})");
+
+TEST(LiveView, NamesStreamsDrawsThresholdsAndKeepsAlarmsInTheLog) {
+  LiveView::Options o;
+  LiveView view(o);
+  StreamMonitor mon;
+  view.on_event({{"type", "start"}, {"seq", 0}, {"layout", kLayout}});
+  stream(view, mon, stream_id(0, 0, 1), 51200, 1.5, 3000, 1);
+  stream(view, mon, stream_id(1, 1, 0), 51200, 1.5, 3000, 2);
+  view.on_event({{"type", "alarm"}, {"seq", 1}, {"state", "raised"}, {"rule", "band_rms"}, {"stage", "band_alarm"},
+                 {"band", "mid"}, {"channel", 0}, {"value", 0.21}, {"threshold", 0.1}});
+  for (int i = 0; i < 100; ++i)  // many hits: in the hits, not in the log
+    view.on_event({{"type", "ae_hit"}, {"seq", 2 + i}, {"channel", i % 2}, {"amplitude_db", 100.0 + i * 0.1},
+                   {"sample_time", "2027-01-15T08:00:00.5Z"}});
+  view.on_event({{"type", "status"}, {"seq", 200}, {"chunks_in", 75}, {"latency_us", {{"p99", 1400}}}});
+  const json u = json::parse(view.update({{"datagrams", 42}}, mon));
+  ASSERT_EQ(u["streams"].size(), 2u);
+  EXPECT_EQ(u["streams"][0]["id"], "00000001");
+  EXPECT_EQ(u["streams"][0]["name"], "input · ch 1");
+  EXPECT_FALSE(u["streams"][0]["rms"].contains("threshold"));  // no detector on the raw input
+  EXPECT_EQ(u["streams"][1]["id"], "01001000");
+  EXPECT_EQ(u["streams"][1]["name"], "bands / mid · ch 0");
+  EXPECT_EQ(u["streams"][1]["rms"]["threshold"], 0.1);
+  EXPECT_EQ(u["streams"][1]["rms"]["clear_threshold"], 0.08);
+  EXPECT_NEAR(u["streams"][1]["rms"]["window_s"].get<double>(), 0.05, 1e-9);  // the detector's window
+  // RMS of 0.3·sin + noise(0.01): 0.2123.
+  for (const json& v : u["streams"][1]["rms"]["v"]) EXPECT_NEAR(v.get<double>(), 0.2123, 0.003);
+  // The spectrum's peak within one bin of 3000 Hz.
+  const json& db = u["streams"][0]["spec"]["db"];
+  size_t peak = 1;
+  for (size_t k = 2; k < db.size(); ++k)
+    if (db[k].get<double>() > db[peak].get<double>()) peak = k;
+  EXPECT_NEAR(double(peak) * u["streams"][0]["spec"]["df"].get<double>(), 3000.0, 50.0);
+  ASSERT_EQ(u["events"].size(), 2u);  // start and the alarm; no hit, no status
+  EXPECT_EQ(u["events"][1]["type"], "alarm");
+  EXPECT_TRUE(u["events"][1]["alarm"].get<bool>());
+  EXPECT_NE(u["events"][1]["text"].get<std::string>().find("band_alarm raised"), std::string::npos);
+  ASSERT_EQ(u["hits"]["t"].size(), 100u);
+  EXPECT_DOUBLE_EQ(u["hits"]["t"][0].get<double>(), 1800000000.5);  // 2027-01-15T08:00:00.5Z in UTC seconds
+  EXPECT_EQ(u["hits"]["ch"][1], 1.0);
+  EXPECT_DOUBLE_EQ(u["hits"]["db"][99].get<double>(), 109.9);
+  EXPECT_EQ(u["service"]["chunks_in"], 75);
+  EXPECT_EQ(u["service"]["latency_p99_us"], 1400);
+  EXPECT_EQ(u["counters"]["datagrams"], 42);
+}
+
+TEST(LiveView, EveryUpdateFitsTheBudgetAndEverySpectrumComesRound) {
+  LiveView::Options o;
+  o.max_update_bytes = 100'000;
+  LiveView view(o);
+  StreamMonitor mon;
+  std::set<std::string> ids;
+  for (uint32_t c = 0; c < 64; ++c) stream(view, mon, stream_id(0, 0, c), 1e6, 0.05, 1000.0 * (c + 1), c);
+  std::set<std::string> with_spectrum;
+  size_t updates = 0;
+  for (; updates < 20 && with_spectrum.size() < 64; ++updates) {
+    const std::string text = view.update({{"datagrams", updates}}, mon);
+    EXPECT_LE(text.size(), o.max_update_bytes);
+    const json u = json::parse(text);
+    ASSERT_EQ(u["streams"].size(), 64u);
+    for (const json& s : u["streams"]) {
+      EXPECT_GE(s["wave"]["min"].size(), 8u);
+      if (s.contains("spec")) with_spectrum.insert(s["id"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(with_spectrum.size(), 64u) << "after " << updates << " updates";
+  EXPECT_LE(updates, 12u);
+}
+
+TEST(LiveView, SurvivesEventsOfTheWrongShape) {
+  LiveView view(LiveView::Options{});
+  StreamMonitor mon;
+  view.on_event({{"type", "start"}, {"seq", 0}, {"layout", {{"outputs", 5}}}});
+  view.on_event({{"type", 7}, {"seq", 1}});
+  view.on_event({{"type", "ae_hit"}, {"seq", 2}, {"channel", "x"}, {"sample_time", 3}});
+  view.on_event({{"type", "status"}, {"seq", 3}, {"latency_us", 5}});
+  stream(view, mon, stream_id(3, 2, 1), 1000, 0.5, 100, 9);  // an output the layout does not name
+  const json u = json::parse(view.update(json::object(), mon));
+  ASSERT_EQ(u["streams"].size(), 1u);
+  EXPECT_EQ(u["streams"][0]["name"], "stream 03002001");
+  EXPECT_EQ(u["hits"]["t"].size(), 1u);
+}
+
+TEST(RoundSignificant, KeepsFourDigits) {
+  EXPECT_EQ(json(round_significant(0.123456, 4)).dump(), "0.1235");
+  EXPECT_EQ(json(round_significant(-98765.4, 4)).dump(), "-98770.0");
+  EXPECT_EQ(json(round_significant(1.5e-7, 4)).dump(), "1.5e-07");
+  EXPECT_EQ(round_significant(0, 4), 0);
+}
+
+}  // namespace
+}  // namespace vigil::web
