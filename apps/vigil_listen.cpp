@@ -29,6 +29,8 @@
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
 #if VIGIL_HAVE_WEB
+#include <boost/asio/ip/address.hpp>
+
 #include "web/live_view.hpp"
 #include "web/page_assets.hpp"
 #include "web/web_server.hpp"
@@ -130,13 +132,14 @@ int main(int argc, char** argv) {
       {"web-updates", true, "web view updates per second", "10"},
       {"web-fft", true, "web view spectrum size (power of two; bins of rate/N Hz)", "1024"},
       {"web-window-s", true, "web view waveform span, seconds of signal", "1"},
+      {"web-max-streams", true, "streams the web view shows (packets of more are counted; ~40 KB each)", "256"},
   });
   uint64_t max_count = 0;
   double seconds = 0;
   uint16_t data_port = 0, event_port = 0;
   int buffer_bytes = 0;
   double web_kb_per_s = 0, web_updates = 0, web_window_s = 0;
-  size_t web_fft = 0;
+  size_t web_fft = 0, web_max_streams = 0;
   try {
     args.parse(argc, argv);
     max_count = uint64_t(args.number("count", 0, 1e18));
@@ -147,7 +150,8 @@ int main(int argc, char** argv) {
     web_kb_per_s = args.number("web-kb-per-s", 1, 1e6);
     web_updates = args.number("web-updates", 0.1, 60);
     web_window_s = args.number("web-window-s", 0.001, 3600);
-    web_fft = size_t(args.number("web-fft", 16, 1 << 20));
+    web_fft = size_t(args.number("web-fft", 16, 65536));
+    web_max_streams = size_t(args.number("web-max-streams", 1, 4096));
     if (web_fft & (web_fft - 1)) throw std::invalid_argument("--web-fft must be a power of two, got " + args.get("web-fft"));
   } catch (const std::exception& e) {
     std::cerr << "vigil-listen: " << e.what() << "\n";
@@ -216,8 +220,13 @@ int main(int argc, char** argv) {
     o.summary.fft_size = web_fft;
     o.summary.window_s = web_window_s;
     o.max_update_bytes = size_t(web_kb_per_s * 1000 / web_updates);
+    o.max_streams = web_max_streams;
     view = std::make_unique<vigil::web::LiveView>(o);
     std::cerr << "vigil-listen: web view on " << web->url() << "\n";
+    boost::system::error_code ec;
+    if (!boost::asio::ip::make_address(host, ec).is_loopback())
+      std::cerr << "vigil-listen: --web " << host << " is not loopback: anyone who reaches this machine can watch "
+                << "(there is no login; prefer 127.0.0.1 and an SSH tunnel)\n";
   }
 #else
   if (args.has("web")) {

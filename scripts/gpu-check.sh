@@ -19,7 +19,7 @@ status=0
   nvcc --version | tail -2
 } | tee "$out/device.txt"
 if [ "$part" != bench ]; then
-cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=ON -DVIGIL_ALSA=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
+cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=ON -DVIGIL_ALSA=OFF -DVIGIL_WEB=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 (cd "$build" && ctest --output-on-failure -j 8) >"$out/ctest.log" 2>&1 || status=1

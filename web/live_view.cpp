@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "acquisition/rfc3339.hpp"
@@ -34,6 +35,15 @@ json rounded(const std::vector<float>& v, int digits) {
   json a = json::array();
   for (float x : v) a.push_back(round_significant(x, digits));
   return a;
+}
+
+// At most n bytes, cut at a UTF-8 character boundary, marked when cut.
+std::string clipped(std::string s, size_t n) {
+  if (s.size() <= n) return s;
+  size_t cut = n;
+  while (cut > 0 && (uint8_t(s[cut]) & 0xC0) == 0x80) --cut;
+  s.resize(cut);
+  return s + "…";
 }
 
 double utc_seconds(const json& ev, const char* key) {
@@ -87,6 +97,10 @@ LiveView::Stream* LiveView::stream_for(uint32_t id, double rate_hz) {
   if (it != streams_.end()) {
     if (it->second.summary->rate_hz() == rate_hz) return &it->second;
     streams_.erase(it);  // the rate changed (a rebuilt service): start over
+  }
+  if (streams_.size() >= opt_.max_streams) {
+    ++packets_not_shown_;
+    return nullptr;
   }
   Stream s;
   describe(id, s);
@@ -145,14 +159,16 @@ void LiveView::on_event(const json& ev) {
   events_.push_back({{"seq", field<uint64_t>(ev, "seq", 0)},
                      {"type", type},
                      {"alarm", type == "alarm" && field<std::string>(ev, "state", "") == "raised"},
-                     {"text", event_line(ev)}});
+                     {"text", clipped(event_line(ev), 400)}});
   while (events_.size() > opt_.max_events) events_.pop_front();
 }
 
-json LiveView::build(const json& counters, const StreamMonitor& monitor, size_t wave_points, size_t spectrum_bytes) {
+json LiveView::build(const json& counters, const StreamMonitor& monitor, size_t wave_points, size_t spectrum_bytes,
+                     size_t max_events) {
   json j;
   j["update"] = updates_;
   j["counters"] = counters;
+  j["counters"]["packets_not_shown"] = packets_not_shown_;
   json service = json::object();
   if (status_.is_object()) {
     for (const char* k : {"uptime_s", "backend", "chunks_in", "chunks_out", "dropped_frames", "output_dropped_frames",
@@ -164,7 +180,8 @@ json LiveView::build(const json& counters, const StreamMonitor& monitor, size_t 
   }
   j["service"] = std::move(service);
   j["events"] = json::array();
-  for (const json& e : events_) j["events"].push_back(e);
+  for (size_t i = events_.size() > max_events ? events_.size() - max_events : 0; i < events_.size(); ++i)
+    j["events"].push_back(events_[i]);
   json ht = json::array(), hc = json::array(), hd = json::array();
   for (const auto& h : hits_) {
     ht.push_back(h[0]);
@@ -225,13 +242,15 @@ std::string LiveView::update(const json& counters, const StreamMonitor& monitor)
   size_t wave_points = std::clamp<size_t>(budget / 2 / (n * 2 * 9), 8, opt_.summary.envelope_buckets);
   size_t spectrum_bytes = budget * 3 / 10;
   const uint32_t cursor = spectrum_cursor_;
-  std::string text = build(counters, monitor, wave_points, spectrum_bytes).dump();
-  for (int tries = 0; text.size() > budget && tries < 4; ++tries) {
-    // Over budget (long names, many events): fewer points and spectra, then try again.
+  size_t events = opt_.max_events;
+  std::string text = build(counters, monitor, wave_points, spectrum_bytes, events).dump();
+  for (int tries = 0; text.size() > budget && tries < 8; ++tries) {
+    // Over budget (long names, long events): fewer points and spectra, then fewer log lines.
     spectrum_cursor_ = cursor;
     wave_points = std::max<size_t>(8, size_t(double(wave_points) * 0.8 * double(budget) / double(text.size())));
     spectrum_bytes /= 2;
-    text = build(counters, monitor, wave_points, spectrum_bytes).dump();
+    if (tries >= 2) events /= 2;
+    text = build(counters, monitor, wave_points, spectrum_bytes, events).dump();
   }
   ++updates_;
   return text;

@@ -25,6 +25,7 @@ class LiveView {
     size_t max_update_bytes = 100'000;  // per update: 1 MB/s at 10 updates/s
     size_t max_events = 40;             // the event log's length
     size_t max_hits = 400;              // AE hits shown (the newest)
+    size_t max_streams = 256;           // streams shown; packets of further ones are counted
   };
   explicit LiveView(const Options& options) : opt_(options) {}
 
@@ -34,11 +35,14 @@ class LiveView {
   void on_event(const nlohmann::json& event);
 
   // The next update: `counters` (the listener's and the web server's) are included as given.
-  // Never larger than max_update_bytes unless the counters alone are.
+  // Never larger than max_update_bytes unless the counters and the streams' minimum (8 points
+  // each) alone are: fewer envelope points, spectra and log lines are sent first.
   std::string update(const nlohmann::json& counters, const StreamMonitor& monitor);
 
   size_t streams() const noexcept { return streams_.size(); }
   uint64_t hits_seen() const noexcept { return hits_seen_; }
+  // Data packets of streams beyond max_streams (not shown): memory stays bounded whatever arrives.
+  uint64_t packets_not_shown() const noexcept { return packets_not_shown_; }
 
  private:
   struct Stream {
@@ -51,7 +55,7 @@ class LiveView {
   Stream* stream_for(uint32_t id, double rate_hz);
   void describe(uint32_t id, Stream& s) const;  // name and thresholds from the layout
   nlohmann::json build(const nlohmann::json& counters, const StreamMonitor& monitor, size_t wave_points,
-                       size_t spectrum_bytes);
+                       size_t spectrum_bytes, size_t max_events);
 
   Options opt_;
   nlohmann::json layout_;  // from the newest start/status event
@@ -60,6 +64,7 @@ class LiveView {
   std::deque<nlohmann::json> events_;  // {seq, type, alarm, text}
   std::deque<std::array<double, 3>> hits_;  // time, channel, amplitude dB_AE
   uint64_t hits_seen_ = 0;
+  uint64_t packets_not_shown_ = 0;
   uint64_t updates_ = 0;
   uint32_t spectrum_cursor_ = 0;  // round robin over streams when spectra do not all fit
 };

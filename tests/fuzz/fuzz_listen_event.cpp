@@ -1,12 +1,14 @@
 // Fuzz target: vigil-listen's event path. Any datagram on the event port is parsed, its seq
 // accounted by the stream monitor, and printed as a line (and as JSON with --json); nothing may
-// throw or crash, and a line always starts with "event ".
+// throw or crash, and a line always starts with "event ". The web view's model takes every event
+// too (layouts, hits, the log) and its updates must stay within their byte budget.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "pipeline/event_line.hpp"
 #include "pipeline/stream_monitor.hpp"
+#include "web/live_view.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static vigil::StreamMonitor monitor;  // kept across inputs, as the listener keeps it
@@ -16,5 +18,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string line = vigil::event_line(ev);
   if (line.compare(0, 6, "event ") != 0) __builtin_trap();
   (void)nlohmann::json{{"kind", "event"}, {"event", ev}}.dump();  // the --json form
+  static vigil::web::LiveView view([] {
+    vigil::web::LiveView::Options o;
+    o.max_update_bytes = 200'000;
+    return o;
+  }());
+  static uint64_t inputs = 0;
+  view.on_event(ev);
+  // Log lines are clipped and thinned before the budget gives: no stream here, so it always holds.
+  if (++inputs % 64 == 0 && view.update(nlohmann::json::object(), monitor).size() > 200'000) __builtin_trap();
   return 0;
 }

@@ -1,11 +1,13 @@
 // Fuzz target: what vigil-listen does with any datagram on its data port: the VITA 49 decoder,
 // then (when it accepts the packet) the stream monitor's accounting. A decoded packet must lie
-// inside the datagram; nothing may crash or grow without bound.
+// inside the datagram; nothing may crash or grow without bound. With --web the packet also goes to
+// the web view's model, whose updates must stay within their byte budget.
 #include <cstddef>
 #include <cstdint>
 
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
+#include "web/live_view.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static vigil::StreamMonitor monitor;  // across inputs, as in a long-running listener
@@ -14,5 +16,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (d.type == vigil::vita49::PacketType::kSignalDataWithStreamId && d.samples * 4 > size) __builtin_trap();
   monitor.on_packet(d);
   if (monitor.streams().size() > 100000) __builtin_trap();  // bounded by distinct stream ids
+  static vigil::web::LiveView view([] {
+    vigil::web::LiveView::Options o;
+    o.max_streams = 16;
+    o.max_update_bytes = 50'000;
+    return o;
+  }());
+  static uint64_t inputs = 0;
+  view.on_packet(d, monitor.streams().at(d.stream_id));
+  if (view.streams() > 16) __builtin_trap();
+  if (++inputs % 256 == 0 && view.update(nlohmann::json::object(), monitor).size() > 50'000) __builtin_trap();
   return 0;
 }

@@ -134,6 +134,18 @@ TEST(LiveView, SurvivesEventsOfTheWrongShape) {
   EXPECT_EQ(u["hits"]["t"].size(), 1u);
 }
 
+TEST(LiveView, ShowsAtMostMaxStreamsAndCountsTheRest) {
+  LiveView::Options o;
+  o.max_streams = 3;
+  LiveView view(o);
+  StreamMonitor mon;
+  for (uint32_t c = 0; c < 5; ++c) stream(view, mon, stream_id(0, 0, c), 1000, 0.36, 50, c);  // one packet each
+  const json u = json::parse(view.update(json::object(), mon));
+  EXPECT_EQ(u["streams"].size(), 3u);
+  EXPECT_EQ(view.packets_not_shown(), 2u);
+  EXPECT_EQ(u["counters"]["packets_not_shown"], 2);
+}
+
 TEST(RoundSignificant, KeepsFourDigits) {
   EXPECT_EQ(json(round_significant(0.123456, 4)).dump(), "0.1235");
   EXPECT_EQ(json(round_significant(-98765.4, 4)).dump(), "-98770.0");

@@ -186,6 +186,7 @@ function applyCounters(counters, service) {
     ['kernel drops', counters.kernel_drops, counters.kernel_drops > 0],
     ['packet gaps', counters.packet_gaps, counters.packet_gaps > 0],
     ['samples missing', counters.samples_missing, counters.samples_missing > 0],
+    ['packets of streams not shown', counters.packets_not_shown, counters.packets_not_shown > 0],
     ['events (seq gaps)', `${fmt(counters.events)} (${fmt(counters.event_gaps)})`, counters.event_gaps > 0],
     ['service chunks in/out', `${fmt(service.chunks_in)} / ${fmt(service.chunks_out)}`],
     ['dropped frames', service.dropped_frames, service.dropped_frames > 0],
