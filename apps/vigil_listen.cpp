@@ -219,7 +219,8 @@ int main(int argc, char** argv) {
     vigil::web::LiveView::Options o;
     o.summary.fft_size = web_fft;
     o.summary.window_s = web_window_s;
-    o.max_update_bytes = size_t(web_kb_per_s * 1000 / web_updates);
+    // 90 %: an update a little late and the next on time must still keep within the rate.
+    o.max_update_bytes = size_t(0.9 * web_kb_per_s * 1000 / web_updates);
     o.max_streams = web_max_streams;
     view = std::make_unique<vigil::web::LiveView>(o);
     std::cerr << "vigil-listen: web view on " << web->url() << "\n";

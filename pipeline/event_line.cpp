@@ -86,6 +86,22 @@ std::string event_line(const json& ev) {
                   seq, text(ev, "stage").c_str(), text(ev, "band").c_str(), count(ev, "channel"), number(ev, "rms"),
                   number(ev, "crest_factor"), number(ev, "kurtosis"), velocity.c_str(), zone.c_str());
   }
+  if (type == "start") {
+    // The layout (docs/PROTOCOL.md) is for programs; people get what it says in brief.
+    const auto layout = ev.find("layout");
+    uint64_t outputs = 0, streams = 0;
+    if (layout != ev.end() && layout->is_object() && layout->contains("outputs") && (*layout)["outputs"].is_array()) {
+      for (const json& o : (*layout)["outputs"]) {
+        if (!o.is_object()) continue;
+        ++outputs;
+        const auto bands = o.find("bands");
+        streams += count(o, "channels") * (bands != o.end() && bands->is_array() ? bands->size() : 1);
+      }
+    }
+    return format("event start seq %" PRIu64 ": vigild %s, source at %.10g Hz, %" PRIu64 " data outputs of %" PRIu64
+                  " streams",
+                  seq, text(ev, "version").c_str(), number(ev, "rate_hz"), outputs, streams);
+  }
   if (type == "record") {
     const std::string action = text(ev, "action");
     return format("event record seq %" PRIu64 ": %s %s", seq, action.c_str(),

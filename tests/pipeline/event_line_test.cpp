@@ -38,6 +38,12 @@ TEST(EventLine, KnownTypesAreLaidOut) {
             "event ae_hit seq 5: ae channel 3: 71.5 dB_AE, rise 12 us, duration 300 us, 14 counts, energy 0.02 eu at T");
   EXPECT_EQ(event_line(parse(R"({"type":"record","seq":7,"action":"stop","reason":"disk full"})")),
             "event record seq 7: stop disk full");
+  EXPECT_EQ(event_line(parse(R"({"type":"start","seq":0,"version":"0.1.0","rate_hz":51200.0,"layout":{"outputs":[
+      {"index":0,"stream":"input","channels":4,"bands":[""]},{"index":1,"stream":"bands","channels":4,
+      "bands":["low","mid","high"]}],"band_rms":[]}})")),
+            "event start seq 0: vigild 0.1.0, source at 51200 Hz, 2 data outputs of 16 streams");
+  EXPECT_EQ(event_line(parse(R"({"type":"start","seq":0,"layout":{"outputs":[5,{"channels":"x"}]}})")),
+            "event start seq 0: vigild , source at 0 Hz, 1 data outputs of 0 streams");
   EXPECT_EQ(event_line(parse(R"({"type":"reload","seq":8,"result":"updated"})")),
             R"(event {"result":"updated","seq":8,"type":"reload"})");
 }

@@ -61,7 +61,7 @@ function config(dataPort, eventPort) {
     - sines: [{freq_hz: ${SINE_HZ}, amplitude: 0.15}]
       noise_rms: 0.01
     - noise_rms: 0.01
-      bursts: {amplitude: 0.6, freq_hz: 12000, decay_s: 0.005, times_s: [${times.join(', ')}]}
+      bursts: {amplitude: 0.3, freq_hz: 12000, decay_s: 0.005, times_s: [${times.join(', ')}]}
 stages:
   - {name: bands, kind: fir_bank, input: input, taps: 255, crossover_hz: [1000, 5000], band_names: [low, mid, high]}
   - {name: band_alarm, kind: band_rms, input: bands, window_s: 0.05, threshold: 0.07, clear_threshold: 0.05}
@@ -183,6 +183,7 @@ async function main() {
     check(bytes.length > 2000 && bytes.subarray(1, 4).toString() === 'PNG',
       `"save PNG" saved ${download.suggestedFilename()} (${bytes.length} bytes)`);
     await page.screenshot({ path: path.join(outDir, 'web-view.png'), fullPage: true });
+    await page.screenshot({ path: path.join(outDir, 'web-view-top.png') });  // the README's picture
     console.log('screenshot: ' + path.join(outDir, 'web-view.png'));
   } finally {
     await browser.close();

@@ -12,6 +12,9 @@ let hitsChart = null;
 const palette = ['#4fa3ff', '#ffb347', '#5fd38d', '#ff5d5d', '#c792ea', '#f7e463', '#4dd0e1', '#ff8fb1',
                  '#9ccc65', '#ffa07a', '#82aaff', '#e6ee9c', '#b39ddb', '#80cbc4', '#ffcc80', '#ef9a9a'];
 const axisStyle = { stroke: '#7f8a9a', grid: { stroke: '#263040', width: 1 }, ticks: { stroke: '#263040' } };
+// Y axes: room for "109.25" and "-100", and 4 significant digits (uPlot's own can repeat a label
+// when the range is narrow).
+const yAxis = Object.assign({}, axisStyle, { size: 56, values: (u, vals) => vals.map(v => String(+v.toPrecision(4))) });
 
 function fmt(v, digits = 3) {
   if (v === undefined || v === null) return '–';
@@ -68,7 +71,7 @@ function streamCard(s) {
   c.wave = makeChart(card, s.id + '-waveform', {
     title: 'waveform (min/max per point), s before the newest sample',
     scales: { x: { time: false } },
-    axes: [axisStyle, axisStyle],
+    axes: [axisStyle, yAxis],
     series: [{ label: 's' }, line('min', '#4fa3ff'), line('max', '#4fa3ff')],
     bands: [{ series: [2, 1], fill: 'rgba(79,163,255,0.25)' }],
     legend: { show: false },
@@ -76,13 +79,13 @@ function streamCard(s) {
   c.spec = makeChart(card, s.id + '-spectrum', {
     title: 'averaged spectrum, dB (0 dB: a sine of amplitude 1), Hz',
     scales: { x: { time: false } },
-    axes: [axisStyle, axisStyle],
+    axes: [axisStyle, yAxis],
     series: [{ label: 'Hz' }, line('dB', '#ffb347')],
     legend: { show: false },
   }, [[], []]);
   c.rms = makeChart(card, s.id + '-rms', {
     title: 'RMS trend',
-    axes: [axisStyle, axisStyle],
+    axes: [axisStyle, yAxis],
     series: [{}, line('rms', '#5fd38d'),
              line('threshold', '#ff5d5d', { dash: [6, 4] }), line('clear', '#ffb347', { dash: [2, 4] })],
     legend: { show: false },
@@ -147,7 +150,7 @@ function applyHits(h) {
     panel.innerHTML = '';
     const u = makeChart(panel, 'ae-hits', {
       title: 'amplitude (dB_AE) at arrival time, per channel',
-      axes: [axisStyle, axisStyle],
+      axes: [axisStyle, yAxis],
       series: [{}].concat(channels.map((ch, i) => ({
         label: 'ch ' + ch, stroke: palette[i % palette.length], paths: () => null,
         points: { show: true, size: 7, fill: palette[i % palette.length] },
