@@ -2,7 +2,7 @@
 // Hz), stereo at 48 kHz, 1024-frame chunks, host memory in -> host memory out, per chunk, as the
 // pipeline calls the fir_bank stage. Prints per-chunk wall-time quantiles (p50, p99, p99.9, max)
 // over CHUNKS chunks after 200 warm-up chunks, for the CPU stage and the CUDA stage with copy and
-// with mapped staging, one JSON line each. The input changes every chunk (fresh random samples).
+// with mapped staging, each chunk as a replayed CUDA graph and launch by launch, one JSON line each. The input changes every chunk (fresh random samples).
 // Usage: crossover_latency_bench [CHUNKS]   (default 20000)
 #include <algorithm>
 #include <chrono>
@@ -70,10 +70,14 @@ int main(int argc, char** argv) {
   }
 #ifdef VIGIL_HAVE_CUDA
   if (vigil::cuda::device_available()) {
-    for (const bool mapped : {false, true}) {
-      vigil::FirBankCudaStage gpu(crossover(), 0, {mapped, 0});
-      measure(mapped ? "cuda mapped" : "cuda copy", gpu, chunks);
-    }
+    // Each chunk as one replayed CUDA graph (the default) and launch by launch, both staging modes.
+    for (const bool graphs : {true, false})
+      for (const bool mapped : {false, true}) {
+        vigil::FirBankCudaStage gpu(crossover(), 0, {mapped, 0, graphs});
+        const std::string name = std::string(mapped ? "cuda mapped" : "cuda copy") + (graphs ? " graph" : " launches");
+        measure(name.c_str(), gpu, chunks);
+        if (graphs && gpu.graph_chunks() == 0) std::printf("{\"warning\": \"%s replayed no graph\"}\n", name.c_str());
+      }
   } else {
     std::printf("{\"stage\": \"cuda\", \"skipped\": \"no CUDA device\"}\n");
   }

@@ -10,8 +10,10 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void stage_input_kernel(const float* __restrict__ in, size_t in_stride, uint32_t frames, uint32_t block,
-                                   uint32_t fill, float* __restrict__ time) {
+                                   uint32_t fill, float* __restrict__ time, uint32_t* __restrict__ blocks_started) {
   const uint32_t c = blockIdx.y;
+  // A new block starts: count it (no thread of this kernel reads the count; accumulate does).
+  if (fill == 0 && blockIdx.x == 0 && c == 0 && threadIdx.x == 0) ++*blocks_started;
   float* t = time + size_t(c) * 2 * block;
   const float* x = in + size_t(c) * in_stride;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < block; i += gridDim.x * blockDim.x) {
@@ -21,17 +23,24 @@ __global__ void stage_input_kernel(const float* __restrict__ in, size_t in_strid
   }
 }
 
-__global__ void accumulate_kernel(const float2* __restrict__ fdl, const float2* __restrict__ taps,
-                                  const uint32_t* __restrict__ parts, uint32_t channels, uint32_t partitions,
-                                  uint32_t bins, uint32_t pos, float2* __restrict__ acc) {
+__global__ void accumulate_kernel(float2* __restrict__ fdl, const float2* __restrict__ fresh,
+                                  const float2* __restrict__ taps, const uint32_t* __restrict__ parts,
+                                  const uint32_t* __restrict__ blocks_started, uint32_t channels, uint32_t partitions,
+                                  uint32_t bins, float2* __restrict__ acc) {
   const uint32_t lane = blockIdx.y;  // b * channels + c
   const uint32_t b = lane / channels, c = lane % channels;
   const uint32_t used = parts[b];
+  // The ring position lives on the device, so the same launches (a CUDA graph) serve every block.
+  const uint32_t pos = *blocks_started % partitions;
   for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < bins; k += gridDim.x * blockDim.x) {
+    // The newest spectrum comes from `fresh`; band 0's threads also file it in the ring at pos,
+    // a slot no thread reads in this launch (older partitions only: p >= 1).
+    const float2 newest = fresh[size_t(c) * bins + k];
+    if (b == 0) fdl[(size_t(c) * partitions + pos) * bins + k] = newest;
     float re = 0.0f, im = 0.0f;
     for (uint32_t p = 0; p < used; ++p) {
       const uint32_t slot = (pos + partitions - p) % partitions;
-      const float2 x = fdl[(size_t(c) * partitions + slot) * bins + k];
+      const float2 x = p == 0 ? newest : fdl[(size_t(c) * partitions + slot) * bins + k];
       const float2 h = taps[(size_t(b) * partitions + p) * bins + k];
       re += x.x * h.x - x.y * h.y;
       im += x.x * h.y + x.y * h.x;
@@ -54,19 +63,20 @@ unsigned blocks_for(uint32_t n) { return unsigned((n + kThreads - 1) / kThreads 
 }  // namespace
 
 cudaError_t launch_fir_stage_input(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
-                                   uint32_t block, uint32_t fill, float* d_time, cudaStream_t stream) noexcept {
+                                   uint32_t block, uint32_t fill, float* d_time, uint32_t* d_blocks_started,
+                                   cudaStream_t stream) noexcept {
   if (channels == 0 || block == 0 || fill + frames > block) return cudaErrorInvalidValue;
   stage_input_kernel<<<dim3(blocks_for(block), channels), kThreads, 0, stream>>>(d_in, in_stride, frames, block, fill,
-                                                                                 d_time);
+                                                                                 d_time, d_blocks_started);
   return after_launch(stream);
 }
 
-cudaError_t launch_fir_accumulate(const float2* d_fdl, const float2* d_taps, const uint32_t* d_parts, uint32_t bands,
-                                  uint32_t channels, uint32_t partitions, uint32_t bins, uint32_t pos, float2* d_acc,
-                                  cudaStream_t stream) noexcept {
-  if (bands == 0 || channels == 0 || partitions == 0 || pos >= partitions) return cudaErrorInvalidValue;
-  accumulate_kernel<<<dim3(blocks_for(bins), bands * channels), kThreads, 0, stream>>>(d_fdl, d_taps, d_parts, channels,
-                                                                                       partitions, bins, pos, d_acc);
+cudaError_t launch_fir_accumulate(float2* d_fdl, const float2* d_fresh, const float2* d_taps, const uint32_t* d_parts,
+                                  const uint32_t* d_blocks_started, uint32_t bands, uint32_t channels,
+                                  uint32_t partitions, uint32_t bins, float2* d_acc, cudaStream_t stream) noexcept {
+  if (bands == 0 || channels == 0 || partitions == 0) return cudaErrorInvalidValue;
+  accumulate_kernel<<<dim3(blocks_for(bins), bands * channels), kThreads, 0, stream>>>(
+      d_fdl, d_fresh, d_taps, d_parts, d_blocks_started, channels, partitions, bins, d_acc);
   return after_launch(stream);
 }
 

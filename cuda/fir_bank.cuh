@@ -3,7 +3,9 @@
 //
 // Layout (all device memory):
 //   time     [channels][2B] float      the last two input blocks per channel: [previous | current]
+//   fresh    [channels][B+1] float2    the newest block's spectrum (the forward FFT's output)
 //   fdl      [channels][P][B+1] float2 input-block spectra, a ring of P slots
+//   blocks_started  uint32             blocks begun since reset: the ring position is its value mod P
 //   taps     [bands][P][B+1] float2    filter partition spectra, pre-scaled by 1 / 2B
 //   acc      [bands*channels][B+1]     sum over partitions, the inverse FFT's input
 //   full     [bands*channels][2B]      inverse FFT output; its last B samples are the block's output
@@ -19,14 +21,17 @@ namespace vigil::cuda {
 
 // Copies `frames` samples per channel of a planar input (channel c at d_in + c * in_stride) into
 // the current block at offset `fill`; when fill == 0 it first slides the current block into the
-// previous one.
+// previous one and counts a block begun.
 cudaError_t launch_fir_stage_input(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
-                                   uint32_t block, uint32_t fill, float* d_time, cudaStream_t stream) noexcept;
+                                   uint32_t block, uint32_t fill, float* d_time, uint32_t* d_blocks_started,
+                                   cudaStream_t stream) noexcept;
 
+// With pos = blocks_started mod P: fdl[c][pos] = fresh[c], and
 // acc[b*C + c][k] = sum_{p < parts[b]} fdl[c][(pos - p) mod P][k] * taps[b][p][k].
-cudaError_t launch_fir_accumulate(const float2* d_fdl, const float2* d_taps, const uint32_t* d_parts, uint32_t bands,
-                                  uint32_t channels, uint32_t partitions, uint32_t bins, uint32_t pos, float2* d_acc,
-                                  cudaStream_t stream) noexcept;
+// Nothing of the position is on the host: the same launches replay as a CUDA graph.
+cudaError_t launch_fir_accumulate(float2* d_fdl, const float2* d_fresh, const float2* d_taps, const uint32_t* d_parts,
+                                  const uint32_t* d_blocks_started, uint32_t bands, uint32_t channels,
+                                  uint32_t partitions, uint32_t bins, float2* d_acc, cudaStream_t stream) noexcept;
 
 // Copies `frames` ready samples (from offset `fill` of each lane's block output, the last B
 // samples of its 2B inverse FFT) to a planar output (lane at d_out + lane * out_stride).

@@ -32,6 +32,8 @@ FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint3
   try {
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_time_), size_t(channels_) * n * sizeof(float)));
     VIGIL_CUDA_CHECK(cudaMalloc(&d_fdl_, size_t(channels_) * parts_ * bins_ * sizeof(float2)));
+    VIGIL_CUDA_CHECK(cudaMalloc(&d_fresh_, size_t(channels_) * bins_ * sizeof(float2)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_blocks_started_), sizeof(uint32_t)));
     VIGIL_CUDA_CHECK(cudaMalloc(&d_taps_, size_t(bands_) * parts_ * bins_ * sizeof(float2)));
     VIGIL_CUDA_CHECK(cudaMalloc(&d_acc_, size_t(bands_) * channels_ * bins_ * sizeof(float2)));
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_full_), size_t(bands_) * channels_ * n * sizeof(float)));
@@ -52,11 +54,11 @@ FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint3
     VIGIL_CUDA_CHECK(set_taps(band_taps));
     VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
-    // Forward: one transform per channel, written into the delay-line slot (advanced per block
-    // by offsetting the output pointer; odist steps over the P slots of a channel).
+    // Forward: one transform per channel into `fresh`, always the same pointers (the accumulate
+    // kernel files it in the delay line at the position kept on the device): graph-capturable.
     int in_embed[1] = {int(n)}, out_embed[1] = {int(bins_)};
     cufftHandle fwd = 0, inv = 0;
-    check_cufft(cufftPlanMany(&fwd, 1, dims, in_embed, 1, int(n), out_embed, 1, int(parts_ * bins_), CUFFT_R2C,
+    check_cufft(cufftPlanMany(&fwd, 1, dims, in_embed, 1, int(n), out_embed, 1, int(bins_), CUFFT_R2C,
                               int(channels_)),
                 "plan (forward)");
     plan_forward_ = int(fwd);
@@ -80,9 +82,11 @@ void FirBankCuda::release() noexcept {
   if (plan_inverse_) cufftDestroy(cufftHandle(plan_inverse_));
   if (plan_taps_) cufftDestroy(cufftHandle(plan_taps_));
   plan_forward_ = plan_inverse_ = plan_taps_ = 0;
-  for (void* p : {static_cast<void*>(d_time_), d_fdl_, d_taps_, d_acc_, static_cast<void*>(d_full_),
-                  static_cast<void*>(d_parts_), d_frames_})
+  for (void* p : {static_cast<void*>(d_time_), d_fdl_, d_fresh_, d_taps_, d_acc_, static_cast<void*>(d_full_),
+                  static_cast<void*>(d_parts_), d_frames_, static_cast<void*>(d_blocks_started_)})
     cudaFree(p);
+  d_fresh_ = nullptr;
+  d_blocks_started_ = nullptr;
   d_frames_ = nullptr;
   d_time_ = d_full_ = nullptr;
   d_fdl_ = d_taps_ = d_acc_ = nullptr;
@@ -94,7 +98,7 @@ void FirBankCuda::reset() {
   VIGIL_CUDA_CHECK(cudaMemsetAsync(d_time_, 0, size_t(channels_) * n * sizeof(float), stream_));
   VIGIL_CUDA_CHECK(cudaMemsetAsync(d_fdl_, 0, size_t(channels_) * parts_ * bins_ * sizeof(float2), stream_));
   VIGIL_CUDA_CHECK(cudaMemsetAsync(d_full_, 0, size_t(bands_) * channels_ * n * sizeof(float), stream_));
-  pos_ = 0;
+  VIGIL_CUDA_CHECK(cudaMemsetAsync(d_blocks_started_, 0, sizeof(uint32_t), stream_));
   fill_ = 0;
 }
 
@@ -117,13 +121,12 @@ cudaError_t FirBankCuda::set_taps(const std::vector<std::vector<float>>& band_ta
 }
 
 cudaError_t FirBankCuda::run_block() noexcept {
-  pos_ = (pos_ + 1) % parts_;
-  auto* fdl = static_cast<cufftComplex*>(d_fdl_);
-  if (cufftExecR2C(cufftHandle(plan_forward_), d_time_, fdl + size_t(pos_) * bins_) != CUFFT_SUCCESS)
+  if (cufftExecR2C(cufftHandle(plan_forward_), d_time_, static_cast<cufftComplex*>(d_fresh_)) != CUFFT_SUCCESS)
     return cudaErrorLaunchFailure;
-  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_accumulate(static_cast<const float2*>(d_fdl_),
-                                                   static_cast<const float2*>(d_taps_), d_parts_, bands_, channels_,
-                                                   parts_, bins_, pos_, static_cast<float2*>(d_acc_), stream_));
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_accumulate(static_cast<float2*>(d_fdl_), static_cast<const float2*>(d_fresh_),
+                                                   static_cast<const float2*>(d_taps_), d_parts_, d_blocks_started_,
+                                                   bands_, channels_, parts_, bins_, static_cast<float2*>(d_acc_),
+                                                   stream_));
   if (cufftExecC2R(cufftHandle(plan_inverse_), static_cast<cufftComplex*>(d_acc_), d_full_) != CUFFT_SUCCESS)
     return cudaErrorLaunchFailure;
   return cudaSuccess;
@@ -134,7 +137,8 @@ cudaError_t FirBankCuda::process(const float* d_in, size_t in_stride, uint32_t f
   uint32_t done = 0;
   while (done < frames) {
     const uint32_t k = std::min(block_ - fill_, frames - done);
-    VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_stage_input(d_in + done, in_stride, k, channels_, block_, fill_, d_time_, stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_stage_input(d_in + done, in_stride, k, channels_, block_, fill_, d_time_,
+                                                      d_blocks_started_, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(
         launch_fir_copy_output(d_full_, bands_ * channels_, block_, fill_, k, d_out + done, out_stride, stream_));
     fill_ += k;

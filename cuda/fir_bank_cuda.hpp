@@ -3,7 +3,9 @@
 // channel per block shared by every band, one batched inverse cuFFT over all bands x channels.
 // Output equals lfilter(h, 1, x) delayed by B (the CPU class's latency). Host C++ only.
 //
-// Tap swap: set_taps() (the crossfade is FirBankCudaStage's). Not yet (issue 8): CUDA Graph capture.
+// Tap swap: set_taps() (the crossfade is FirBankCudaStage's). Every launch uses the same pointers
+// and the delay line's position is kept on the device, so a call that starts and ends on block
+// boundaries (fill() == 0 before and after) can be captured once as a CUDA graph and replayed.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,6 +43,8 @@ class FirBankCuda {
   uint32_t block() const noexcept { return block_; }
   uint32_t partitions() const noexcept { return parts_; }
   uint32_t latency_frames() const noexcept { return block_; }
+  // Frames of the current block received so far (0: the next call starts on a block boundary).
+  uint32_t fill() const noexcept { return fill_; }
 
  private:
   cudaError_t run_block() noexcept;
@@ -50,6 +54,8 @@ class FirBankCuda {
   cudaStream_t stream_;
   float* d_time_ = nullptr;
   void* d_fdl_ = nullptr;   // float2
+  void* d_fresh_ = nullptr; // float2: the newest block's spectrum
+  uint32_t* d_blocks_started_ = nullptr;
   void* d_taps_ = nullptr;  // float2
   void* d_acc_ = nullptr;   // float2
   float* d_full_ = nullptr;
@@ -58,7 +64,7 @@ class FirBankCuda {
   std::vector<float> h_frames_;    // their host staging
   std::vector<uint32_t> band_parts_;
   int plan_forward_ = 0, plan_inverse_ = 0, plan_taps_ = 0;  // cufftHandle
-  uint32_t pos_ = 0, fill_ = 0;
+  uint32_t fill_ = 0;
 };
 
 }  // namespace vigil::cuda

@@ -20,6 +20,7 @@ FirBankCudaStage::FirBankCudaStage(FirBankSettings settings, uint16_t index, Cud
 
 FirBankCudaStage::~FirBankCudaStage() {
   if (stream_) cudaStreamSynchronize(stream_);
+  for (const ChunkGraph& g : graphs_) cudaGraphExecDestroy(g.exec);
   bank_.reset();
   next_bank_.reset();
   spare_.reset();
@@ -58,7 +59,9 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   }
   // Enough input to rebuild the filter state exactly: M - 1 frames of history for the last
   // output the bank still owes, which lags by B.
-  history_frames_ = uint32_t(block_ + max_taps_ - 1);
+  // Rounded up to whole blocks, so a primed filter (a reload's spare) is left on a block boundary
+  // like the running one, and its chunks replay as a graph too.
+  history_frames_ = uint32_t((block_ + max_taps_ - 1 + block_ - 1) / block_ * block_);
   history_.assign(size_t(channels_) * history_frames_, 0.0f);
   history_pos_ = 0;
   prime_.assign(history_.size(), 0.0f);
@@ -69,6 +72,11 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   VIGIL_CUDA_CHECK(run_gpu(*bank_, prime_.data(), history_frames_, std::min(max_frames_, history_frames_)));
   bank_->reset();
   VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  // A chunk of whole blocks can be replayed as a graph: capture one per filter. Capturing runs
+  // nothing; a failure (a driver that cannot capture cuFFT, a debug-sync build) just leaves the
+  // launch-by-launch path.
+  if (options_.graphs && max_frames_ % block_ == 0)
+    for (const cuda::FirBankCuda* bank : {bank_.get(), spare_.get()}) capture(*bank);
   timing_ = true;
 
   StreamFormat out = in;
@@ -79,22 +87,65 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   return out;
 }
 
+cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames) noexcept {
+  const size_t s = max_frames_;  // the staging stride
+  const float* d_in = options_.mapped ? h_in_.device<float>() : d_in_;
+  float* d_out = options_.mapped ? h_out_.device<float>() : d_out_;
+  if (!options_.mapped)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s * sizeof(float), h_in_.host(), s * sizeof(float),
+                                                 frames * sizeof(float), channels_, cudaMemcpyHostToDevice, stream_));
+  VIGIL_CUDA_RETURN_IF_ERROR(bank.process(d_in, s, frames, d_out, s));
+  if (!options_.mapped)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s * sizeof(float), d_out_, s * sizeof(float),
+                                                 frames * sizeof(float), size_t(bands_) * channels_,
+                                                 cudaMemcpyDeviceToHost, stream_));
+  return cudaSuccess;
+}
+
+bool FirBankCudaStage::capture(const cuda::FirBankCuda& bank) noexcept {
+  // enqueue() needs the bank mutable for its host-side fill count, which a whole-block chunk
+  // leaves as it found it (0).
+  auto& b = const_cast<cuda::FirBankCuda&>(bank);
+  if (b.fill() != 0) return false;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  cudaError_t e = enqueue(b, max_frames_);
+  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  if (e == cudaSuccess) e = end;
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+  if (graph) cudaGraphDestroy(graph);
+  if (e != cudaSuccess || b.fill() != 0) {
+    if (exec) cudaGraphExecDestroy(exec);
+    cudaGetLastError();  // not sticky: leave no error for the next call to find
+    return false;
+  }
+  graphs_.push_back({&bank, exec});
+  return true;
+}
+
+cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank) const noexcept {
+  for (const ChunkGraph& g : graphs_)
+    if (g.bank == &bank) return g.exec;
+  return nullptr;
+}
+
 cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride,
                                       uint32_t frames) noexcept {
   const size_t s = max_frames_;  // the staging stride
   float* h_in = h_in_.host<float>();
   for (uint32_t c = 0; c < channels_; ++c) std::memcpy(h_in + c * s, in + c * in_stride, frames * sizeof(float));
   VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
-  const float* d_in = options_.mapped ? h_in_.device<float>() : d_in_;
-  float* d_out = options_.mapped ? h_out_.device<float>() : d_out_;
-  if (!options_.mapped)
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s * sizeof(float), h_in, s * sizeof(float), frames * sizeof(float),
-                                                 channels_, cudaMemcpyHostToDevice, stream_));
-  VIGIL_CUDA_RETURN_IF_ERROR(bank.process(d_in, s, frames, d_out, s));
-  if (!options_.mapped)
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s * sizeof(float), d_out_, s * sizeof(float),
-                                                 frames * sizeof(float), size_t(bands_) * channels_,
-                                                 cudaMemcpyDeviceToHost, stream_));
+  const cudaGraphExec_t graph = frames == max_frames_ && bank.fill() == 0 ? graph_for(bank) : nullptr;
+  if (graph) {
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph, stream_));
+    if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    VIGIL_CUDA_RETURN_IF_ERROR(enqueue(bank, frames));
+  }
   VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
   VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   float ms = 0;
@@ -265,6 +316,7 @@ void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& bod
 void FirBankCudaStage::add_status(nlohmann::json& status) const {
   status["backend"] = on_cpu() ? "cpu (fallback)" : "cuda";
   status["memory"] = options_.mapped ? "mapped" : "copy";
+  status["graph_chunks"] = graph_chunks();
   status["cuda_errors"] = cuda_errors_.load(std::memory_order_relaxed);
   status["gpu_us"] = {{"p50", gpu_time_.quantile_us(0.5)}, {"p99", gpu_time_.quantile_us(0.99)}, {"max", gpu_time_.max_us()}};
 }

@@ -48,9 +48,10 @@ struct StageRun {
 
 // Feeds x (channels x total, planar) through `stage` in chunks whose sizes come from `sizes`.
 StageRun run(Stage& stage, const std::vector<float>& x, uint32_t total, const std::vector<uint32_t>& sizes,
-        const std::function<void(uint64_t chunk)>& before = {}) {
+        const std::function<void(uint64_t chunk)>& before = {}, uint32_t max_frames = kMaxFrames) {
+  const uint32_t stride = max_frames;  // the buffers' lane stride
   const uint32_t bands = 2;
-  std::vector<float> in(size_t(kChannels) * kMaxFrames), out(size_t(bands) * kChannels * kMaxFrames);
+  std::vector<float> in(size_t(kChannels) * stride), out(size_t(bands) * kChannels * stride);
   SpscQueue<EventRecord> queue(64);
   std::atomic<uint64_t> dropped{0};
   StageRun r;
@@ -60,9 +61,9 @@ StageRun run(Stage& stage, const std::vector<float>& x, uint32_t total, const st
     const uint32_t n = std::min(sizes[k % sizes.size()], total - at);
     if (before) before(k);
     for (uint32_t c = 0; c < kChannels; ++c)
-      std::copy_n(x.data() + size_t(c) * total + at, n, in.data() + size_t(c) * kMaxFrames);
+      std::copy_n(x.data() + size_t(c) * total + at, n, in.data() + size_t(c) * stride);
     std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-    Block bin{in.data(), kMaxFrames, n, kChannels, 1}, bout{out.data(), kMaxFrames, 0, kChannels, bands};
+    Block bin{in.data(), stride, n, kChannels, 1}, bout{out.data(), stride, 0, kChannels, bands};
     Exec exec;
     exec.chunk.first_frame = at;
     exec.events = &queue;
@@ -70,7 +71,7 @@ StageRun run(Stage& stage, const std::vector<float>& x, uint32_t total, const st
     EXPECT_EQ(stage.process(bin, bout, exec), StageStatus::kOk);
     EXPECT_EQ(bout.frames, n);
     for (uint32_t lane = 0; lane < bands * kChannels; ++lane)
-      std::copy_n(out.data() + size_t(lane) * kMaxFrames, n, r.out.data() + size_t(lane) * total + at);
+      std::copy_n(out.data() + size_t(lane) * stride, n, r.out.data() + size_t(lane) * total + at);
     at += n;
   }
   EventRecord ev;
@@ -185,6 +186,66 @@ TEST_F(FirBankCudaStageTest, AReloadCrossfadesToTheNewTapsOverOneChunk) {
     }
   }
   EXPECT_FALSE(stage.on_cpu());
+}
+
+// Chunks of whole blocks replay one CUDA graph per filter; any other chunk runs launch by launch.
+// Both give the same samples (bit for bit), before and after a reload (whose primed spare is left
+// on a block boundary, so it replays its own graph), in both memory modes.
+TEST_F(FirBankCudaStageTest, ChunksOfWholeBlocksReplayAsAGraphWithTheSameOutput) {
+  const uint32_t total = 60000, max_frames = 1024;
+  const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
+  FirBankSettings before = settings(2049, 3000), after = settings(2049, 7000);
+  before.max_latency_frames = after.max_latency_frames = 256;  // 4 blocks per chunk
+  // 300 + 724: a chunk off the block boundary and back on it.
+  const std::vector<uint32_t> sizes = {1024, 1024, 1024, 300, 724, 1024, 1024, 1024, 1024, 1024, 1024, 1024};
+  for (bool mapped : {false, true}) {
+    std::vector<float> outs[2];
+    uint64_t graph_chunks[2] = {0, 0};
+    for (bool graphs : {false, true}) {
+      FirBankCudaStage stage(before, 0, {mapped, 0, graphs});
+      stage.prepare(input_format(), max_frames);
+      ASSERT_EQ(stage.block(), 256u);
+      StageSettings next;
+      next.params = after;
+      StageUpdatePlan plan = stage.plan_update(next);
+      ASSERT_TRUE(plan.update) << plan.why;
+      const uint64_t swap_chunk = 30;
+      uint64_t graph_chunks_at_swap = 0;
+      StageRun r = run(stage, x, total, sizes, [&](uint64_t k) {
+        if (k == swap_chunk) {
+          graph_chunks_at_swap = stage.graph_chunks();
+          stage.apply_update(*plan.update);
+        }
+      }, max_frames);
+      EXPECT_FALSE(stage.on_cpu());
+      graph_chunks[graphs] = stage.graph_chunks();
+      if (graphs) {
+        // Before the swap the 1024-frame chunks on a block boundary replay the graph; after it,
+        // the new filter's.
+        EXPECT_GE(graph_chunks_at_swap, 20u);
+        EXPECT_GE(stage.graph_chunks() - graph_chunks_at_swap, 20u) << "the reloaded filter replays no graph";
+        nlohmann::json st;
+        stage.add_status(st);
+        EXPECT_EQ(st["graph_chunks"].get<uint64_t>(), stage.graph_chunks());
+      }
+      // The old filter's output up to the swap chunk, against the CPU twin over everything.
+      const std::vector<float> want = reference(before, x, total, 256);
+      std::vector<float> got_head, want_head;
+      const uint32_t swap_frame = [&] {
+        uint32_t at = 0;
+        for (uint64_t k = 0; k < swap_chunk; ++k) at += sizes[k % sizes.size()];
+        return at;
+      }();
+      for (uint32_t lane = 0; lane < 2 * kChannels; ++lane) {
+        got_head.insert(got_head.end(), r.out.begin() + long(lane) * total, r.out.begin() + long(lane) * total + swap_frame);
+        want_head.insert(want_head.end(), want.begin() + long(lane) * total, want.begin() + long(lane) * total + swap_frame);
+      }
+      EXPECT_LE(rel_l2(got_head, want_head), 1e-5) << "graphs " << graphs << ", mapped " << mapped;
+      outs[graphs] = std::move(r.out);
+    }
+    EXPECT_EQ(graph_chunks[0], 0u);
+    EXPECT_EQ(outs[0], outs[1]) << "graph and launch-by-launch differ (mapped " << mapped << ")";
+  }
 }
 
 }  // namespace
