@@ -77,6 +77,7 @@ if [ "$part" != tests ]; then
   BUILD_DIR="$build" bench/spectrum_vs_cupy.sh || status=1
   BUILD_DIR="$build" bench/denoise_vs_torch.sh || status=1
   BUILD_DIR="$build" bench/crossover_vs_torch.sh 10000 || status=1
+  "$build/bench/streaming_cuda_bench" 40 || status=1
 } 2>&1 | tee "$out/comparisons.txt"
 # Issue 9's end-to-end scenarios with the real vigild on the GPU backend.
 scripts/bench-scenarios.sh --backend cuda --seconds 3 --build "$build" 2>&1 | tee "$out/scenarios.txt" || status=1
