@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
   VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_planar), size_t(kChannels) * kFrames * sizeof(float)));
   VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_counts), 2 * kChannels * sizeof(unsigned long long)));
   VIGIL_CUDA_CHECK(cudaMemset(d_counts, 0, 2 * kChannels * sizeof(unsigned long long)));
-  Chain chain{compute, vigil::cuda::OverlapSaveCuda(taps, kChannels, 8192, kFrames, compute), d_planar, d_counts};
+  Chain chain{compute, vigil::cuda::OverlapSaveCuda(taps, kChannels, 8192, kFrames, compute), d_planar, d_counts, {}, {}, nullptr, {}};
   chain.make_denoisers(spec);
 
   // Two slots: host and device buffers for chunks in flight.
