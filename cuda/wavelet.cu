@@ -6,17 +6,13 @@
 
 #include "cuda/launch_check.cuh"
 #include "cuda/wavelet.cuh"
+#include "cuda/wavelet_device.cuh"
 
 namespace vigil::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kTile = 256;  // outputs (analysis: of ca and cd each; synthesis: pairs) per block
-
-__device__ __forceinline__ int wrap(long v, long m) {
-  const long r = v % m;
-  return int(r < 0 ? r + m : r);
-}
 
 // cA[i] = sum_k lo[k] a[(2i + s - k) mod m], cD likewise with hi. Block b: i in [b*kTile, +kTile),
 // inputs from 2*i0 + s - (L - 1) to 2*(i0 + kTile - 1) + s.
@@ -27,7 +23,7 @@ __global__ void analyse_kernel(WaveletFilters f, const float* __restrict__ a, ui
   const long i0 = long(blockIdx.x) * kTile;
   const long first = 2 * i0 + s - (len - 1);
   const int span = 2 * kTile + len - 1;
-  for (int j = threadIdx.x; j < span; j += kThreads) tile[j] = a[wrap(first + j, m)];
+  for (int j = threadIdx.x; j < span; j += kThreads) tile[j] = a[wavelet_wrap(first + j, m)];
   __syncthreads();
   const long half = m / 2;
   for (int t = threadIdx.x; t < kTile; t += kThreads) {
@@ -55,7 +51,7 @@ __global__ void synthesise_kernel(WaveletFilters f, const float* __restrict__ ca
   const long i_first = (t0 - s) / 2 - 1;  // floor-ish, one to spare either side
   const int span = kTile + len / 2 + 3;
   for (int j = threadIdx.x; j < span; j += kThreads) {
-    const int w = wrap(i_first + j, half);
+    const int w = wavelet_wrap(i_first + j, half);
     ta[j] = ca[w];
     td[j] = cd[w];
   }
@@ -78,53 +74,19 @@ __global__ void synthesise_kernel(WaveletFilters f, const float* __restrict__ ca
 __global__ void analyse_fused_kernel(WaveletFilters f, const float* __restrict__ in, uint32_t m, unsigned levels,
                                      float* __restrict__ coeffs) {
   __shared__ float buf[2][kFusedLevelsMax];
-  const int len = f.len, s = len / 2;
   for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) buf[0][i] = in[i];
   __syncthreads();
-  int cur = 0;
-  for (unsigned j = 0; j < levels; ++j, m /= 2) {
-    const uint32_t half = m / 2;
-    for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) {
-      float lo = 0.0f, hi = 0.0f;
-      for (int k = 0; k < len; ++k) {
-        const float v = buf[cur][wrap(long(2 * i) + s - k, m)];
-        lo = fmaf(f.lo[k], v, lo);
-        hi = fmaf(f.hi[k], v, hi);
-      }
-      buf[1 - cur][i] = lo;
-      coeffs[half + i] = hi;
-    }
-    __syncthreads();
-    cur = 1 - cur;
-  }
-  for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) coeffs[i] = buf[cur][i];
+  analyse_levels_in_block(f, buf[0], buf[1], m, levels, coeffs);
 }
 
 // The deepest `levels` synthesis levels in one block, from coeffs[0, m0) and the details above it.
 __global__ void synthesise_fused_kernel(WaveletFilters f, const float* __restrict__ coeffs, uint32_t m0,
                                         unsigned levels, float* __restrict__ out) {
   __shared__ float buf[2][kFusedLevelsMax];
-  const int len = f.len, s = len / 2;
   for (uint32_t i = threadIdx.x; i < m0; i += blockDim.x) buf[0][i] = coeffs[i];
   __syncthreads();
-  int cur = 0;
-  uint32_t half = m0;
-  for (unsigned j = 0; j < levels; ++j, half *= 2) {
-    const uint32_t m = 2 * half;
-    const float* cd = coeffs + half;
-    for (uint32_t t = threadIdx.x; t < m; t += blockDim.x) {
-      float acc = 0.0f;
-      for (int k = ((int(t) - s) & 1) ? 1 : 0; k < len; k += 2) {
-        const int i = wrap((long(t) + k - s) / 2, half);
-        acc = fmaf(f.lo[k], buf[cur][i], acc);
-        acc = fmaf(f.hi[k], cd[i], acc);
-      }
-      buf[1 - cur][t] = acc;
-    }
-    __syncthreads();
-    cur = 1 - cur;
-  }
-  for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) out[i] = buf[cur][i];
+  const float* y = synthesise_levels_in_block(f, coeffs, m0, levels, buf[0], buf[1]);
+  for (uint32_t i = threadIdx.x; i < (m0 << levels); i += blockDim.x) out[i] = y[i];
 }
 
 __global__ void select_init_kernel(SelectState* state, uint32_t r0, uint32_t r1) {
