@@ -28,7 +28,7 @@ std::vector<float> make_input(uint32_t lanes, uint32_t total, uint32_t seed) {
     for (uint32_t t = 0; t < total; ++t) x[size_t(l) * total + t] += 0.5f * float(std::sin(0.01 * (l + 1) * t));
     for (int b = 0; b < 4; ++b) {
       const uint32_t t0 = at(rng);
-      for (uint32_t t = t0; t < std::min(total, t0 + 64); ++t) x[size_t(l) * total + t] += 2.0f * float(std::exp(-(t - t0) / 12.0));
+      for (uint32_t t = t0; t < std::min(total, t0 + 64); ++t) x[size_t(l) * total + t] += 2.0f * float(std::exp(-double(t - t0) / 12.0));
     }
   }
   return x;
