@@ -9,6 +9,7 @@
 
 #include "acquisition/rt_log.hpp"
 #include "cuda/fault_injection.hpp"
+#include "pipeline/cuda_stage_events.hpp"
 #include "pipeline/event_record.hpp"
 #include "pipeline/fir_bank_stage.hpp"
 
@@ -206,13 +207,7 @@ void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, 
   on_cpu_.store(true, std::memory_order_relaxed);
   prime_cpu();  // the state the GPU bank had before this chunk, rebuilt from the input history
   cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
-  EventRecord ev;
-  ev.kind = EventKind::kBackendFallback;
-  ev.stage = index_;
-  ev.value = double(int(error));
-  ev.frame = exec.chunk.first_frame;
-  ev.t_utc_ns = exec.chunk.t_first_utc_ns;
-  emit_event(exec, ev);
+  emit_event(exec, cuda_fallback_event(index_, exec, error));
   if (exec.log)
     exec.log->printf(3, "fir_bank stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin", unsigned(index_),
                      cudaGetErrorName(error), cudaGetErrorString(error), (unsigned long long)exec.chunk.first_frame);
@@ -305,12 +300,7 @@ void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
 }
 
 void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
-  if (ev.kind != EventKind::kBackendFallback) return;
-  const auto e = cudaError_t(int(ev.value));
-  body["state"] = "fallback";
-  body["from"] = "cuda";
-  body["to"] = "cpu";
-  body["error"] = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+  describe_cuda_fallback(ev, body);
 }
 
 void FirBankCudaStage::add_status(nlohmann::json& status) const {

@@ -9,6 +9,7 @@
 #include "pipeline/denoise_stage.hpp"
 #include "pipeline/fir_bank_stage.hpp"
 #if VIGIL_HAVE_CUDA
+#include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
 #endif
 #include "pipeline/vibration_stage.hpp"
@@ -28,6 +29,9 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
 #if VIGIL_HAVE_CUDA
     if (s.kind == "fir_bank" && backend.cuda)
       n.stage = std::make_unique<FirBankCudaStage>(std::get<FirBankSettings>(s.params), uint16_t(i),
+                                                   CudaStageOptions{backend.mapped, backend.fail_at_chunk});
+    else if (s.kind == "wavelet_denoise" && backend.cuda && DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params)))
+      n.stage = std::make_unique<DenoiseCudaStage>(std::get<DenoiseStageSettings>(s.params), uint16_t(i),
                                                    CudaStageOptions{backend.mapped, backend.fail_at_chunk});
     else
 #endif

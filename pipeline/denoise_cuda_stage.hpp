@@ -1,0 +1,76 @@
+// DenoiseCudaStage: the wavelet_denoise stage on the CUDA backend. Each chunk's lanes go to the GPU
+// through page-locked staging (copied, or read in place when mapped: `pipeline.memory`),
+// cuda/StreamingDenoiserCuda denoises every window that completes in the chunk in one launch, and
+// the output comes back the same way; one stream, synchronised once per chunk, GPU time measured
+// with CUDA events. Output equals the CPU twin's (DenoiseStage: dsp/StreamingDenoiser), delayed by
+// the same window.
+//
+// A CUDA error is counted, reported once (a `backend` event, state fallback) and the stage goes on
+// with the CPU twin, primed from the input it keeps (enough whole hops to rebuild every window the
+// GPU had pending, in the same phase), so the failing chunk and all later ones come out as if the
+// CPU had run from the start: no chunk lost. Windows up to 4096 samples (Graph picks the CPU stage
+// for longer ones). Only built with CUDA (VIGIL_HAVE_CUDA).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "config/settings.hpp"
+#include "cuda/pinned_buffer.hpp"
+#include "cuda/streaming_denoiser_cuda.hpp"
+#include "dsp/wavelet_denoiser.hpp"
+#include "pipeline/fir_bank_cuda_stage.hpp"  // CudaStageOptions
+#include "pipeline/latency_histogram.hpp"
+#include "pipeline/stage.hpp"
+
+namespace vigil {
+
+class DenoiseCudaStage final : public Stage {
+ public:
+  // Whether these settings can run on the GPU (the window fits a block's shared memory).
+  static bool fits(const DenoiseStageSettings& s) noexcept { return s.window <= cuda::kStreamingDenoiseMaxWindow; }
+
+  DenoiseCudaStage(DenoiseStageSettings settings, uint16_t index, CudaStageOptions options);
+  ~DenoiseCudaStage() override;
+
+  StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
+  StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
+  void reset() noexcept override;
+  void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+  void add_status(nlohmann::json& status) const override;
+
+  bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
+
+ private:
+  cudaError_t run_gpu(const Block& in) noexcept;  // in -> h_out_
+  void remember(const Block& in) noexcept;       // the input history ring
+  void fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
+
+  DenoiseStageSettings settings_;
+  uint16_t index_;
+  CudaStageOptions options_;
+  uint32_t lanes_ = 0, max_frames_ = 0, hop_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+  std::unique_ptr<cuda::StreamingDenoiserCuda> gpu_;
+  std::unique_ptr<StreamingDenoiser> cpu_;  // the fallback twin
+  cuda::PinnedBuffer h_in_, h_out_;         // lanes x max_frames each
+  float* d_in_ = nullptr;                   // copy mode: device buffers
+  float* d_out_ = nullptr;
+  // The newest input, lane l at l * ring_frames_: priming the CPU twin replays the last
+  // (base + total mod hop) frames of it, base a multiple of the hop >= 2 windows + a hop.
+  std::vector<float> ring_;
+  uint32_t ring_frames_ = 0, ring_pos_ = 0, prime_base_ = 0;
+  uint64_t total_frames_ = 0;
+  std::vector<float> prime_in_, prime_out_;
+  uint64_t chunks_ = 0;
+  std::atomic<bool> on_cpu_{false};
+  std::atomic<uint64_t> cuda_errors_{0};
+  LatencyHistogram gpu_time_;
+  bool timing_ = false;  // not during the warm-up
+};
+
+}  // namespace vigil
