@@ -2,19 +2,36 @@
 # Installs Vigil's build and test dependencies on Debian 12 / Ubuntu 22.04+ (apt-get).
 # Skips apt entirely when every package is already installed. CUDA is optional: install the
 # CUDA Toolkit (nvcc) separately to build the GPU backend.
+# --tests: also, best effort, what only tests and the web view need when the machine lacks it:
+# npm (to fetch uPlot and playwright-core for the web view) and Chromium (the browser test). A
+# machine where they cannot be installed still builds and tests everything else (the web view is
+# then not built, or its browser test skips with the reason).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
 mapfile -t pkgs < <(grep -v '^#' scripts/deps-debian.txt | sed '/^$/d')
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+updated=0
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  updated=1
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "install-deps: installing ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+if [ "${1:-}" = "--tests" ]; then
+  extra=()
+  command -v npm >/dev/null || extra+=(npm)  # not over a Node.js that came with its own npm
+  [ -x /usr/bin/chromium ] || [ -x /usr/bin/chromium-browser ] || extra+=(chromium)
+  if [ ${#extra[@]} -gt 0 ]; then
+    echo "install-deps: installing for the web view and its browser test: ${extra[*]}"
+    [ $updated -eq 1 ] || $sudo apt-get update -qq || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${extra[@]}" ||
+      echo "install-deps: could not install ${extra[*]}: the web view or its browser test will be left out (see the README)"
+  fi
+fi
