@@ -70,11 +70,7 @@ int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, std:
   return fd;
 }
 
-std::string hex_id(uint32_t id) {
-  char b[16];
-  std::snprintf(b, sizeof b, "%08x", id);
-  return b;
-}
+using vigil::vita49::stream_id_hex;
 
 struct Recorder {
   std::filesystem::path dir;
@@ -83,7 +79,7 @@ struct Recorder {
   void write(const vigil::vita49::Decoded& p) {
     auto it = files.find(p.stream_id);
     if (it == files.end()) {
-      it = files.emplace(p.stream_id, std::ofstream(dir / ("stream-" + hex_id(p.stream_id) + ".f32"),
+      it = files.emplace(p.stream_id, std::ofstream(dir / ("stream-" + stream_id_hex(p.stream_id) + ".f32"),
                                                     std::ios::binary | std::ios::trunc)).first;
     }
     for (size_t i = 0; i < p.samples; ++i) {
@@ -98,8 +94,8 @@ struct Recorder {
       files[id].flush();
       const int64_t first_ns = int64_t(s.first_ts_int) * 1'000'000'000 + int64_t(s.first_ts_frac_ps / 1000);
       json j = {{"stream_id", id},
-                {"stream_id_hex", hex_id(id)},
-                {"data_file", "stream-" + hex_id(id) + ".f32"},
+                {"stream_id_hex", stream_id_hex(id)},
+                {"data_file", "stream-" + stream_id_hex(id) + ".f32"},
                 {"format", "float32le"},
                 {"rate_hz", s.rate_hz},
                 {"samples", s.samples},
@@ -108,7 +104,7 @@ struct Recorder {
                 {"first_timestamp", vigil::rfc3339_utc(first_ns)},
                 {"first_ts_int", s.first_ts_int},
                 {"first_ts_frac_ps", s.first_ts_frac_ps}};
-      std::ofstream(dir / ("stream-" + hex_id(id) + ".json"), std::ios::trunc) << j.dump(1) << "\n";
+      std::ofstream(dir / ("stream-" + stream_id_hex(id) + ".json"), std::ios::trunc) << j.dump(1) << "\n";
     }
   }
 };
@@ -286,7 +282,7 @@ int main(int argc, char** argv) {
     for (const json& s : streams)
       std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, missing %llu samples in %llu holes, "
                   "ts errors %llu, loss flags %llu\n",
-                  hex_id(s["stream_id"].get<uint32_t>()).c_str(), (unsigned long long)s["packets"].get<uint64_t>(),
+                  stream_id_hex(s["stream_id"].get<uint32_t>()).c_str(), (unsigned long long)s["packets"].get<uint64_t>(),
                   final_report ? "total" : (std::to_string(std::llround(s["samples_per_s"].get<double>())) + " samples/s").c_str(),
                   (unsigned long long)s["samples"].get<uint64_t>(),
                   (unsigned long long)s["gaps"].get<uint64_t>(), (unsigned long long)s["samples_missing"].get<uint64_t>(),

@@ -838,7 +838,7 @@ std::string nearest_key(const std::string& word, const std::vector<std::string>&
   return best;
 }
 
-bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why) {
+bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why, bool allow_port_zero) {
   std::string host, port;
   if (!text.empty() && text[0] == '[') {
     const size_t close = text.find(']');
@@ -861,9 +861,10 @@ bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why) {
     why = "missing host in '" + text + "'";
     return false;
   }
+  const unsigned long lowest = allow_port_zero ? 0 : 1;
   if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
-      std::stoul(port) < 1 || std::stoul(port) > 65535) {
-    why = "port must be 1..65535, got '" + port + "'";
+      std::stoul(port) < lowest || std::stoul(port) > 65535) {
+    why = "port must be " + std::to_string(lowest) + "..65535, got '" + port + "'";
     return false;
   }
   out.host = host;

@@ -33,7 +33,8 @@ std::string format_error(const std::string& path, const ConfigError& e);
 // The nearest of `candidates` to `word` by edit distance, or "" when none is close.
 std::string nearest_key(const std::string& word, const std::vector<std::string>& candidates);
 
-// Splits "host:port" or "[v6]:port". Returns false with a reason when malformed.
-bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why);
+// Splits "host:port" or "[v6]:port". Returns false with a reason when malformed. Port 0 (a
+// listener's "any free port") only when allowed.
+bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why, bool allow_port_zero = false);
 
 }  // namespace vigil

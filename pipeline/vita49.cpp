@@ -3,6 +3,7 @@
 #include "pipeline/vita49.hpp"
 
 #include <bit>
+#include <cstdio>
 #include <cstring>
 
 namespace vigil::vita49 {
@@ -141,6 +142,12 @@ bool decode(const uint8_t* d, size_t size, Decoded& o, std::string* why) noexcep
     at += 8;
   }
   return true;
+}
+
+std::string stream_id_hex(uint32_t stream_id) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", stream_id);
+  return b;
 }
 
 }  // namespace vigil::vita49

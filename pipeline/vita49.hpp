@@ -87,4 +87,7 @@ struct Decoded {
 // Decodes one datagram. Returns false (with why) for anything malformed or unsupported.
 bool decode(const uint8_t* data, size_t size, Decoded& out, std::string* why = nullptr) noexcept;
 
+// A stream id as receivers name it: eight lower-case hex digits ("01002003").
+std::string stream_id_hex(uint32_t stream_id);
+
 }  // namespace vigil::vita49

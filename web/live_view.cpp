@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 
 #include "acquisition/rfc3339.hpp"
 #include "pipeline/event_line.hpp"
@@ -24,12 +23,6 @@ double round_significant(double v, int digits) noexcept {
 }
 
 namespace {
-
-std::string hex_id(uint32_t id) {
-  char b[16];
-  std::snprintf(b, sizeof b, "%08x", id);
-  return b;
-}
 
 json rounded(const std::vector<float>& v, int digits) {
   json a = json::array();
@@ -68,7 +61,7 @@ T field(const json& j, const char* key, T fallback) {
 
 void LiveView::describe(uint32_t id, Stream& s) const {
   const uint32_t output = id >> 24, band = (id >> 12) & 0xFFF, channel = id & 0xFFF;
-  s.name = "stream " + hex_id(id);
+  s.name = "stream " + vita49::stream_id_hex(id);
   s.threshold = s.clear_threshold = -1;
   s.trend_window_s = opt_.summary.trend_window_s;
   if (!layout_.is_object() || !layout_.contains("outputs") || !layout_["outputs"].is_array()) return;
@@ -209,7 +202,7 @@ json LiveView::build(const json& counters, const StreamMonitor& monitor, size_t 
   json streams = json::array();
   for (size_t i = 0; i < ids.size(); ++i) {
     Stream& s = streams_[ids[i]];
-    json o{{"id", hex_id(ids[i])}, {"name", s.name}, {"rate_hz", s.summary->rate_hz()}};
+    json o{{"id", vita49::stream_id_hex(ids[i])}, {"name", s.name}, {"rate_hz", s.summary->rate_hz()}};
     const auto st = monitor.streams().find(ids[i]);
     if (st != monitor.streams().end())
       o["stats"] = {{"packets", st->second.packets}, {"samples", st->second.samples}, {"gaps", st->second.gaps},

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "config/config_loader.hpp"
+
 namespace vigil::web {
 
 namespace beast = boost::beast;
@@ -272,25 +274,16 @@ void WebServer::publish(std::shared_ptr<const std::string> text) {
 }
 
 bool parse_listen_address(const std::string& text, std::string& host, uint16_t& port, std::string& why) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon + 1 == text.size()) {
-    why = "expected HOST:PORT (e.g. 127.0.0.1:8080), got '" + text + "'";
-    return false;
-  }
-  host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::string p = text.substr(colon + 1);
-  if (p.find_first_not_of("0123456789") != std::string::npos || p.size() > 5 || std::stoul(p) > 65535) {
-    why = "the port in '" + text + "' must be 0..65535";
-    return false;
-  }
-  port = uint16_t(std::stoul(p));
+  Endpoint ep;
+  if (!parse_endpoint(text, ep, why, /*allow_port_zero=*/true)) return false;
   beast::error_code ec;
-  net::ip::make_address(host, ec);
+  net::ip::make_address(ep.host, ec);
   if (ec) {
     why = "the host in '" + text + "' must be an IP address (127.0.0.1, ::1, or this machine's own)";
     return false;
   }
+  host = ep.host;
+  port = ep.port;
   return true;
 }
 
