@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "config/settings.hpp"
-#include "cuda/pinned_buffer.hpp"
 #include "cuda/streaming_denoiser_cuda.hpp"
 #include "dsp/wavelet_denoiser.hpp"
+#include "pipeline/cuda_staging.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"  // CudaStageOptions
-#include "pipeline/latency_histogram.hpp"
+#include "pipeline/input_history.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -45,31 +45,25 @@ class DenoiseCudaStage final : public Stage {
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
 
  private:
-  cudaError_t run_gpu(const Block& in) noexcept;  // in -> h_out_
-  void remember(const Block& in) noexcept;       // the input history ring
+  cudaError_t run_gpu(const Block& in) noexcept;  // in -> the staged output
   void fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
 
   DenoiseStageSettings settings_;
   uint16_t index_;
   CudaStageOptions options_;
   uint32_t lanes_ = 0, max_frames_ = 0, hop_ = 0;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+  CudaStaging staging_;  // before the denoiser: its stream outlives it
   std::unique_ptr<cuda::StreamingDenoiserCuda> gpu_;
   std::unique_ptr<StreamingDenoiser> cpu_;  // the fallback twin
-  cuda::PinnedBuffer h_in_, h_out_;         // lanes x max_frames each
-  float* d_in_ = nullptr;                   // copy mode: device buffers
-  float* d_out_ = nullptr;
-  // The newest input, lane l at l * ring_frames_: priming the CPU twin replays the last
-  // (base + total mod hop) frames of it, base a multiple of the hop >= 2 windows + a hop.
-  std::vector<float> ring_;
-  uint32_t ring_frames_ = 0, ring_pos_ = 0, prime_base_ = 0;
+  // The newest input: priming the CPU twin replays the last (base + total mod hop) frames of it,
+  // base a multiple of the hop >= 2 windows + a hop.
+  InputHistory history_;
+  uint32_t prime_base_ = 0;
   uint64_t total_frames_ = 0;
   std::vector<float> prime_in_, prime_out_;
   uint64_t chunks_ = 0;
   std::atomic<bool> on_cpu_{false};
   std::atomic<uint64_t> cuda_errors_{0};
-  LatencyHistogram gpu_time_;
   bool timing_ = false;  // not during the warm-up
 };
 

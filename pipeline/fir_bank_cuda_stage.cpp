@@ -20,16 +20,9 @@ FirBankCudaStage::FirBankCudaStage(FirBankSettings settings, uint16_t index, Cud
     : settings_(std::move(settings)), index_(index), options_(options) {}
 
 FirBankCudaStage::~FirBankCudaStage() {
-  if (stream_) cudaStreamSynchronize(stream_);
+  if (staging_.stream()) cudaStreamSynchronize(staging_.stream());
   for (const ChunkGraph& g : graphs_) cudaGraphExecDestroy(g.exec);
-  bank_.reset();
-  next_bank_.reset();
-  spare_.reset();
-  if (d_in_) cudaFree(d_in_);
-  if (d_out_) cudaFree(d_out_);
-  if (ev_start_) cudaEventDestroy(ev_start_);
-  if (ev_stop_) cudaEventDestroy(ev_stop_);
-  if (stream_) cudaStreamDestroy(stream_);
+  // The filters go before the staging (a later member): its stream outlives them.
 }
 
 StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_frames) {
@@ -45,34 +38,25 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   max_taps_ = 0;
   for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
 
-  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_start_));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_stop_));
-  bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, stream_);
-  spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, stream_);
+  staging_.prepare(channels_, bands_ * channels_, max_frames_, options_.mapped);
+  bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream());
+  spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream());
   cpu_ = std::make_unique<PartitionedFirBank>(taps, channels_, PartitionedFirBank::uniform(block_));
-  const size_t in_floats = size_t(channels_) * max_frames_, out_floats = size_t(bands_) * in_floats;
-  h_in_ = cuda::PinnedBuffer(in_floats * sizeof(float), options_.mapped);
-  h_out_ = cuda::PinnedBuffer(out_floats * sizeof(float), options_.mapped);
-  if (!options_.mapped) {
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in_), in_floats * sizeof(float)));
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), out_floats * sizeof(float)));
-  }
+  const size_t out_floats = size_t(bands_) * channels_ * max_frames_;
   // Enough input to rebuild the filter state exactly: M - 1 frames of history for the last
   // output the bank still owes, which lags by B.
   // Rounded up to whole blocks, so a primed filter (a reload's spare) is left on a block boundary
   // like the running one, and its chunks replay as a graph too.
   history_frames_ = uint32_t((block_ + max_taps_ - 1 + block_ - 1) / block_ * block_);
-  history_.assign(size_t(channels_) * history_frames_, 0.0f);
-  history_pos_ = 0;
-  prime_.assign(history_.size(), 0.0f);
+  history_.assign(channels_, history_frames_);
+  prime_.assign(size_t(channels_) * history_frames_, 0.0f);
   scratch_.assign(out_floats, 0.0f);
   fade_.assign(out_floats, 0.0f);
   // Warm-up: the first launches load the kernels and cuFFT's (lazy module loading) — milliseconds
   // that must not fall on the first real chunk. Then back to a clean state.
   VIGIL_CUDA_CHECK(run_gpu(*bank_, prime_.data(), history_frames_, std::min(max_frames_, history_frames_)));
   bank_->reset();
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(staging_.stream()));
   // A chunk of whole blocks can be replayed as a graph: capture one per filter. Capturing runs
   // nothing; a failure (a driver that cannot capture cuFFT, a debug-sync build) just leaves the
   // launch-by-launch path.
@@ -89,18 +73,9 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
 }
 
 cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames) noexcept {
-  const size_t s = max_frames_;  // the staging stride
-  const float* d_in = options_.mapped ? h_in_.device<float>() : d_in_;
-  float* d_out = options_.mapped ? h_out_.device<float>() : d_out_;
-  if (!options_.mapped)
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s * sizeof(float), h_in_.host(), s * sizeof(float),
-                                                 frames * sizeof(float), channels_, cudaMemcpyHostToDevice, stream_));
-  VIGIL_CUDA_RETURN_IF_ERROR(bank.process(d_in, s, frames, d_out, s));
-  if (!options_.mapped)
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s * sizeof(float), d_out_, s * sizeof(float),
-                                                 frames * sizeof(float), size_t(bands_) * channels_,
-                                                 cudaMemcpyDeviceToHost, stream_));
-  return cudaSuccess;
+  return staging_.enqueue(frames, [&](const float* d_in, float* d_out, size_t stride) {
+    return bank.process(d_in, stride, frames, d_out, stride);
+  });
 }
 
 bool FirBankCudaStage::capture(const cuda::FirBankCuda& bank) noexcept {
@@ -110,12 +85,12 @@ bool FirBankCudaStage::capture(const cuda::FirBankCuda& bank) noexcept {
   if (b.fill() != 0) return false;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+  if (cudaStreamBeginCapture(staging_.stream(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
   cudaError_t e = enqueue(b, max_frames_);
-  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  const cudaError_t end = cudaStreamEndCapture(staging_.stream(), &graph);
   if (e == cudaSuccess) e = end;
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
   if (graph) cudaGraphDestroy(graph);
@@ -136,46 +111,18 @@ cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank) const
 
 cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride,
                                       uint32_t frames) noexcept {
-  const size_t s = max_frames_;  // the staging stride
-  float* h_in = h_in_.host<float>();
-  for (uint32_t c = 0; c < channels_; ++c) std::memcpy(h_in + c * s, in + c * in_stride, frames * sizeof(float));
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
+  staging_.stage(in, in_stride, frames);
   const cudaGraphExec_t graph = frames == max_frames_ && bank.fill() == 0 ? graph_for(bank) : nullptr;
-  if (graph) {
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph, stream_));
-    if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    VIGIL_CUDA_RETURN_IF_ERROR(enqueue(bank, frames));
-  }
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  float ms = 0;
-  if (timing_ && cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
-  return cudaSuccess;
+  return staging_.run(
+      [&]() -> cudaError_t {
+        if (!graph) return enqueue(bank, frames);
+        if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
+        return cudaGraphLaunch(graph, staging_.stream());
+      },
+      timing_);
 }
 
-void FirBankCudaStage::remember(const Block& in) noexcept {
-  const uint32_t n = std::min(in.frames, history_frames_);
-  const uint32_t skip = in.frames - n;  // only the newest history_frames_ matter
-  for (uint32_t c = 0; c < channels_; ++c) {
-    float* ring = history_.data() + size_t(c) * history_frames_;
-    const float* src = in.data + c * in.stride + skip;
-    const uint32_t first = std::min(n, history_frames_ - history_pos_);
-    std::memcpy(ring + history_pos_, src, first * sizeof(float));
-    std::memcpy(ring, src + first, (n - first) * sizeof(float));
-  }
-  history_pos_ = (history_pos_ + n) % history_frames_;
-}
-
-void FirBankCudaStage::unwrap_history() noexcept {
-  for (uint32_t c = 0; c < channels_; ++c) {
-    const float* ring = history_.data() + size_t(c) * history_frames_;
-    float* dst = prime_.data() + size_t(c) * history_frames_;
-    const uint32_t tail = history_frames_ - history_pos_;  // oldest part: from pos to the end
-    std::memcpy(dst, ring + history_pos_, tail * sizeof(float));
-    std::memcpy(dst + tail, ring, history_pos_ * sizeof(float));
-  }
-}
+void FirBankCudaStage::unwrap_history() noexcept { history_.newest(history_frames_, prime_.data(), history_frames_); }
 
 cudaError_t FirBankCudaStage::prime_gpu(cuda::FirBankCuda& bank) noexcept {
   unwrap_history();
@@ -223,14 +170,14 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   cudaError_t e = deferred_error_;
   deferred_error_ = cudaSuccess;
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
-    e = cuda::launch_failing_kernel_for_test(stream_);
+    e = cuda::launch_failing_kernel_for_test(staging_.stream());
   if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames);
   if (e == cudaSuccess && next_bank_) {  // a reload: crossfade from the old taps to the new over this chunk
-    const float* h = h_out_.host<float>();
+    const float* h = staging_.host_out();
     std::copy(h, h + size_t(bands_) * channels_ * max_frames_, fade_.begin());
     e = run_gpu(*next_bank_, in.data, in.stride, in.frames);
     if (e == cudaSuccess) {
-      h = h_out_.host<float>();
+      h = staging_.host_out();
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
         for (uint32_t i = 0; i < in.frames; ++i) {
           const float w = float(i + 1) / float(in.frames);
@@ -241,7 +188,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
       bank_ = std::move(next_bank_);
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
         std::memcpy(out.data + lane * out.stride, fade_.data() + lane * max_frames_, in.frames * sizeof(float));
-      remember(in);
+      history_.remember(in.data, in.stride, in.frames);
       return StageStatus::kOk;
     }
   }
@@ -250,10 +197,8 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
     fall_back(in, out, exec, e);
     return StageStatus::kOk;
   }
-  const float* h = h_out_.host<float>();
-  for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
-    std::memcpy(out.data + lane * out.stride, h + lane * max_frames_, in.frames * sizeof(float));
-  remember(in);
+  staging_.unstage(out.data, out.stride, in.frames);
+  history_.remember(in.data, in.stride, in.frames);
   return StageStatus::kOk;
 }
 
@@ -265,8 +210,7 @@ void FirBankCudaStage::reset() noexcept {
     }
   }
   if (cpu_) cpu_->reset();
-  std::fill(history_.begin(), history_.end(), 0.0f);
-  history_pos_ = 0;
+  history_.clear();
 }
 
 StageUpdatePlan FirBankCudaStage::plan_update(const StageSettings& next) const {
@@ -304,11 +248,8 @@ void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& bod
 }
 
 void FirBankCudaStage::add_status(nlohmann::json& status) const {
-  status["backend"] = on_cpu() ? "cpu (fallback)" : "cuda";
-  status["memory"] = options_.mapped ? "mapped" : "copy";
+  staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   status["graph_chunks"] = graph_chunks();
-  status["cuda_errors"] = cuda_errors_.load(std::memory_order_relaxed);
-  status["gpu_us"] = {{"p50", gpu_time_.quantile_us(0.5)}, {"p99", gpu_time_.quantile_us(0.99)}, {"max", gpu_time_.max_us()}};
 }
 
 }  // namespace vigil

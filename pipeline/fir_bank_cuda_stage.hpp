@@ -10,7 +10,8 @@
 //
 // A CUDA error on the real-time path is counted, reported once (a `backend` event, state
 // fallback) and the stage carries on on the CPU twin — dsp/PartitionedFirBank with the same
-// layout and latency — primed from the last B + M - 1 input frames it keeps, so the chunk that
+// layout and latency — primed from the last B + M - 1 input frames it keeps (rounded up to whole
+// blocks), so the chunk that
 // failed and every later one are filtered as if the CPU had run from the start: no chunk lost.
 // A reload's new taps go into a spare filter of the same shape made at prepare (nothing is
 // allocated or planned while running: that would stall the GPU), primed from the same history,
@@ -26,9 +27,9 @@
 
 #include "config/settings.hpp"
 #include "cuda/fir_bank_cuda.hpp"
-#include "cuda/pinned_buffer.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
-#include "pipeline/latency_histogram.hpp"
+#include "pipeline/cuda_staging.hpp"
+#include "pipeline/input_history.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -58,14 +59,13 @@ class FirBankCudaStage final : public Stage {
   uint32_t block() const noexcept { return block_; }
 
  private:
-  // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands in h_out_.
+  // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands, staged.
   cudaError_t run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames) noexcept;
-  // The device part of a chunk from the staged input in h_in_ to h_out_, on the stream.
+  // The device part of a chunk from the staged input to the staged output, on the stream.
   cudaError_t enqueue(cuda::FirBankCuda& bank, uint32_t frames) noexcept;
   // Captures enqueue(bank, max_frames_) as a graph for that bank; false (and no graph) on failure.
   bool capture(const cuda::FirBankCuda& bank) noexcept;
   cudaGraphExec_t graph_for(const cuda::FirBankCuda& bank) const noexcept;
-  void remember(const Block& in) noexcept;       // the input history ring
   // Runs the last history_ frames through `bank` (GPU) or the CPU twin, discarding the output.
   cudaError_t prime_gpu(cuda::FirBankCuda& bank) noexcept;
   void prime_cpu() noexcept;
@@ -78,8 +78,7 @@ class FirBankCudaStage final : public Stage {
   double rate_hz_ = 0;
   uint32_t channels_ = 0, bands_ = 0, max_frames_ = 0, block_ = 0;
   size_t max_taps_ = 0;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+  CudaStaging staging_;  // before the filters: its stream outlives them
   // The running filter, the one a reload crossfades to, and a spare of the same shape: a reload
   // uploads its taps into the spare (no allocation, no cuFFT plan on the running GPU).
   std::unique_ptr<cuda::FirBankCuda> bank_, next_bank_, spare_;
@@ -90,11 +89,8 @@ class FirBankCudaStage final : public Stage {
   };
   std::vector<ChunkGraph> graphs_;           // one per filter (bank_ and spare_ at prepare)
   std::atomic<uint64_t> graph_chunks_{0};
-  cuda::PinnedBuffer h_in_, h_out_;          // channels x max_frames; bands x channels x max_frames
-  float* d_in_ = nullptr;                    // copy mode: device buffers
-  float* d_out_ = nullptr;
-  std::vector<float> history_;               // ring: channel c at c * history_frames_
-  uint32_t history_frames_ = 0, history_pos_ = 0;
+  InputHistory history_;                     // the newest history_frames_ input frames
+  uint32_t history_frames_ = 0;
   std::vector<float> prime_;                 // unwrapped history, channels x history_frames_
   std::vector<float> scratch_;               // CPU priming output: bands x channels x max_frames
   std::vector<float> fade_;                  // the old filter's output during a crossfade
@@ -103,7 +99,6 @@ class FirBankCudaStage final : public Stage {
   std::atomic<bool> on_cpu_{false};
   std::atomic<uint64_t> cuda_errors_{0};
   std::atomic<int> last_error_{0};
-  LatencyHistogram gpu_time_;
   bool timing_ = false;  // record GPU time (not during warm-up and priming)
 };
 

@@ -14,6 +14,7 @@
 
 #include "../support/gpu.hpp"
 #include "../support/signals.hpp"
+#include "../support/stage_run.hpp"
 #include "acquisition/spsc_queue.hpp"
 #include "pipeline/denoise_stage.hpp"
 #include "pipeline/event_record.hpp"
@@ -40,43 +41,10 @@ StreamFormat input_format() {
   return f;
 }
 
-struct StageRun {
-  std::vector<float> out;  // lanes x total
-  std::vector<EventRecord> events;
-};
+using test::StageRun;
 
 StageRun run(Stage& stage, const std::vector<float>& x, uint32_t total, const std::vector<uint32_t>& sizes) {
-  std::vector<float> in(size_t(kLanes) * kMaxFrames), out(size_t(kLanes) * kMaxFrames);
-  SpscQueue<EventRecord> queue(64);
-  std::atomic<uint64_t> dropped{0};
-  StageRun r;
-  r.out.assign(size_t(kLanes) * total, 0.0f);
-  uint64_t k = 0;
-  for (uint32_t at = 0; at < total; ++k) {
-    const uint32_t n = std::min(sizes[k % sizes.size()], total - at);
-    for (uint32_t l = 0; l < kLanes; ++l) std::copy_n(x.data() + size_t(l) * total + at, n, in.data() + size_t(l) * kMaxFrames);
-    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-    Block bin{in.data(), kMaxFrames, n, kChannels, kBands}, bout{out.data(), kMaxFrames, 0, kChannels, kBands};
-    Exec exec;
-    exec.chunk.first_frame = at;
-    exec.events = &queue;
-    exec.events_dropped = &dropped;
-    EXPECT_EQ(stage.process(bin, bout, exec), StageStatus::kOk);
-    EXPECT_EQ(bout.frames, n);
-    for (uint32_t l = 0; l < kLanes; ++l)
-      for (uint32_t i = 0; i < n; ++i) {
-        const float v = out[size_t(l) * kMaxFrames + i];
-        if (!std::isfinite(v)) {
-          ADD_FAILURE() << "lane " << l << " frame " << at + i << " not written";
-          return r;
-        }
-        r.out[size_t(l) * total + at + i] = v;
-      }
-    at += n;
-  }
-  EventRecord ev;
-  while (queue.pop(ev)) r.events.push_back(ev);
-  return r;
+  return test::run_stage(stage, {kChannels, kBands, kBands, kMaxFrames}, x, total, sizes);
 }
 
 std::vector<float> input(uint32_t total, uint32_t seed) {

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "../support/signals.hpp"
+#include "../support/stage_run.hpp"
 #include "acquisition/spsc_queue.hpp"
 #include "cuda/cuda_check.hpp"
 #include "pipeline/event_record.hpp"
@@ -41,42 +42,12 @@ FirBankSettings settings(uint32_t taps, double split_hz) {
   return s;
 }
 
-struct StageRun {
-  std::vector<float> out;  // bands x channels x total, planar
-  std::vector<EventRecord> events;
-};
+using test::StageRun;
 
 // Feeds x (channels x total, planar) through `stage` in chunks whose sizes come from `sizes`.
 StageRun run(Stage& stage, const std::vector<float>& x, uint32_t total, const std::vector<uint32_t>& sizes,
-        const std::function<void(uint64_t chunk)>& before = {}, uint32_t max_frames = kMaxFrames) {
-  const uint32_t stride = max_frames;  // the buffers' lane stride
-  const uint32_t bands = 2;
-  std::vector<float> in(size_t(kChannels) * stride), out(size_t(bands) * kChannels * stride);
-  SpscQueue<EventRecord> queue(64);
-  std::atomic<uint64_t> dropped{0};
-  StageRun r;
-  r.out.assign(size_t(bands) * kChannels * total, 0.0f);
-  uint64_t k = 0;
-  for (uint32_t at = 0; at < total; ++k) {
-    const uint32_t n = std::min(sizes[k % sizes.size()], total - at);
-    if (before) before(k);
-    for (uint32_t c = 0; c < kChannels; ++c)
-      std::copy_n(x.data() + size_t(c) * total + at, n, in.data() + size_t(c) * stride);
-    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-    Block bin{in.data(), stride, n, kChannels, 1}, bout{out.data(), stride, 0, kChannels, bands};
-    Exec exec;
-    exec.chunk.first_frame = at;
-    exec.events = &queue;
-    exec.events_dropped = &dropped;
-    EXPECT_EQ(stage.process(bin, bout, exec), StageStatus::kOk);
-    EXPECT_EQ(bout.frames, n);
-    for (uint32_t lane = 0; lane < bands * kChannels; ++lane)
-      std::copy_n(out.data() + size_t(lane) * stride, n, r.out.data() + size_t(lane) * total + at);
-    at += n;
-  }
-  EventRecord ev;
-  while (queue.pop(ev)) r.events.push_back(ev);
-  return r;
+             const std::function<void(uint64_t chunk)>& before = {}, uint32_t max_frames = kMaxFrames) {
+  return test::run_stage(stage, {kChannels, 1, 2, max_frames}, x, total, sizes, before);
 }
 
 // The CPU twin over the whole input at once: what the stage must give.

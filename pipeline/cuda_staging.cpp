@@ -1,0 +1,40 @@
+#include "pipeline/cuda_staging.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace vigil {
+
+CudaStaging::~CudaStaging() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (d_in_) cudaFree(d_in_);
+  if (d_out_) cudaFree(d_out_);
+  if (ev_start_) cudaEventDestroy(ev_start_);
+  if (ev_stop_) cudaEventDestroy(ev_stop_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_frames, bool mapped) {
+  in_lanes_ = in_lanes;
+  out_lanes_ = out_lanes;
+  max_frames_ = max_frames;
+  mapped_ = mapped;
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_start_));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_stop_));
+  const size_t in_floats = size_t(in_lanes) * max_frames, out_floats = size_t(out_lanes) * max_frames;
+  h_in_ = cuda::PinnedBuffer(in_floats * sizeof(float), mapped);
+  h_out_ = cuda::PinnedBuffer(out_floats * sizeof(float), mapped);
+  if (!mapped) {
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in_), in_floats * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), out_floats * sizeof(float)));
+  }
+}
+
+void CudaStaging::add_status(nlohmann::json& status, bool on_cpu, uint64_t cuda_errors) const {
+  status["backend"] = on_cpu ? "cpu (fallback)" : "cuda";
+  status["memory"] = mapped_ ? "mapped" : "copy";
+  status["cuda_errors"] = cuda_errors;
+  status["gpu_us"] = {{"p50", gpu_time_.quantile_us(0.5)}, {"p99", gpu_time_.quantile_us(0.99)}, {"max", gpu_time_.max_us()}};
+}
+
+}  // namespace vigil

@@ -1,0 +1,94 @@
+// CudaStaging: how a CUDA stage moves one chunk through the GPU and back. Its lanes are staged in
+// page-locked memory; in copy mode they go to device buffers with one 2-D copy each way, in mapped
+// mode (`pipeline.memory`) the kernels read and write the page-locked memory in place. One stream,
+// GPU time per chunk by CUDA events (after the stage's warm-up), and the status fields every CUDA
+// stage reports. Only built with CUDA.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <nlohmann/json_fwd.hpp>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/pinned_buffer.hpp"
+#include "pipeline/latency_histogram.hpp"
+
+namespace vigil {
+
+class CudaStaging {
+ public:
+  CudaStaging() = default;
+  ~CudaStaging();
+  CudaStaging(const CudaStaging&) = delete;
+  CudaStaging& operator=(const CudaStaging&) = delete;
+
+  // The stream, events and buffers for in_lanes lanes in and out_lanes lanes out of up to
+  // max_frames frames. Throws CudaError.
+  void prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_frames, bool mapped);
+
+  cudaStream_t stream() const noexcept { return stream_; }
+  bool mapped() const noexcept { return mapped_; }
+  uint32_t stride() const noexcept { return max_frames_; }  // of every staged lane
+  float* host_in() const noexcept { return h_in_.host<float>(); }
+  const float* host_out() const noexcept { return h_out_.host<float>(); }
+
+  // Lane l of `in` (in + l * stride) into the staged input; nothing to do when `in` is it. RT-safe.
+  void stage(const float* in, size_t stride, uint32_t frames) noexcept {
+    if (in == host_in()) return;
+    for (uint32_t l = 0; l < in_lanes_; ++l)
+      std::memcpy(host_in() + size_t(l) * max_frames_, in + l * stride, frames * sizeof(float));
+  }
+
+  // The device part of a chunk, on the stream: the copy in (copy mode), work(d_in, d_out, stride)
+  // enqueuing the kernels, the copy out. Nothing waits: it can be captured as a CUDA graph.
+  template <class Work>
+  cudaError_t enqueue(uint32_t frames, Work&& work) noexcept {
+    const size_t s = max_frames_ * sizeof(float);
+    const float* d_in = mapped_ ? h_in_.device<float>() : d_in_;
+    float* d_out = mapped_ ? h_out_.device<float>() : d_out_;
+    if (!mapped_)
+      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s, h_in_.host(), s, frames * sizeof(float), in_lanes_,
+                                                   cudaMemcpyHostToDevice, stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(work(d_in, d_out, size_t(max_frames_)));
+    if (!mapped_)
+      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s, d_out_, s, frames * sizeof(float), out_lanes_,
+                                                   cudaMemcpyDeviceToHost, stream_));
+    return cudaSuccess;
+  }
+
+  // launch() between two events on the stream, then waits for the stream; the GPU time goes into
+  // the status when `record` (not for warm-up or priming). RT-safe.
+  template <class Launch>
+  cudaError_t run(Launch&& launch, bool record) noexcept {
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(launch());
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    float ms = 0;
+    if (record && cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
+    return cudaSuccess;
+  }
+
+  // The staged output's lanes to out (lane l at out + l * stride). RT-safe.
+  void unstage(float* out, size_t stride, uint32_t frames) const noexcept {
+    for (uint32_t l = 0; l < out_lanes_; ++l)
+      std::memcpy(out + l * stride, host_out() + size_t(l) * max_frames_, frames * sizeof(float));
+  }
+
+  // backend (`cuda`, or `cpu (fallback)`), memory, cuda_errors, gpu_us {p50, p99, max}.
+  void add_status(nlohmann::json& status, bool on_cpu, uint64_t cuda_errors) const;
+
+ private:
+  uint32_t in_lanes_ = 0, out_lanes_ = 0, max_frames_ = 0;
+  bool mapped_ = false;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+  cuda::PinnedBuffer h_in_, h_out_;
+  float* d_in_ = nullptr;  // copy mode
+  float* d_out_ = nullptr;
+  LatencyHistogram gpu_time_;
+};
+
+}  // namespace vigil
