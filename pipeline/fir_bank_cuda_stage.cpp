@@ -61,7 +61,7 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   // nothing; a failure (a driver that cannot capture cuFFT, a debug-sync build) just leaves the
   // launch-by-launch path.
   if (options_.graphs && max_frames_ % block_ == 0)
-    for (const cuda::FirBankCuda* bank : {bank_.get(), spare_.get()}) capture(*bank);
+    for (cuda::FirBankCuda* bank : {bank_.get(), spare_.get()}) capture(*bank);
   timing_ = true;
 
   StreamFormat out = in;
@@ -78,23 +78,22 @@ cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames) 
   });
 }
 
-bool FirBankCudaStage::capture(const cuda::FirBankCuda& bank) noexcept {
-  // enqueue() needs the bank mutable for its host-side fill count, which a whole-block chunk
-  // leaves as it found it (0).
-  auto& b = const_cast<cuda::FirBankCuda&>(bank);
-  if (b.fill() != 0) return false;
+bool FirBankCudaStage::capture(cuda::FirBankCuda& bank) noexcept {
+  // Capturing runs nothing, but enqueue() advances the bank's host-side fill count as if it had:
+  // a whole-block chunk leaves it as it found it (0).
+  if (bank.fill() != 0) return false;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   if (cudaStreamBeginCapture(staging_.stream(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  cudaError_t e = enqueue(b, max_frames_);
+  cudaError_t e = enqueue(bank, max_frames_);
   const cudaError_t end = cudaStreamEndCapture(staging_.stream(), &graph);
   if (e == cudaSuccess) e = end;
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
   if (graph) cudaGraphDestroy(graph);
-  if (e != cudaSuccess || b.fill() != 0) {
+  if (e != cudaSuccess || bank.fill() != 0) {
     if (exec) cudaGraphExecDestroy(exec);
     cudaGetLastError();  // not sticky: leave no error for the next call to find
     return false;

@@ -64,7 +64,7 @@ class FirBankCudaStage final : public Stage {
   // The device part of a chunk from the staged input to the staged output, on the stream.
   cudaError_t enqueue(cuda::FirBankCuda& bank, uint32_t frames) noexcept;
   // Captures enqueue(bank, max_frames_) as a graph for that bank; false (and no graph) on failure.
-  bool capture(const cuda::FirBankCuda& bank) noexcept;
+  bool capture(cuda::FirBankCuda& bank) noexcept;
   cudaGraphExec_t graph_for(const cuda::FirBankCuda& bank) const noexcept;
   // Runs the last history_ frames through `bank` (GPU) or the CPU twin, discarding the output.
   cudaError_t prime_gpu(cuda::FirBankCuda& bank) noexcept;
