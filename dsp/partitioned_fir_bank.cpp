@@ -64,10 +64,11 @@ uint32_t PartitionedFirBank::best_fft_size(size_t max_taps, uint32_t max_block) 
 }
 
 PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
-                                       PartitionLayout layout, FftPlanning planning)
+                                       PartitionLayout layout, FftPlanning planning, BlockPhases phases)
     : bands_(uint32_t(band_taps.size())),
       channels_(channels),
       layout_(checked(layout)),
+      phases_(phases),
       bins_(size_t(layout.fft_size) / 2 + 1),
       stride_((2 * (size_t(layout.fft_size) / 2 + 1) + 15) / 16 * 16),
       fft_(layout.fft_size, planning) {
@@ -89,6 +90,17 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
   acc_ = make_fftw_buffer(2 * stride_);
   ifft_out_ = make_fftw_buffer(2 * size_t(layout_.fft_size));
   out_ = make_fftw_buffer(size_t(bands_) * channels_ * layout_.block);
+  state_.resize(channels_);
+  for (uint32_t c = 0; c < channels_; ++c) state_[c].fill = initial_fill(c);
+}
+
+uint32_t PartitionedFirBank::initial_fill(uint32_t channel) const noexcept {
+  if (phases_ == BlockPhases::kAligned) return 0;
+  // G phase groups, G <= C, at least 32 samples apart (process() works in runs between
+  // boundaries); group g's first block is short by g * B / G samples: its boundaries fall later.
+  const uint32_t b = layout_.block, groups = std::max(1u, std::min(channels_, b / 32));
+  const uint32_t group = uint32_t(uint64_t(channel) * groups / channels_);
+  return (b - group * (b / groups)) % b;
 }
 
 PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<std::vector<float>>& band_taps) const {
@@ -118,25 +130,40 @@ void PartitionedFirBank::set_taps(const std::vector<std::vector<float>>& band_ta
     if (band_taps[b].empty() || partitions_for(band_taps[b].size(), layout_.partition) > parts_)
       reject("set_taps: band " + std::to_string(b) + " taps must be 1.." +
              std::to_string(size_t(parts_) * layout_.partition) + ", got " + std::to_string(band_taps[b].size()));
-  next_taps_ = make_spectra(band_taps);
-  pending_ = true;
+  Spectra staged = make_spectra(band_taps);
+  if (switches_left_ == 0) {
+    next_taps_ = std::move(staged);
+    start_switch();
+  } else if (switches_left_ == channels_) {
+    next_taps_ = std::move(staged);  // no channel has crossed over yet: the latest replaces it
+  } else {
+    queued_ = std::move(staged);     // follows once every channel is on next_taps_
+  }
+}
+
+void PartitionedFirBank::start_switch() noexcept {
+  for (Channel& ch : state_) ch.switch_due = true;
+  switches_left_ = channels_;
 }
 
 void PartitionedFirBank::reset() noexcept {
   std::fill_n(time_.get(), size_t(channels_) * layout_.fft_size, 0.0f);
   std::fill_n(fdl_.get(), size_t(channels_) * parts_ * stride_, 0.0f);
   std::fill_n(out_.get(), size_t(bands_) * channels_ * layout_.block, 0.0f);
-  fdl_pos_ = 0;
-  fill_ = 0;
+  for (uint32_t c = 0; c < channels_; ++c) {
+    state_[c].fill = initial_fill(c);
+    state_[c].fdl_pos = 0;
+  }
 }
 
 void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* acc) noexcept {
   const size_t n = 2 * bins_;
   std::fill_n(acc, n, 0.0f);
   const float* x_base = fdl_.get() + size_t(channel) * parts_ * stride_;
+  const uint32_t newest = state_[channel].fdl_pos;
   for (uint32_t p = 0; p < h.parts[band]; ++p) {
     // Partition p meets the input block from p blocks ago.
-    const uint32_t slot = (fdl_pos_ + parts_ - p) % parts_;
+    const uint32_t slot = (newest + parts_ - p) % parts_;
     const float* __restrict x = x_base + size_t(slot) * stride_;
     const float* __restrict w = h.data.get() + (size_t(band) * parts_ + p) * stride_;
     float* __restrict a = acc;
@@ -147,57 +174,74 @@ void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t ch
   }
 }
 
-void PartitionedFirBank::run_block() noexcept {
+void PartitionedFirBank::run_block(uint32_t c) noexcept {
   const uint32_t n = layout_.fft_size, b_len = layout_.block;
-  fdl_pos_ = (fdl_pos_ + 1) % parts_;
-  const bool crossfade = pending_;
-  for (uint32_t c = 0; c < channels_; ++c) {
-    float* t = time_.get() + size_t(c) * n;
-    fft_.forward(t, fdl_.get() + (size_t(c) * parts_ + fdl_pos_) * stride_);
-    std::copy(t + b_len, t + n, t);  // slide the window by one block
-    for (uint32_t b = 0; b < bands_; ++b) {
-      float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;
-      float* ifft = ifft_out_.get();
-      accumulate(taps_, b, c, acc_.get());
-      fft_.inverse(acc_.get(), ifft);
-      // Overlap-save: the last B samples of the circular convolution are the linear ones.
-      const float* lin = ifft + (n - b_len);
-      if (!crossfade) {
-        std::copy_n(lin, b_len, y);
-        continue;
-      }
-      float* ifft_new = ifft_out_.get() + n;
-      accumulate(next_taps_, b, c, acc_.get() + stride_);
-      fft_.inverse(acc_.get() + stride_, ifft_new);
-      const float* lin_new = ifft_new + (n - b_len);
-      for (uint32_t i = 0; i < b_len; ++i) {
-        const float w = float(i + 1) / float(b_len);  // all new on the block's last sample
-        y[i] = (1.0f - w) * lin[i] + w * lin_new[i];
-      }
+  Channel& ch = state_[c];
+  ++channel_blocks_;
+  ch.fdl_pos = (ch.fdl_pos + 1) % parts_;
+  const bool crossfade = ch.switch_due;
+  const Spectra& taps = ch.on_next ? next_taps_ : taps_;
+  float* t = time_.get() + size_t(c) * n;
+  fft_.forward(t, fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * stride_);
+  std::copy(t + b_len, t + n, t);  // slide the window by one block
+  for (uint32_t b = 0; b < bands_; ++b) {
+    float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;
+    float* ifft = ifft_out_.get();
+    accumulate(taps, b, c, acc_.get());
+    fft_.inverse(acc_.get(), ifft);
+    // Overlap-save: the last B samples of the circular convolution are the linear ones.
+    const float* lin = ifft + (n - b_len);
+    if (!crossfade) {
+      std::copy_n(lin, b_len, y);
+      continue;
+    }
+    float* ifft_new = ifft_out_.get() + n;
+    accumulate(next_taps_, b, c, acc_.get() + stride_);
+    fft_.inverse(acc_.get() + stride_, ifft_new);
+    const float* lin_new = ifft_new + (n - b_len);
+    for (uint32_t i = 0; i < b_len; ++i) {
+      const float w = float(i + 1) / float(b_len);  // all new on the block's last sample
+      y[i] = (1.0f - w) * lin[i] + w * lin_new[i];
     }
   }
-  if (crossfade) {
-    std::swap(taps_, next_taps_);
-    pending_ = false;
+  if (!crossfade) return;
+  ch.switch_due = false;
+  ch.on_next = true;
+  if (--switches_left_ > 0) return;
+  // Every channel has crossed over: next_taps_ becomes the filter; a queued one starts next.
+  std::swap(taps_, next_taps_);
+  for (Channel& other : state_) other.on_next = false;
+  if (queued_.data) {
+    next_taps_ = std::move(queued_);
+    queued_ = Spectra{};
+    start_switch();
   }
 }
 
-void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out,
-                                 size_t out_stride) noexcept {
+void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,
+                                 size_t band_stride) noexcept {
   const uint32_t n = layout_.fft_size, b_len = layout_.block;
-  uint32_t done = 0;
-  while (done < frames) {
-    const uint32_t k = std::min(b_len - fill_, frames - done);
-    for (uint32_t c = 0; c < channels_; ++c)
-      std::copy_n(in + c * in_stride + done, k, time_.get() + size_t(c) * n + (n - b_len) + fill_);
-    for (uint32_t lane = 0; lane < bands_ * channels_; ++lane)
-      std::copy_n(out_.get() + size_t(lane) * b_len + fill_, k, out + lane * out_stride + done);
-    fill_ += k;
-    done += k;
-    if (fill_ == b_len) {
-      run_block();
-      fill_ = 0;
+  if (band_stride == 0) band_stride = size_t(channels_) * out_stride;
+  // In time order, up to the next block boundary of any channel, so that what happens at a
+  // boundary (a tap swap starting, ending) falls on the same sample however the stream is chunked.
+  for (uint32_t done = 0; done < frames;) {
+    uint32_t k = frames - done;
+    for (const Channel& ch : state_) k = std::min(k, b_len - ch.fill);
+    for (uint32_t c = 0; c < channels_; ++c) {
+      const uint32_t fill = state_[c].fill;
+      std::copy_n(in + c * in_stride + done, k, time_.get() + size_t(c) * n + (n - b_len) + fill);
+      for (uint32_t b = 0; b < bands_; ++b)
+        std::copy_n(out_.get() + (size_t(b) * channels_ + c) * b_len + fill, k, out + b * band_stride + c * out_stride + done);
     }
+    for (uint32_t c = 0; c < channels_; ++c) {
+      Channel& ch = state_[c];
+      ch.fill += k;
+      if (ch.fill == b_len) {
+        run_block(c);
+        ch.fill = 0;
+      }
+    }
+    done += k;
   }
 }
 

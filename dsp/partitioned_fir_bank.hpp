@@ -11,8 +11,15 @@
 // Output: y_b[n - B], where y_b = lfilter(h_b, 1, x): the filtered stream delayed by one block.
 // Chunks may be any size: input collects into blocks internally.
 // Taps can be replaced while running: set_taps() prepares the new spectra (allocates: not RT);
-// the swap happens at the next block boundary with a linear crossfade over that block, computed
+// each channel swaps at its next block boundary with a linear crossfade over that block, computed
 // from the same input spectra, so the output stays between the old and new filters' outputs.
+//
+// Block phases: kAligned runs every channel's block at the same sample, so one chunk in B/chunk
+// carries all the FFT work and the others none. kStaggered spreads the channels over G =
+// min(C, B / 32) phase groups, group g's blocks ending g * B / G samples later (as if that many
+// zeros had preceded the stream), so each chunk carries about its share: same output (y_b[n - B];
+// only the FFTs' rounding differs), even per-chunk cost — what keeps a deadline per chunk at
+// high rates. The CUDA twin and its CPU fallback run aligned.
 #pragma once
 
 #include <cstddef>
@@ -29,12 +36,14 @@ struct PartitionLayout {
   uint32_t fft_size = 0;   // N: a power of two >= L + B - 1, 32..2^22
 };
 
+enum class BlockPhases { kAligned, kStaggered };
+
 class PartitionedFirBank {
  public:
   // band_taps: 1..256 bands of 1..2^20 taps (lengths may differ); channels: 1..4096.
   // Throws std::invalid_argument naming the parameter and its range.
   PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, PartitionLayout layout,
-                     FftPlanning planning = FftPlanning::kEstimate);
+                     FftPlanning planning = FftPlanning::kEstimate, BlockPhases phases = BlockPhases::kAligned);
 
   // Uniform partitions of B taps (B a power of two, 16..65536): latency B.
   static PartitionLayout uniform(uint32_t block);
@@ -48,14 +57,17 @@ class PartitionedFirBank {
   // uniform partitions then).
   static uint32_t best_fft_size(size_t max_taps, uint32_t max_block = 1u << 16);
 
-  // in: channel c at in + c * in_stride; out: band b, channel c at out + (b * channels + c) * out_stride.
-  // RT-safe: no allocation.
-  void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept;
+  // in: channel c at in + c * in_stride; out: band b, channel c at out + b * band_stride + c * out_stride
+  // (band_stride 0: channels * out_stride). RT-safe: no allocation.
+  void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,
+               size_t band_stride = 0) noexcept;
 
   // Stages new taps (same band count, each at most partitions() x partition() taps). Not RT-safe.
-  // The crossfade starts at the next block boundary. Throws std::invalid_argument.
+  // Each channel's crossfade starts at its next block boundary; taps staged while channels are
+  // still crossing over to earlier ones follow once all have (the latest staged wins). Throws
+  // std::invalid_argument.
   void set_taps(const std::vector<std::vector<float>>& band_taps);
-  bool crossfade_pending() const noexcept { return pending_; }
+  bool crossfade_pending() const noexcept { return switches_left_ > 0 || queued_.data; }
 
   void reset() noexcept;
 
@@ -66,29 +78,40 @@ class PartitionedFirBank {
   uint32_t partitions() const noexcept { return parts_; }
   uint32_t fft_size() const noexcept { return layout_.fft_size; }
   uint32_t latency_frames() const noexcept { return layout_.block; }
+  BlockPhases phases() const noexcept { return phases_; }
+  uint64_t channel_blocks() const noexcept { return channel_blocks_; }  // blocks run, counted per channel
 
  private:
   struct Spectra {
     FftwBuffer data;              // [band][partition]: stride_ floats of interleaved complex
     std::vector<uint32_t> parts;  // partitions used per band
   };
+  struct Channel {
+    uint32_t fill = 0;          // samples of its current block received so far
+    uint32_t fdl_pos = 0;       // slot of its newest block in its delay line
+    bool switch_due = false;    // crossfades to next_taps_ at its next block
+    bool on_next = false;       // crossed over: filters with next_taps_ until all have
+  };
   Spectra make_spectra(const std::vector<std::vector<float>>& band_taps) const;
-  void run_block() noexcept;
+  void run_block(uint32_t channel) noexcept;
   void accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* acc) noexcept;
+  void start_switch() noexcept;
+  uint32_t initial_fill(uint32_t channel) const noexcept;
 
   uint32_t bands_, channels_;
   PartitionLayout layout_;
+  BlockPhases phases_;
   uint32_t parts_ = 0;
   size_t bins_, stride_;        // stride_: 2 * bins_ rounded up to 16 floats (FFTW alignment)
   RealFft fft_;
-  Spectra taps_, next_taps_;
-  bool pending_ = false;
+  Spectra taps_, next_taps_, queued_;
+  uint32_t switches_left_ = 0;  // channels yet to cross over to next_taps_
   FftwBuffer time_;             // per channel: the last N input samples (block at the end)
   FftwBuffer fdl_;              // per channel: parts_ input spectra (ring)
-  uint32_t fdl_pos_ = 0;        // slot of the newest block
+  std::vector<Channel> state_;
   FftwBuffer acc_, ifft_out_;   // two of each: current and next taps during a crossfade
   FftwBuffer out_;              // per lane: B output samples ready from the last block
-  uint32_t fill_ = 0;           // samples of the current block received so far
+  uint64_t channel_blocks_ = 0;
 };
 
 }  // namespace vigil

@@ -33,11 +33,13 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
       n && fft_cost(n, double(n - longest + 1), 1) <= uniform_cost) {
     form_ = Form::kSingleBlock;
     partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels,
-                                                        PartitionedFirBank::single_block(longest, n), planning);
+                                                        PartitionedFirBank::single_block(longest, n), planning,
+                                                        BlockPhases::kStaggered);
     return;
   }
   form_ = Form::kUniform;
-  partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels, PartitionedFirBank::uniform(block), planning);
+  partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels, PartitionedFirBank::uniform(block), planning,
+                                                      BlockPhases::kStaggered);
 }
 
 void StreamingFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out,

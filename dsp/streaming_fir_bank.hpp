@@ -3,7 +3,8 @@
 //     there (bench/fir_bench, docs/PERFORMANCE.md);
 //   - one FFT block of the size with least work per sample, when its block fits max_latency;
 //   - otherwise uniform partitions of the largest power-of-two block <= max_latency (>= 16).
-// Output equals lfilter(h, 1, x) delayed by latency_frames().
+// Output equals lfilter(h, 1, x) delayed by latency_frames(). The FFT forms stagger their channels'
+// block phases (PartitionedFirBank), so every chunk carries about the same share of the work.
 #pragma once
 
 #include <cstdint>

@@ -83,9 +83,12 @@ double VibrationAnalyzer::amplitude_near(const float* spectrum, double f_hz) con
 }
 
 void VibrationAnalyzer::analyze(const float* x, VibrationMetrics& out) noexcept {
+  analyze(vibration_stats(x, window_), x, out);
+}
+
+void VibrationAnalyzer::analyze(const VibrationStats& st, const float* x, VibrationMetrics& out) noexcept {
   out.value.fill(NAN);
   out.zone = 0;
-  const VibrationStats st = vibration_stats(x, window_);
   const double u = units_per_sample_;
   out.value[size_t(VibrationMetric::kRms)] = st.rms * u;
   out.value[size_t(VibrationMetric::kPeak)] = st.peak * u;

@@ -11,6 +11,7 @@
 
 #include "dsp/bearing.hpp"
 #include "dsp/real_fft.hpp"
+#include "dsp/vibration_stats.hpp"
 
 namespace vigil {
 
@@ -61,6 +62,11 @@ class VibrationAnalyzer {
   uint32_t hop() const noexcept { return hop_; }
   // x: window() samples in time order. RT-safe.
   void analyze(const float* x, VibrationMetrics& out) noexcept;
+  // The same with the window's time statistics already known (e.g. merged from segment
+  // moments); x is read only when needs_samples(), and may be null otherwise.
+  void analyze(const VibrationStats& stats, const float* x, VibrationMetrics& out) noexcept;
+  // Whether any metric needs the window's samples in order (velocity, envelope: spectra).
+  bool needs_samples() const noexcept { return s_.velocity || s_.envelope; }
 
  private:
   double amplitude_near(const float* spectrum, double f_hz) const noexcept;

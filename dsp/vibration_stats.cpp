@@ -21,26 +21,76 @@ void WindowedVibrationStats::reset() noexcept {
   seen_ = 0;
 }
 
-VibrationStats vibration_stats(const float* x, size_t count) noexcept {
-  double sum = 0, sum_sq = 0, lo = x[0], hi = x[0];
-  for (size_t i = 0; i < count; ++i) {
-    const float v = x[i];
-    sum += v;
-    sum_sq += double(v) * v;
-    lo = std::min(lo, double(v));
-    hi = std::max(hi, double(v));
+namespace {
+
+// Eight independent partial sums per quantity, so the loops vectorise (SSE2/AVX on x86-64, NEON on
+// aarch64) and are not bound by one long chain of dependent additions; the sums stay in double.
+constexpr size_t kPartials = 8;
+
+struct RawSums {
+  double sum[kPartials] = {}, sum_sq[kPartials] = {};
+  float lo[kPartials], hi[kPartials];
+  explicit RawSums(float first) { std::fill_n(lo, kPartials, first), std::fill_n(hi, kPartials, first); }
+  void add(const float* x, size_t n) noexcept {
+    size_t i = 0;
+    for (; i + kPartials <= n; i += kPartials)
+      for (size_t j = 0; j < kPartials; ++j) {
+        const float v = x[i + j];
+        sum[j] += double(v);
+        sum_sq[j] += double(v) * double(v);
+        lo[j] = lo[j] < v ? lo[j] : v;
+        hi[j] = hi[j] > v ? hi[j] : v;
+      }
+    for (; i < n; ++i) {
+      const float v = x[i];
+      sum[0] += double(v);
+      sum_sq[0] += double(v) * double(v);
+      lo[0] = std::min(lo[0], v);
+      hi[0] = std::max(hi[0], v);
+    }
   }
-  const double n = double(count), mean = sum / n;
-  double m2 = 0, m4 = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const double d = double(x[i]) - mean, d2 = d * d;
-    m2 += d2;
-    m4 += d2 * d2;
+};
+
+struct CentralSums {
+  double m2[kPartials] = {}, m4[kPartials] = {};
+  void add(const float* x, size_t n, double mean) noexcept {
+    size_t i = 0;
+    for (; i + kPartials <= n; i += kPartials)
+      for (size_t j = 0; j < kPartials; ++j) {
+        const double d = double(x[i + j]) - mean, d2 = d * d;
+        m2[j] += d2;
+        m4[j] += d2 * d2;
+      }
+    for (; i < n; ++i) {
+      const double d = double(x[i]) - mean, d2 = d * d;
+      m2[0] += d2;
+      m4[0] += d2 * d2;
+    }
   }
-  m2 /= n;
-  m4 /= n;
+};
+
+double total(const double (&v)[kPartials]) noexcept {
+  double t = 0;
+  for (double x : v) t += x;
+  return t;
+}
+
+}  // namespace
+
+VibrationStats vibration_stats(const float* x, size_t count) noexcept { return vibration_stats(x, count, nullptr, 0); }
+
+VibrationStats vibration_stats(const float* a, size_t na, const float* b, size_t nb) noexcept {
+  RawSums raw(na ? a[0] : b[0]);
+  raw.add(a, na);
+  raw.add(b, nb);
+  const double n = double(na + nb), mean = total(raw.sum) / n;
+  CentralSums central;
+  central.add(a, na, mean);
+  central.add(b, nb, mean);
+  const double m2 = total(central.m2) / n, m4 = total(central.m4) / n;
+  const double lo = *std::min_element(raw.lo, raw.lo + kPartials), hi = *std::max_element(raw.hi, raw.hi + kPartials);
   VibrationStats s;
-  s.rms = std::sqrt(sum_sq / n);
+  s.rms = std::sqrt(total(raw.sum_sq) / n);
   s.peak = std::max(std::fabs(lo), std::fabs(hi));
   s.peak_to_peak = hi - lo;
   s.crest_factor = s.rms > 0 ? s.peak / s.rms : 0.0;

@@ -24,6 +24,9 @@ struct VibrationStats {
 
 // The statistics of n >= 1 samples (order does not matter); end_frame left 0.
 VibrationStats vibration_stats(const float* x, size_t n) noexcept;
+// The same of the samples a[0..na) and b[0..nb) together, na + nb >= 1: a window that wraps
+// around a ring, without unrolling it first.
+VibrationStats vibration_stats(const float* a, size_t na, const float* b, size_t nb) noexcept;
 
 class WindowedVibrationStats {
  public:

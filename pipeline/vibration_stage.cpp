@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "acquisition/spsc_queue.hpp"
@@ -17,18 +18,25 @@ StreamFormat VibrationStage::prepare(const StreamFormat& in, uint32_t max_frames
   channels_ = in.channels;
   delay_frames_ = in.delay_frames;
   rate_hz_ = in.rate_hz;
-  const uint32_t lanes = in.bands * in.channels;
+  const uint32_t lanes = in.bands * in.channels, window = analyzer_->window(), hop = analyzer_->hop();
+  // Segments of gcd(window, hop) samples tile every window; beyond 64 per window (or under 64
+  // samples each) merging them costs more than it saves: statistics from the ring then.
+  constexpr uint32_t kMaxSegments = 64, kMinSegment = 64;
+  const uint32_t g = std::gcd(window, hop);
+  segment_ = window / g <= kMaxSegments && g >= kMinSegment ? g : 0;
+  keep_samples_ = analyzer_->needs_samples() || segment_ == 0;
   lanes_.assign(lanes, Lane{});
-  window_.assign(analyzer_->window(), 0.0f);
+  window_.assign(keep_samples_ ? window : 0, 0.0f);
   for (Lane& l : lanes_) {
-    l.ring.assign(size_t(analyzer_->window()) + analyzer_->hop(), 0.0f);
+    if (keep_samples_) l.ring.assign(size_t(window) + hop, 0.0f);
+    if (segment_) l.segments.assign(window / segment_, Moments{});
     for (const VibrationRuleSettings& r : settings_.rules) l.rules.emplace_back(r.levels, in.rate_hz);
   }
   queue_.assign(lanes, 0);
   queue_head_ = queue_size_ = 0;
   // Every lane's window completes once per hop: spread them so that all are done within the
   // frames of one hop, one more per call for slack.
-  per_call_ = uint32_t(std::ceil(double(lanes) * max_frames / analyzer_->hop())) + 1;
+  per_call_ = uint32_t(std::ceil(double(lanes) * max_frames / hop)) + 1;
   StreamFormat out;
   out.rate_hz = in.rate_hz;
   out.channels = in.channels;
@@ -49,12 +57,24 @@ void VibrationStage::analyze(uint32_t lane_index, const Exec& exec) noexcept {
   ev.band = uint16_t(lane_index / channels_);
   ev.channel = lane_index % channels_;
   ev.frame = stream_to_input_frame(lane.pending_end_frame, delay_frames_);
-  // Unroll the ring from the window's oldest sample into time order (one lane at a time: the
-  // copies are spread over the chunks as the analyses are).
-  const size_t ring = lane.ring.size(), w = window_.size(), first = std::min(w, ring - lane.pending_start);
-  std::copy_n(lane.ring.begin() + lane.pending_start, first, window_.begin());
-  std::copy_n(lane.ring.begin(), w - first, window_.begin() + first);
-  analyzer_->analyze(window_.data(), ev.vibration);
+  const size_t ring = lane.ring.size(), w = analyzer_->window();
+  const size_t first = keep_samples_ ? std::min(w, ring - lane.pending_start) : 0;
+  const float* x = nullptr;
+  if (analyzer_->needs_samples()) {
+    // Unroll the ring from the window's oldest sample into time order (one lane at a time: the
+    // copies are spread over the chunks as the analyses are).
+    std::copy_n(lane.ring.begin() + lane.pending_start, first, window_.begin());
+    std::copy_n(lane.ring.begin(), w - first, window_.begin() + first);
+    x = window_.data();
+  }
+  VibrationStats stats;
+  if (segment_)
+    stats = lane.pending_stats;
+  else if (x)
+    stats = vibration_stats(x, w);
+  else  // order does not matter to the statistics: the ring's two pieces as they lie
+    stats = vibration_stats(lane.ring.data() + lane.pending_start, first, lane.ring.data(), w - first);
+  analyzer_->analyze(stats, x, ev.vibration);
   lane.is_pending = false;
   const VibrationMetrics metrics = ev.vibration;
   push_event(ev, exec);
@@ -77,30 +97,68 @@ void VibrationStage::analyze(uint32_t lane_index, const Exec& exec) noexcept {
   }
 }
 
-StageStatus VibrationStage::process(const Block& in, Block&, const Exec& exec) noexcept {
-  const uint32_t window = analyzer_->window(), hop = analyzer_->hop(), ring = window + hop;
-  for (uint32_t b = 0; b < in.bands; ++b) {
-    for (uint32_t c = 0; c < in.channels; ++c) {
-      const uint32_t index = b * channels_ + c;
-      Lane& lane = lanes_[index];
-      const float* x = in.lane(b, c);
-      for (uint32_t i = 0; i < in.frames; ++i) {
-        lane.ring[lane.pos] = x[i];
-        lane.pos = lane.pos + 1 == ring ? 0 : lane.pos + 1;
-        ++lane.seen;
-        if (lane.seen < window || (lane.seen - window) % hop != 0) continue;
-        if (lane.is_pending) {
-          ++windows_skipped_;  // the older window is being overwritten; the lane stays queued once
-        } else {
-          queue_[(queue_head_ + queue_size_) % queue_.size()] = index;
-          ++queue_size_;
-        }
-        lane.pending_start = (lane.pos + ring - window) % ring;
-        lane.is_pending = true;
-        lane.pending_end_frame = exec.chunk.first_frame + i;
+void VibrationStage::complete_window(Lane& lane, uint32_t index, uint64_t end_frame) noexcept {
+  if (lane.is_pending) {
+    ++windows_skipped_;  // the older window is being overwritten; the lane stays queued once
+  } else {
+    queue_[(queue_head_ + queue_size_) % queue_.size()] = index;
+    ++queue_size_;
+  }
+  if (keep_samples_) {
+    const uint32_t ring = uint32_t(lane.ring.size());
+    lane.pending_start = (lane.pos + ring - analyzer_->window()) % ring;
+  }
+  if (segment_) {
+    Moments m;
+    const auto count = uint32_t(lane.segments.size());
+    for (uint32_t s = 0; s < count; ++s) m = merge(m, lane.segments[(lane.segment_pos + s) % count]);
+    lane.pending_stats = stats_of(m);
+  }
+  lane.is_pending = true;
+  lane.pending_end_frame = end_frame;
+}
+
+// One lane's samples of a chunk, in runs that end where a segment or a window ends.
+void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, uint32_t index, const Exec& exec) noexcept {
+  const uint64_t window = analyzer_->window(), hop = analyzer_->hop();
+  uint32_t i = 0;
+  while (i < frames) {
+    uint64_t run = frames - i;
+    if (segment_) {
+      run = std::min<uint64_t>(run, segment_ - lane.seen % segment_);
+    } else {
+      const uint64_t due = lane.seen < window ? window : window + ((lane.seen - window) / hop + 1) * hop;
+      run = std::min<uint64_t>(run, due - lane.seen);
+    }
+    const auto n = uint32_t(run);
+    if (keep_samples_) {
+      const auto ring = uint32_t(lane.ring.size());
+      for (uint32_t done = 0; done < n;) {
+        const uint32_t piece = std::min(n - done, ring - lane.pos);
+        std::copy_n(x + i + done, piece, lane.ring.begin() + lane.pos);
+        lane.pos = lane.pos + piece == ring ? 0 : lane.pos + piece;
+        done += piece;
       }
     }
+    if (segment_) lane.segment = merge(lane.segment, moments_of(x + i, n));
+    lane.seen += n;
+    i += n;
+    if (segment_ && lane.seen % segment_ == 0) {
+      lane.segments[lane.segment_pos] = lane.segment;
+      lane.segment_pos = lane.segment_pos + 1 == lane.segments.size() ? 0 : lane.segment_pos + 1;
+      lane.segment = Moments{};
+    }
+    if (lane.seen >= window && (lane.seen - window) % hop == 0)
+      complete_window(lane, index, exec.chunk.first_frame + i - 1);
   }
+}
+
+StageStatus VibrationStage::process(const Block& in, Block&, const Exec& exec) noexcept {
+  for (uint32_t b = 0; b < in.bands; ++b)
+    for (uint32_t c = 0; c < in.channels; ++c) {
+      const uint32_t index = b * channels_ + c;
+      push(lanes_[index], in.lane(b, c), in.frames, index, exec);
+    }
   for (uint32_t k = 0; k < per_call_ && queue_size_ > 0; ++k) {
     const uint32_t index = queue_[queue_head_];
     queue_head_ = (queue_head_ + 1) % queue_.size();
@@ -114,6 +172,9 @@ void VibrationStage::reset() noexcept {
   for (Lane& l : lanes_) {
     std::fill(l.ring.begin(), l.ring.end(), 0.0f);
     l.pos = 0;
+    l.segment = Moments{};
+    std::fill(l.segments.begin(), l.segments.end(), Moments{});
+    l.segment_pos = 0;
     l.pending_start = 0;
     l.seen = 0;
     l.is_pending = false;

@@ -4,12 +4,16 @@
 // level change). The FFT work of a hop is spread over the following process() calls (a bounded
 // number of lanes per call) so no chunk carries all lanes' analyses at once; events keep the
 // frame and time of the window's last sample. Output: events only.
+// The time statistics come from segment moments where window and hop share a segment length of
+// at least 64 samples (e.g. 1 s windows every 0.5 s: two segments per window): each sample is
+// summed once, as it arrives, instead of twice per window it lies in.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "config/settings.hpp"
+#include "dsp/window_moments.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -31,16 +35,24 @@ class VibrationStage final : public Stage {
 
  private:
   struct Lane {
-    // The last window + hop samples, circular: a completed window stays intact here until the
-    // next one completes (a hop later), so it waits for analysis without being copied out.
+    // The last window + hop samples, circular, kept only when a metric needs them in order or
+    // the window has no segment length (see prepare): a completed window stays intact here
+    // until the next one completes (a hop later), so it waits for analysis without being copied.
     std::vector<float> ring;
     uint32_t pos = 0;
-    uint64_t seen = 0;           // samples pushed (stream frames since the start)
+    uint64_t seen = 0;  // samples pushed (stream frames since the start)
+    // Segment moments: the current segment's so far and the last window's segments (a ring).
+    Moments segment;
+    std::vector<Moments> segments;
+    uint32_t segment_pos = 0;    // the oldest segment
     uint32_t pending_start = 0;  // ring index of the oldest sample of the completed window
     bool is_pending = false;
     uint64_t pending_end_frame = 0;
+    VibrationStats pending_stats;  // with segments: the completed window's, merged at completion
     std::vector<AlarmRuleState> rules;
   };
+  void push(Lane& lane, const float* x, uint32_t frames, uint32_t index, const Exec& exec) noexcept;
+  void complete_window(Lane& lane, uint32_t index, uint64_t end_frame) noexcept;
   void analyze(uint32_t lane, const Exec& exec) noexcept;
   std::vector<float> window_;  // the lane being analysed, unrolled into time order
   void push_event(EventRecord& ev, const Exec& exec) noexcept;
@@ -52,6 +64,8 @@ class VibrationStage final : public Stage {
   uint32_t delay_frames_ = 0;
   double rate_hz_ = 0;
   uint32_t per_call_ = 1;  // analyses per process() call
+  uint32_t segment_ = 0;   // samples per segment (divides window and hop), 0: statistics from the ring
+  bool keep_samples_ = true;
   std::vector<Lane> lanes_;
   std::vector<uint32_t> queue_;  // lanes waiting, FIFO ring
   size_t queue_head_ = 0, queue_size_ = 0;

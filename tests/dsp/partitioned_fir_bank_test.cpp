@@ -43,8 +43,13 @@ TEST(PartitionedFirBank, MatchesScipyLfilterDelayedByOnePartition) {
 
 // Every interesting filter length against the direct form, several bands at once, fed in random
 // chunk sizes (including 0 and chunks larger than a block).
+// Both block phasings: staggered channels give the same output (their first block is short).
 TEST(PartitionedFirBank, EqualsDirectFormForEveryLengthAndChunking) {
-  const uint32_t block = 64, channels = 3, total = 6000;
+  for (BlockPhases phases : {BlockPhases::kAligned, BlockPhases::kStaggered})
+    for (uint32_t channels : {1u, 3u, 7u}) {
+      SCOPED_TRACE(std::string(phases == BlockPhases::kAligned ? "aligned" : "staggered") + ", " +
+                   std::to_string(channels) + " channels");
+  const uint32_t block = 64, total = 6000;
   std::mt19937 rng(21);
   for (size_t len : {size_t(1), size_t(block - 1), size_t(block), size_t(block + 1), size_t(1000), size_t(8192)}) {
     std::vector<std::vector<float>> taps = {randn(len, uint32_t(len)), randn(std::max<size_t>(1, len / 3), 7)};
@@ -55,7 +60,7 @@ TEST(PartitionedFirBank, EqualsDirectFormForEveryLengthAndChunking) {
     std::vector<float> ref(2 * size_t(channels) * total);
     direct.process(x.data(), total, total, ref.data(), total);
 
-    PartitionedFirBank bank(taps, channels, PartitionedFirBank::uniform(block));
+    PartitionedFirBank bank(taps, channels, PartitionedFirBank::uniform(block), FftPlanning::kEstimate, phases);
     const uint32_t max_chunk = 300;
     std::vector<float> in(size_t(channels) * max_chunk), out(2 * size_t(channels) * max_chunk);
     std::vector<float> got(2 * size_t(channels) * total, -999.0f);
@@ -70,16 +75,22 @@ TEST(PartitionedFirBank, EqualsDirectFormForEveryLengthAndChunking) {
     }
     const double tol = test::kFirOutputRel * std::max(1.0, max_abs(ref));
     for (uint32_t lane = 0; lane < 2 * channels; ++lane) {
-      for (uint32_t i = 0; i < block; ++i) ASSERT_EQ(got[size_t(lane) * total + i], 0.0f);
+      for (uint32_t i = 0; i < block; ++i)  // staggered: a short first block's FFTs leave rounding noise
+        if (phases == BlockPhases::kAligned)
+          ASSERT_EQ(got[size_t(lane) * total + i], 0.0f);
+        else
+          ASSERT_NEAR(got[size_t(lane) * total + i], 0.0f, tol);
       for (uint32_t i = block; i < total; ++i)
         ASSERT_NEAR(got[size_t(lane) * total + i], ref[size_t(lane) * total + i - block], tol)
             << "taps " << len << " lane " << lane << " sample " << i;
     }
   }
+    }
 }
 
 TEST(PartitionedFirBank, SingleBlockLayoutEqualsDirectForm) {
   const uint32_t channels = 2, total = 5000;
+  for (BlockPhases phases : {BlockPhases::kAligned, BlockPhases::kStaggered})
   for (size_t len : {size_t(1), size_t(63), size_t(500), size_t(2000)}) {
     const std::vector<std::vector<float>> taps = {randn(len, 3)};
     const std::vector<float> x = randn(size_t(channels) * total, 4);
@@ -87,7 +98,7 @@ TEST(PartitionedFirBank, SingleBlockLayoutEqualsDirectForm) {
     std::vector<float> ref(size_t(channels) * total), got(size_t(channels) * total, -999.0f);
     direct.process(x.data(), total, total, ref.data(), total);
     const uint32_t n = PartitionedFirBank::best_fft_size(len);
-    PartitionedFirBank bank(taps, channels, PartitionedFirBank::single_block(len, n));
+    PartitionedFirBank bank(taps, channels, PartitionedFirBank::single_block(len, n), FftPlanning::kEstimate, phases);
     EXPECT_EQ(bank.partitions(), 1u);
     EXPECT_EQ(bank.latency_frames(), n - len + 1);
     for (uint32_t at = 0; at < total; at += 999) {
@@ -141,6 +152,87 @@ TEST(PartitionedFirBank, TapSwapCrossfadesWithoutAClick) {
     }
   }
   EXPECT_NEAR(y[447], -0.5f * x[447 - block], 1e-5);  // fully new on the crossfade's last sample
+}
+
+// Staggered phases spread the blocks: with chunks of B / C frames every call runs exactly one
+// channel's block (aligned: all C in one call of every C, none in the others).
+TEST(PartitionedFirBank, StaggeredChannelsShareEveryChunksWork) {
+  const uint32_t block = 256, channels = 8, chunk = block / channels;
+  const std::vector<std::vector<float>> taps = {randn(1000, 1), randn(300, 2)};
+  const std::vector<float> x = randn(size_t(channels) * chunk, 3);
+  std::vector<float> y(2 * size_t(channels) * chunk);
+  for (BlockPhases phases : {BlockPhases::kAligned, BlockPhases::kStaggered}) {
+    PartitionedFirBank bank(taps, channels, PartitionedFirBank::uniform(block), FftPlanning::kEstimate, phases);
+    for (uint32_t call = 0; call < 4 * channels; ++call) {
+      const uint64_t before = bank.channel_blocks();
+      bank.process(x.data(), chunk, chunk, y.data(), chunk);
+      const uint64_t ran = bank.channel_blocks() - before;
+      if (phases == BlockPhases::kStaggered)
+        ASSERT_EQ(ran, 1u) << "call " << call;
+      else
+        ASSERT_EQ(ran, call % channels == channels - 1 ? channels : 0u) << "call " << call;
+    }
+  }
+}
+
+// Staggered tap swap: each channel crossfades over its own block after set_taps and is on the new
+// filter after it; taps staged while some channels are still crossing over follow once all have,
+// each channel starting at its first boundary after the last one crossed. The same however the
+// stream is chunked.
+TEST(PartitionedFirBank, StaggeredTapSwapCrossfadesEachChannelAtItsOwnBlock) {
+  const uint32_t block = 128, channels = 4, total = 4096;
+  const std::vector<float> x = randn(size_t(channels) * total, 8);
+  // Channel c's blocks end (exclusive index) where n % B == c * B / C (G = C phase groups here).
+  auto first_end_after = [&](uint32_t c, uint32_t n) {
+    uint32_t e = c == 0 ? block : c * block / channels;
+    while (e <= n) e += block;
+    return e;
+  };
+  // First swap staged at 1000: blocks end at 1024 (c0), 1056 (c1), 1088 (c2), 1120 (c3). Second
+  // staged at 1060: c0 and c1 have crossed, c2 and c3 not: queued until c3 crosses at 1120.
+  uint32_t last_cross = 0;
+  for (uint32_t c = 0; c < channels; ++c) last_cross = std::max(last_cross, first_end_after(c, 1000));
+  ASSERT_EQ(last_cross, 1120u);
+  for (uint32_t max_chunk : {7u, 100u, 1000u}) {
+    PartitionedFirBank bank({{1.0f}}, channels, PartitionedFirBank::uniform(block), FftPlanning::kEstimate,
+                            BlockPhases::kStaggered);
+    std::vector<float> y(size_t(channels) * total, -999.0f);
+    auto run = [&](uint32_t from, uint32_t to) {
+      for (uint32_t at = from; at < to;) {
+        const uint32_t k = std::min(max_chunk, to - at);
+        bank.process(x.data() + at, total, k, y.data() + at, total);
+        at += k;
+      }
+    };
+    run(0, 1000);
+    bank.set_taps({{-0.5f}});
+    run(1000, 1060);
+    bank.set_taps({{0.25f}});
+    EXPECT_TRUE(bank.crossfade_pending());
+    run(1060, total);
+    EXPECT_FALSE(bank.crossfade_pending());
+    for (uint32_t c = 0; c < channels; ++c) {
+      const uint32_t fade1 = first_end_after(c, 1000);  // the block ending here crossfades to -0.5
+      const uint32_t fade2 = c == 3 ? fade1 + block : first_end_after(c, last_cross);  // then to 0.25
+      const float* yc = y.data() + size_t(c) * total;
+      const float* xc = x.data() + size_t(c) * total;
+      for (uint32_t n = block; n < total; ++n) {
+        // Output n is the filter on x[n - B]; a crossfading block ending at e is output e .. e + B - 1.
+        const float in = xc[n - block];
+        float g0 = 1.0f, g1 = 1.0f;
+        if (n >= fade1 + block) g0 = g1 = -0.5f;
+        else if (n >= fade1) g0 = 1.0f, g1 = -0.5f;
+        if (n >= fade2 + block) g0 = g1 = 0.25f;
+        else if (n >= fade2) g0 = -0.5f, g1 = 0.25f;
+        const float a = g0 * in, b = g1 * in;
+        ASSERT_GE(yc[n], std::min(a, b) - 1e-5f) << "chunks of " << max_chunk << ", channel " << c << ", n " << n;
+        ASSERT_LE(yc[n], std::max(a, b) + 1e-5f) << "chunks of " << max_chunk << ", channel " << c << ", n " << n;
+      }
+      EXPECT_NEAR(yc[fade1 + block - 1], -0.5f * xc[fade1 - 1], 1e-5) << c;  // all new at each fade's end
+      EXPECT_NEAR(yc[fade2 + block - 1], 0.25f * xc[fade2 - 1], 1e-5) << c;
+      EXPECT_NEAR(yc[fade1 - 1], xc[fade1 - 1 - block], 1e-5) << c;           // all old just before
+    }
+  }
 }
 
 TEST(PartitionedFirBank, ResetForgetsHistory) {
