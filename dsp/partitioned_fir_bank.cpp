@@ -86,7 +86,7 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
            " taps) needs partition == block, got block " + std::to_string(layout_.block));
   taps_ = make_spectra(band_taps);
   time_ = make_fftw_buffer(size_t(channels_) * layout_.fft_size);
-  fdl_ = make_fftw_buffer(size_t(channels_) * parts_ * stride_);
+  fdl_ = make_fftw_buffer(size_t(channels_) * parts_ * 2 * stride_);
   acc_ = make_fftw_buffer(2 * stride_);
   ifft_out_ = make_fftw_buffer(2 * size_t(layout_.fft_size));
   out_ = make_fftw_buffer(size_t(bands_) * channels_ * layout_.block);
@@ -105,8 +105,8 @@ uint32_t PartitionedFirBank::initial_fill(uint32_t channel) const noexcept {
 
 PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<std::vector<float>>& band_taps) const {
   Spectra s;
-  s.data = make_fftw_buffer(size_t(bands_) * parts_ * stride_);
-  FftwBuffer frame = make_fftw_buffer(layout_.fft_size);
+  s.data = make_fftw_buffer(size_t(bands_) * parts_ * 2 * stride_);
+  FftwBuffer frame = make_fftw_buffer(layout_.fft_size), spectrum = make_fftw_buffer(stride_);
   const float scale = 1.0f / float(layout_.fft_size);  // folds the inverse FFT's factor N into the taps
   for (uint32_t b = 0; b < bands_; ++b) {
     const std::vector<float>& h = band_taps[b];
@@ -117,7 +117,16 @@ PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<s
       const size_t first = size_t(p) * layout_.partition;
       const size_t n = std::min<size_t>(layout_.partition, h.size() - first);
       for (size_t i = 0; i < n; ++i) frame[i] = h[first + i] * scale;
-      fft_.forward(frame.get(), s.data.get() + (size_t(b) * parts_ + p) * stride_);
+      fft_.forward(frame.get(), spectrum.get());
+      // Stored for accumulate(): the real parts doubled (re, re) and the imaginary parts signed
+      // (-im, im), so a complex product is two element-wise multiply-adds with no shuffle.
+      float* re = s.data.get() + (size_t(b) * parts_ + p) * 2 * stride_;
+      float* im = re + stride_;
+      for (size_t k = 0; k < bins_; ++k) {
+        re[2 * k] = re[2 * k + 1] = spectrum[2 * k];
+        im[2 * k] = -spectrum[2 * k + 1];
+        im[2 * k + 1] = spectrum[2 * k + 1];
+      }
     }
   }
   return s;
@@ -148,7 +157,7 @@ void PartitionedFirBank::start_switch() noexcept {
 
 void PartitionedFirBank::reset() noexcept {
   std::fill_n(time_.get(), size_t(channels_) * layout_.fft_size, 0.0f);
-  std::fill_n(fdl_.get(), size_t(channels_) * parts_ * stride_, 0.0f);
+  std::fill_n(fdl_.get(), size_t(channels_) * parts_ * 2 * stride_, 0.0f);
   std::fill_n(out_.get(), size_t(bands_) * channels_ * layout_.block, 0.0f);
   for (uint32_t c = 0; c < channels_; ++c) {
     state_[c].fill = initial_fill(c);
@@ -156,20 +165,24 @@ void PartitionedFirBank::reset() noexcept {
   }
 }
 
-void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* acc) noexcept {
+// acc = sum over partitions p of X[newest - p] * H_b[p], complex, element-wise on the stored
+// layouts: X as (re, im) beside its swap (im, re), H as (re, re) and (-im, im):
+//   (xr wr - xi wi, xi wr + xr wi) = x * h_re + x_swapped * h_im.
+void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* __restrict acc) noexcept {
   const size_t n = 2 * bins_;
-  std::fill_n(acc, n, 0.0f);
-  const float* x_base = fdl_.get() + size_t(channel) * parts_ * stride_;
+  const float* x_base = fdl_.get() + size_t(channel) * parts_ * 2 * stride_;
   const uint32_t newest = state_[channel].fdl_pos;
   for (uint32_t p = 0; p < h.parts[band]; ++p) {
     // Partition p meets the input block from p blocks ago.
     const uint32_t slot = (newest + parts_ - p) % parts_;
-    const float* __restrict x = x_base + size_t(slot) * stride_;
-    const float* __restrict w = h.data.get() + (size_t(band) * parts_ + p) * stride_;
-    float* __restrict a = acc;
-    for (size_t k = 0; k < n; k += 2) {
-      a[k] += x[k] * w[k] - x[k + 1] * w[k + 1];
-      a[k + 1] += x[k] * w[k + 1] + x[k + 1] * w[k];
+    const float* __restrict x = x_base + size_t(slot) * 2 * stride_;
+    const float* __restrict xs = x + stride_;
+    const float* __restrict wr = h.data.get() + (size_t(band) * parts_ + p) * 2 * stride_;
+    const float* __restrict wi = wr + stride_;
+    if (p == 0) {
+      for (size_t k = 0; k < n; ++k) acc[k] = x[k] * wr[k] + xs[k] * wi[k];
+    } else {
+      for (size_t k = 0; k < n; ++k) acc[k] += x[k] * wr[k] + xs[k] * wi[k];
     }
   }
 }
@@ -182,7 +195,13 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
   const bool crossfade = ch.switch_due;
   const Spectra& taps = ch.on_next ? next_taps_ : taps_;
   float* t = time_.get() + size_t(c) * n;
-  fft_.forward(t, fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * stride_);
+  float* x = fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_;
+  fft_.forward(t, x);
+  float* xs = x + stride_;
+  for (size_t k = 0; k < 2 * bins_; k += 2) {
+    xs[k] = x[k + 1];
+    xs[k + 1] = x[k];
+  }
   std::copy(t + b_len, t + n, t);  // slide the window by one block
   for (uint32_t b = 0; b < bands_; ++b) {
     float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;

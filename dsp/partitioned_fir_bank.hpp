@@ -83,7 +83,7 @@ class PartitionedFirBank {
 
  private:
   struct Spectra {
-    FftwBuffer data;              // [band][partition]: stride_ floats of interleaved complex
+    FftwBuffer data;              // [band][partition]: 2 x stride_ floats: (re, re) pairs, then (-im, im)
     std::vector<uint32_t> parts;  // partitions used per band
   };
   struct Channel {
@@ -107,7 +107,7 @@ class PartitionedFirBank {
   Spectra taps_, next_taps_, queued_;
   uint32_t switches_left_ = 0;  // channels yet to cross over to next_taps_
   FftwBuffer time_;             // per channel: the last N input samples (block at the end)
-  FftwBuffer fdl_;              // per channel: parts_ input spectra (ring)
+  FftwBuffer fdl_;              // per channel: parts_ input spectra (ring), each (re, im) then (im, re)
   std::vector<Channel> state_;
   FftwBuffer acc_, ifft_out_;   // two of each: current and next taps during a crossfade
   FftwBuffer out_;              // per lane: B output samples ready from the last block

@@ -7,7 +7,9 @@
 namespace vigil {
 
 StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
-                                   uint32_t max_frames, uint32_t max_latency_frames, FftPlanning planning) {
+                                   uint32_t max_frames, uint32_t max_latency_frames, FftPlanning planning,
+                                   WorkerPool* pool)
+    : channels_(channels) {
   size_t longest = 0;
   for (const auto& t : band_taps) longest = std::max(longest, t.size());
   if (longest <= kDirectMaxTaps) {
@@ -29,52 +31,68 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
     return ((1 + bands) * n * std::log2(n) + bands * 4 * parts * (n / 2 + 1)) / hop;
   };
   const double uniform_cost = fft_cost(2.0 * block, block, double((longest + block - 1) / block));
+  PartitionLayout layout = PartitionedFirBank::uniform(block);
+  form_ = Form::kUniform;
   if (const uint32_t n = PartitionedFirBank::best_fft_size(longest, max_latency_frames);
       n && fft_cost(n, double(n - longest + 1), 1) <= uniform_cost) {
     form_ = Form::kSingleBlock;
-    partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels,
-                                                        PartitionedFirBank::single_block(longest, n), planning,
-                                                        BlockPhases::kStaggered);
-    return;
+    layout = PartitionedFirBank::single_block(longest, n);
   }
-  form_ = Form::kUniform;
-  partitioned_ = std::make_unique<PartitionedFirBank>(band_taps, channels, PartitionedFirBank::uniform(block), planning,
-                                                      BlockPhases::kStaggered);
+  // One bank per thread over a contiguous range of channels (each staggers its own).
+  const uint32_t parts = pool ? std::max(1u, std::min(pool->threads(), channels)) : 1;
+  if (parts > 1) pool_ = pool;
+  for (uint32_t i = 0; i < parts; ++i) {
+    const uint32_t first = uint32_t(uint64_t(channels) * i / parts), end = uint32_t(uint64_t(channels) * (i + 1) / parts);
+    parts_.push_back({first, std::make_unique<PartitionedFirBank>(band_taps, end - first, layout, planning,
+                                                                  BlockPhases::kStaggered)});
+  }
 }
 
 void StreamingFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out,
                                size_t out_stride) noexcept {
-  if (direct_)
+  if (direct_) {
     direct_->process(in, in_stride, frames, out, out_stride);
+    return;
+  }
+  const size_t band_stride = size_t(channels_) * out_stride;
+  auto run_part = [&](uint32_t i) {
+    const Part& p = parts_[i];
+    p.bank->process(in + p.first_channel * in_stride, in_stride, frames, out + p.first_channel * out_stride, out_stride,
+                    band_stride);
+  };
+  if (pool_)
+    pool_->run(uint32_t(parts_.size()), run_part);
   else
-    partitioned_->process(in, in_stride, frames, out, out_stride);
+    run_part(0);
 }
 
 void StreamingFirBank::set_taps(const std::vector<std::vector<float>>& band_taps, uint32_t crossfade_frames) {
-  if (direct_)
+  if (direct_) {
     direct_->set_taps(band_taps, crossfade_frames);
-  else
-    partitioned_->set_taps(band_taps);
+    return;
+  }
+  for (Part& p : parts_) p.bank->set_taps(band_taps);
 }
 
 void StreamingFirBank::reset() noexcept {
   if (direct_)
     direct_->reset();
   else
-    partitioned_->reset();
+    for (Part& p : parts_) p.bank->reset();
 }
 
-uint32_t StreamingFirBank::latency_frames() const noexcept { return direct_ ? 0 : partitioned_->latency_frames(); }
+uint32_t StreamingFirBank::latency_frames() const noexcept { return direct_ ? 0 : parts_[0].bank->latency_frames(); }
 
 std::string StreamingFirBank::describe() const {
+  auto threads = [&] { return parts_.size() > 1 ? ", channels over " + std::to_string(parts_.size()) + " threads" : std::string(); };
   switch (form_) {
     case Form::kDirect: return "direct form";
     case Form::kSingleBlock:
-      return "overlap-save, FFT " + std::to_string(partitioned_->fft_size()) + ", block " +
-             std::to_string(partitioned_->block());
+      return "overlap-save, FFT " + std::to_string(parts_[0].bank->fft_size()) + ", block " +
+             std::to_string(parts_[0].bank->block()) + threads();
     case Form::kUniform:
-      return "uniformly partitioned overlap-save, " + std::to_string(partitioned_->partitions()) + " partitions of " +
-             std::to_string(partitioned_->block());
+      return "uniformly partitioned overlap-save, " + std::to_string(parts_[0].bank->partitions()) + " partitions of " +
+             std::to_string(parts_[0].bank->block()) + threads();
   }
   return "?";
 }

@@ -4,7 +4,8 @@
 //   - one FFT block of the size with least work per sample, when its block fits max_latency;
 //   - otherwise uniform partitions of the largest power-of-two block <= max_latency (>= 16).
 // Output equals lfilter(h, 1, x) delayed by latency_frames(). The FFT forms stagger their channels'
-// block phases (PartitionedFirBank), so every chunk carries about the same share of the work.
+// block phases (PartitionedFirBank), so every chunk carries about the same share of the work, and
+// with a WorkerPool split the channels into one bank per thread, run in parallel.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "dsp/fir_bank.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
+#include "dsp/worker_pool.hpp"
 
 namespace vigil {
 
@@ -25,8 +27,11 @@ class StreamingFirBank {
 
   // band_taps, channels: as FirBank. max_frames: the largest chunk process() gets.
   // max_latency_frames: the most delay the caller accepts (>= 16 unless taps <= kDirectMaxTaps).
+  // pool: when it has more than one thread, the FFT forms split the channels over it (the pool
+  // must outlive this bank; process() is then one pool run).
   StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t max_frames,
-                   uint32_t max_latency_frames, FftPlanning planning = FftPlanning::kEstimate);
+                   uint32_t max_latency_frames, FftPlanning planning = FftPlanning::kEstimate,
+                   WorkerPool* pool = nullptr);
 
   // RT-safe.
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept;
@@ -35,13 +40,20 @@ class StreamingFirBank {
   void reset() noexcept;
 
   Form form() const noexcept { return form_; }
+  uint32_t parallel_parts() const noexcept { return direct_ ? 1 : uint32_t(parts_.size()); }
   std::string describe() const;
   uint32_t latency_frames() const noexcept;
 
  private:
   Form form_;
   std::unique_ptr<FirBank> direct_;
-  std::unique_ptr<PartitionedFirBank> partitioned_;
+  struct Part {
+    uint32_t first_channel;
+    std::unique_ptr<PartitionedFirBank> bank;
+  };
+  std::vector<Part> parts_;  // the FFT forms: one bank per channel range
+  WorkerPool* pool_ = nullptr;
+  uint32_t channels_ = 0;
 };
 
 }  // namespace vigil

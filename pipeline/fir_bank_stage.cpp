@@ -28,7 +28,8 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
   out.band_names.clear();
   for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
-  bank_ = std::make_unique<StreamingFirBank>(design(settings_, in.rate_hz), in.channels, max_frames, max_latency);
+  bank_ = std::make_unique<StreamingFirBank>(design(settings_, in.rate_hz), in.channels, max_frames, max_latency,
+                                             FftPlanning::kEstimate, pool_);
   out.delay_frames = in.delay_frames + bank_->latency_frames();
   return out;
 }

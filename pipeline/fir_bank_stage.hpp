@@ -21,7 +21,9 @@ struct FirBankUpdate final : StageUpdate {
 
 class FirBankStage final : public Stage {
  public:
-  explicit FirBankStage(FirBankSettings settings) : settings_(std::move(settings)) {}
+  // pool: splits the channels over its threads (null: the pipeline thread alone); outlives the stage.
+  explicit FirBankStage(FirBankSettings settings, WorkerPool* pool = nullptr)
+      : settings_(std::move(settings)), pool_(pool) {}
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
@@ -39,6 +41,7 @@ class FirBankStage final : public Stage {
   FirBankSettings settings_;
   double rate_hz_ = 0;
   std::unique_ptr<StreamingFirBank> bank_;
+  WorkerPool* pool_ = nullptr;
 };
 
 }  // namespace vigil

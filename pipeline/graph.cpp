@@ -18,8 +18,11 @@ namespace vigil {
 
 Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
 #if !VIGIL_HAVE_CUDA
-  (void)backend;  // every stage runs on the CPU in a build without CUDA
+  (void)backend.cuda;  // every stage runs on the CPU in a build without CUDA
 #endif
+  for (const StageSettings& s : stages)
+    if ((s.kind == "vibration" || (s.kind == "fir_bank" && !backend.cuda)) && backend.cpu_threads > 1 && !pool_)
+      pool_ = std::make_unique<WorkerPool>(backend.cpu_threads);
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSettings& s = stages[i];
     Node n;
@@ -36,7 +39,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
     else
 #endif
     if (s.kind == "fir_bank")
-      n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params));
+      n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params), pool_.get());
     else if (s.kind == "wavelet_denoise")
       n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params));
     else if (s.kind == "band_rms")
@@ -44,7 +47,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
     else if (s.kind == "ae_hits")
       n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i));
     else if (s.kind == "vibration")
-      n.stage = std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i));
+      n.stage = std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i), pool_.get());
     else
       throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
     nodes_.push_back(std::move(n));

@@ -8,6 +8,7 @@
 
 #include "config/settings.hpp"
 #include "pipeline/latency_histogram.hpp"
+#include "dsp/worker_pool.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -17,6 +18,7 @@ struct GraphBackend {
   bool cuda = false;
   bool mapped = false;         // zero-copy staging
   uint64_t fail_at_chunk = 0;  // test-only fault (pipeline.test_cuda_fail_at_chunk)
+  uint32_t cpu_threads = 1;    // threads for the CPU stages that split their lanes (fir_bank, vibration)
 };
 
 class Graph {
@@ -95,6 +97,7 @@ class Graph {
     std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
     bool optional = false;
   };
+  std::unique_ptr<WorkerPool> pool_;  // before nodes_: the stages hold it, so it must outlive them
   bool shed_ = false;
   int64_t test_optional_cost_ns_ = 0;
   Slowest slowest_;

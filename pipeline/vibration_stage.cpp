@@ -97,13 +97,9 @@ void VibrationStage::analyze(uint32_t lane_index, const Exec& exec) noexcept {
   }
 }
 
-void VibrationStage::complete_window(Lane& lane, uint32_t index, uint64_t end_frame) noexcept {
-  if (lane.is_pending) {
-    ++windows_skipped_;  // the older window is being overwritten; the lane stays queued once
-  } else {
-    queue_[(queue_head_ + queue_size_) % queue_.size()] = index;
-    ++queue_size_;
-  }
+// Lane-local (lanes are pushed in parallel): the queue is filled after, in lane order.
+void VibrationStage::complete_window(Lane& lane, uint64_t end_frame) noexcept {
+  if (lane.completed++ == 0) lane.was_pending = lane.is_pending;
   if (keep_samples_) {
     const uint32_t ring = uint32_t(lane.ring.size());
     lane.pending_start = (lane.pos + ring - analyzer_->window()) % ring;
@@ -119,7 +115,7 @@ void VibrationStage::complete_window(Lane& lane, uint32_t index, uint64_t end_fr
 }
 
 // One lane's samples of a chunk, in runs that end where a segment or a window ends.
-void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, uint32_t index, const Exec& exec) noexcept {
+void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, const Exec& exec) noexcept {
   const uint64_t window = analyzer_->window(), hop = analyzer_->hop();
   uint32_t i = 0;
   while (i < frames) {
@@ -149,16 +145,35 @@ void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, uint32_t 
       lane.segment = Moments{};
     }
     if (lane.seen >= window && (lane.seen - window) % hop == 0)
-      complete_window(lane, index, exec.chunk.first_frame + i - 1);
+      complete_window(lane, exec.chunk.first_frame + i - 1);
   }
 }
 
 StageStatus VibrationStage::process(const Block& in, Block&, const Exec& exec) noexcept {
-  for (uint32_t b = 0; b < in.bands; ++b)
-    for (uint32_t c = 0; c < in.channels; ++c) {
-      const uint32_t index = b * channels_ + c;
-      push(lanes_[index], in.lane(b, c), in.frames, index, exec);
+  const uint32_t lanes = in.bands * in.channels;
+  const uint32_t parts = pool_ ? std::min(pool_->threads(), lanes) : 1;
+  auto push_part = [&](uint32_t part) {
+    const uint32_t end = uint32_t(uint64_t(lanes) * (part + 1) / parts);
+    for (uint32_t index = uint32_t(uint64_t(lanes) * part / parts); index < end; ++index)
+      push(lanes_[index], in.lane(index / in.channels, index % in.channels), in.frames, exec);
+  };
+  if (parts > 1)
+    pool_->run(parts, push_part);
+  else
+    push_part(0);
+  // Queue the lanes whose window completed, in lane order; a window completed while the lane's
+  // previous one still waited overwrote it (the lane stays queued once).
+  for (uint32_t index = 0; index < lanes; ++index) {
+    Lane& lane = lanes_[index];
+    if (lane.completed == 0) continue;
+    const uint32_t queued = lane.was_pending ? 0 : 1;
+    windows_skipped_ += lane.completed - queued;
+    if (queued) {
+      queue_[(queue_head_ + queue_size_) % queue_.size()] = index;
+      ++queue_size_;
     }
+    lane.completed = 0;
+  }
   for (uint32_t k = 0; k < per_call_ && queue_size_ > 0; ++k) {
     const uint32_t index = queue_[queue_head_];
     queue_head_ = (queue_head_ + 1) % queue_.size();
@@ -178,6 +193,7 @@ void VibrationStage::reset() noexcept {
     l.pending_start = 0;
     l.seen = 0;
     l.is_pending = false;
+    l.completed = 0;
     for (AlarmRuleState& r : l.rules) r.reset();
   }
   queue_head_ = queue_size_ = 0;

@@ -14,14 +14,16 @@
 
 #include "config/settings.hpp"
 #include "dsp/window_moments.hpp"
+#include "dsp/worker_pool.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
 
 class VibrationStage final : public Stage {
  public:
-  VibrationStage(VibrationStageSettings settings, uint16_t stage_index)
-      : settings_(std::move(settings)), stage_index_(stage_index) {}
+  // pool: splits the lanes' summing over its threads (null: the pipeline thread alone).
+  VibrationStage(VibrationStageSettings settings, uint16_t stage_index, WorkerPool* pool = nullptr)
+      : settings_(std::move(settings)), stage_index_(stage_index), pool_(pool) {}
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
@@ -49,16 +51,19 @@ class VibrationStage final : public Stage {
     bool is_pending = false;
     uint64_t pending_end_frame = 0;
     VibrationStats pending_stats;  // with segments: the completed window's, merged at completion
+    uint32_t completed = 0;        // windows completed in this process() call
+    bool was_pending = false;      // ... and whether one was still waiting before it
     std::vector<AlarmRuleState> rules;
   };
-  void push(Lane& lane, const float* x, uint32_t frames, uint32_t index, const Exec& exec) noexcept;
-  void complete_window(Lane& lane, uint32_t index, uint64_t end_frame) noexcept;
+  void push(Lane& lane, const float* x, uint32_t frames, const Exec& exec) noexcept;
+  void complete_window(Lane& lane, uint64_t end_frame) noexcept;
   void analyze(uint32_t lane, const Exec& exec) noexcept;
   std::vector<float> window_;  // the lane being analysed, unrolled into time order
   void push_event(EventRecord& ev, const Exec& exec) noexcept;
 
   VibrationStageSettings settings_;
   uint16_t stage_index_;
+  WorkerPool* pool_ = nullptr;
   std::unique_ptr<VibrationAnalyzer> analyzer_;
   uint32_t channels_ = 0;
   uint32_t delay_frames_ = 0;

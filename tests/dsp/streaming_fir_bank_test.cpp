@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
+#include <string>
 
 #include "../support/tolerances.hpp"
 
@@ -38,16 +40,24 @@ TEST(StreamingFirBank, PicksTheFormByLengthAndLatency) {
   EXPECT_THROW(StreamingFirBank({randn(100, 1)}, 1, 64, 8), std::invalid_argument);
 }
 
+// Alone and with its channels split over a pool of 1, 2 and 3 threads (7 channels: uneven parts).
 TEST(StreamingFirBank, EveryFormEqualsTheDirectFormDelayed) {
-  const uint32_t channels = 2, total = 12000, chunk = 1000;
+  const uint32_t total = 12000, chunk = 1000;
+  for (uint32_t threads : {0u, 1u, 2u, 3u}) {
+  std::unique_ptr<WorkerPool> pool = threads ? std::make_unique<WorkerPool>(threads) : nullptr;
+  const uint32_t channels = threads ? 7 : 2;
   for (size_t len : {size_t(20), size_t(255), size_t(4000)}) {
+    SCOPED_TRACE("threads " + std::to_string(threads) + ", taps " + std::to_string(len));
     const std::vector<std::vector<float>> taps = {randn(len, 5), randn(len / 2 + 1, 6)};
     const std::vector<float> x = randn(size_t(channels) * total, 7);
     FirBank ref_bank(taps, channels, total);
     std::vector<float> ref(2 * size_t(channels) * total);
     ref_bank.process(x.data(), total, total, ref.data(), total);
-    StreamingFirBank bank(taps, channels, chunk, chunk);
-    std::vector<float> out(2 * size_t(channels) * chunk), got(ref.size());
+    StreamingFirBank bank(taps, channels, chunk, chunk, FftPlanning::kEstimate, pool.get());
+    if (len > StreamingFirBank::kDirectMaxTaps && threads > 1) {
+      EXPECT_EQ(bank.parallel_parts(), threads);
+    }
+    std::vector<float> out(2 * size_t(channels) * chunk, -999.0f), got(ref.size());
     for (uint32_t at = 0; at < total; at += chunk) {
       std::vector<float> in(size_t(channels) * chunk);
       for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], chunk, &in[size_t(c) * chunk]);
@@ -63,6 +73,27 @@ TEST(StreamingFirBank, EveryFormEqualsTheDirectFormDelayed) {
         ASSERT_NEAR(got[size_t(lane) * total + i], ref[size_t(lane) * total + i - lat], test::kFirOutputRel * max_ref)
             << bank.describe() << " lane " << lane << " sample " << i;
   }
+  }
+}
+
+// A reload with the channels split over threads: every part crossfades to the new taps.
+TEST(StreamingFirBank, SplitChannelsAllTakeNewTaps) {
+  WorkerPool pool(3);
+  const uint32_t channels = 5, total = 8192, chunk = 512;
+  const std::vector<float> x = randn(size_t(channels) * total, 4);
+  StreamingFirBank bank({randn(1000, 1)}, channels, chunk, chunk, FftPlanning::kEstimate, &pool);
+  ASSERT_EQ(bank.parallel_parts(), 3u);
+  std::vector<float> in(size_t(channels) * chunk), out(size_t(channels) * chunk), got(size_t(channels) * total);
+  for (uint32_t at = 0; at < total; at += chunk) {
+    if (at == 2048) bank.set_taps({{2.0f}});  // a gain of 2: shorter than the partitions hold
+    for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], chunk, &in[size_t(c) * chunk]);
+    bank.process(in.data(), chunk, chunk, out.data(), chunk);
+    for (uint32_t c = 0; c < channels; ++c) std::copy_n(&out[size_t(c) * chunk], chunk, &got[size_t(c) * total + at]);
+  }
+  const uint32_t lat = bank.latency_frames();
+  for (uint32_t c = 0; c < channels; ++c)  // two blocks after the reload at most, every channel is on the gain
+    for (uint32_t i = 2048 + 3 * lat; i < total; ++i)
+      ASSERT_NEAR(got[size_t(c) * total + i], 2.0f * x[size_t(c) * total + i - lat], 1e-4) << "channel " << c << " i " << i;
 }
 
 TEST(FirBankCrossfade, SwapStaysBetweenOldAndNewAndEndsOnTheNew) {

@@ -144,11 +144,13 @@ namespace {
 // moments are a different summation of the same samples: equal to 1e-12 relative (a window off
 // by even one sample of this input differs by > 1e-5); peak and peak-to-peak exactly; velocity
 // exactly (it comes from the same unrolled window either way).
-void check_windows_against_the_analyzer(const std::string& stage, bool stats_by_segments) {
+void check_windows_against_the_analyzer(const std::string& stage, bool stats_by_segments, uint32_t threads = 1) {
   const ConfigResult cfg = parse_config("source: {rate_hz: 25600, channels: 64, chunk_frames: 1000}\nstages:\n  - " +
                                         stage + "\n", "vib.yaml");
   ASSERT_TRUE(cfg.settings) << format_error("vib.yaml", cfg.errors[0]);
-  Graph g(cfg.settings->stages);
+  GraphBackend backend;
+  backend.cpu_threads = threads;
+  Graph g(cfg.settings->stages, backend);
   StreamFormat in;
   in.rate_hz = kRate;
   in.channels = 64;
@@ -211,6 +213,12 @@ void check_windows_against_the_analyzer(const std::string& stage, bool stats_by_
 TEST(VibrationStage, DeferredAnalysesSeeExactlyTheirWindow) {
   // 4096-sample windows every 2048: statistics from two segments of 2048 per window.
   check_windows_against_the_analyzer("{name: vib, kind: vibration, input: input, window_s: 0.16, hop_s: 0.08}", true);
+}
+
+TEST(VibrationStage, LanesSplitOverThreadsGiveTheSameWindows) {
+  check_windows_against_the_analyzer("{name: vib, kind: vibration, input: input, window_s: 0.16, hop_s: 0.08}", true, 3);
+  check_windows_against_the_analyzer("{name: vib, kind: vibration, input: input, window_s: 0.16, hop_s: 0.078125}",
+                                     false, 2);
 }
 
 TEST(VibrationStage, WindowsWithoutACommonSegmentUseTheRing) {

@@ -1,0 +1,96 @@
+#include "dsp/worker_pool.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace vigil {
+namespace {
+
+// Polls before sleeping: a run on a busy pipeline follows the last within microseconds, and a
+// futex wake costs tens of them. Bounded so an idle pool sleeps.
+constexpr int kSpins = 4000;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+uint32_t WorkerPool::hardware_threads() noexcept { return std::max(1u, std::thread::hardware_concurrency()); }
+
+WorkerPool::WorkerPool(uint32_t threads) {
+  if (threads < 1 || threads > 256)
+    throw std::invalid_argument("worker pool: threads must be 1..256, got " + std::to_string(threads));
+  helpers_.reserve(threads - 1);
+  for (uint32_t i = 1; i < threads; ++i) helpers_.emplace_back([this] { helper_main(); });
+}
+
+WorkerPool::~WorkerPool() {
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (std::thread& t : helpers_) t.join();
+}
+
+// Takes tasks until none of this run is left. The ticket carries its run's task count, so a late
+// helper's ticket from a finished run reads as spent; a valid ticket's run cannot finish (nor a
+// new run overwrite call_/fn_) before its task is done.
+void WorkerPool::work() noexcept {
+  for (;;) {
+    const uint64_t ticket = ticket_.fetch_add(1, std::memory_order_acq_rel);
+    const auto task = uint32_t(ticket & 0xFFFFFF), tasks = uint32_t((ticket >> 24) & 0xFFFF);
+    if (task >= tasks) return;
+    call_(fn_, task);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks) done_.notify_one();
+  }
+}
+
+void WorkerPool::helper_main() noexcept {
+  uint32_t seen = generation_.load(std::memory_order_acquire);
+  for (;;) {
+    int spins = 0;
+    uint32_t now;
+    while ((now = generation_.load(std::memory_order_acquire)) == seen) {
+      if (++spins < kSpins) {
+        cpu_relax();
+      } else {
+        generation_.wait(seen, std::memory_order_acquire);
+      }
+    }
+    seen = now;
+    if (stop_.load(std::memory_order_acquire)) return;
+    work();
+  }
+}
+
+void WorkerPool::run_erased(uint32_t tasks, Trampoline call, void* fn) noexcept {
+  if (tasks == 0) return;
+  if (helpers_.empty() || tasks == 1) {
+    for (uint32_t t = 0; t < tasks; ++t) call(fn, t);
+    return;
+  }
+  tasks = std::min<uint32_t>(tasks, 0xFFFF);
+  call_ = call;
+  fn_ = fn;
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t run = generation_.load(std::memory_order_relaxed) + 1;
+  ticket_.store((uint64_t(run & 0xFFFFFF) << 40) | (uint64_t(tasks) << 24), std::memory_order_release);
+  generation_.store(run, std::memory_order_release);
+  generation_.notify_all();
+  work();
+  int spins = 0;
+  uint32_t d;
+  while ((d = done_.load(std::memory_order_acquire)) != tasks) {
+    if (++spins < kSpins)
+      cpu_relax();
+    else
+      done_.wait(d, std::memory_order_acquire);
+  }
+}
+
+}  // namespace vigil

@@ -1,0 +1,52 @@
+// WorkerPool: threads() - 1 helper threads that, together with the calling thread, run the tasks
+// of one run() at a time: the pipeline thread splits a stage's channels over the machine's cores
+// (the CPU backend's FIR bank). No allocation per run(); a helper spins briefly for the next run
+// and then sleeps on a futex (std::atomic::wait), so an idle pool costs nothing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace vigil {
+
+class WorkerPool {
+ public:
+  // threads: 1..256 in all, the caller of run() included (1: run() calls fn on the caller only).
+  // Throws std::invalid_argument, std::system_error (thread creation).
+  explicit WorkerPool(uint32_t threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  uint32_t threads() const noexcept { return uint32_t(helpers_.size()) + 1; }
+
+  // Calls fn(task) once for every task in [0, tasks), tasks <= 65535, spread over the helpers and
+  // the caller; returns when all have returned. fn must not throw. One caller at a time.
+  template <typename F>
+  void run(uint32_t tasks, F& fn) noexcept {
+    run_erased(tasks, [](void* f, uint32_t task) { (*static_cast<F*>(f))(task); }, &fn);
+  }
+
+  // Hardware threads of this machine (at least 1).
+  static uint32_t hardware_threads() noexcept;
+
+ private:
+  using Trampoline = void (*)(void*, uint32_t);
+  void run_erased(uint32_t tasks, Trampoline call, void* fn) noexcept;
+  void helper_main() noexcept;
+  void work() noexcept;
+
+  std::vector<std::thread> helpers_;
+  Trampoline call_ = nullptr;
+  void* fn_ = nullptr;
+  // A ticket is the run's number (24 bits), its task count (16) and the next task (24), taken
+  // with one fetch_add: a helper late from an earlier run cannot mistake its ticket for this one's.
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<uint32_t> done_{0};       // tasks finished in this run
+  std::atomic<uint32_t> generation_{0}; // bumped per run: wakes the helpers
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace vigil

@@ -1,0 +1,61 @@
+// The worker pool runs every task of a run exactly once, whatever the task count against the
+// thread count, run after run (a helper late from one run must not take a task of the next), and
+// its threads really share the work.
+#include "dsp/worker_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace vigil {
+namespace {
+
+TEST(WorkerPool, EveryTaskRunsExactlyOncePerRun) {
+  for (uint32_t threads : {1u, 2u, 3u, 8u}) {
+    WorkerPool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    std::vector<std::atomic<uint32_t>> hits(64);
+    for (uint32_t run = 0; run < 20000; ++run) {
+      const uint32_t tasks = 1 + run % 13;
+      for (uint32_t t = 0; t < tasks; ++t) hits[t].store(0, std::memory_order_relaxed);
+      auto fn = [&](uint32_t t) { hits[t].fetch_add(1, std::memory_order_relaxed); };
+      pool.run(tasks, fn);
+      for (uint32_t t = 0; t < tasks; ++t)
+        ASSERT_EQ(hits[t].load(std::memory_order_relaxed), 1u) << threads << " threads, run " << run << ", task " << t;
+    }
+  }
+}
+
+TEST(WorkerPool, ZeroTasksReturnAtOnceAndBadSizesAreRefused) {
+  WorkerPool pool(2);
+  int calls = 0;
+  auto fn = [&](uint32_t) { ++calls; };
+  pool.run(0, fn);
+  EXPECT_EQ(calls, 0);
+  EXPECT_THROW(WorkerPool(0), std::invalid_argument);
+  EXPECT_THROW(WorkerPool(257), std::invalid_argument);
+  EXPECT_GE(WorkerPool::hardware_threads(), 1u);
+}
+
+TEST(WorkerPool, HelpersTakePartOfTheWork) {
+  WorkerPool pool(3);
+  std::mutex m;
+  std::set<std::thread::id> seen;
+  for (int run = 0; run < 200 && seen.size() < 2; ++run) {
+    auto fn = [&](uint32_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // long enough for a helper to wake
+      std::lock_guard<std::mutex> lock(m);
+      seen.insert(std::this_thread::get_id());
+    };
+    pool.run(6, fn);
+  }
+  EXPECT_GE(seen.size(), 2u);  // the caller alone would be one thread
+}
+
+}  // namespace
+}  // namespace vigil
