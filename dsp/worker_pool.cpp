@@ -27,6 +27,8 @@ WorkerPool::WorkerPool(uint32_t threads) {
   if (threads < 1 || threads > 256)
     throw std::invalid_argument("worker pool: threads must be 1..256, got " + std::to_string(threads));
   helpers_.reserve(threads - 1);
+  // Each helper starts from generation 0, whenever it gets scheduled: reading the counter in the
+  // thread instead could miss a run (or the destructor's wake-up) published before it started.
   for (uint32_t i = 1; i < threads; ++i) helpers_.emplace_back([this] { helper_main(); });
 }
 
@@ -51,7 +53,7 @@ void WorkerPool::work() noexcept {
 }
 
 void WorkerPool::helper_main() noexcept {
-  uint32_t seen = generation_.load(std::memory_order_acquire);
+  uint32_t seen = 0;
   for (;;) {
     int spins = 0;
     uint32_t now;
