@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "acquisition/doorbell.hpp"
+
 namespace vigil {
 
 template <typename T>
@@ -28,8 +30,20 @@ class SpscQueue {
     }
   }
 
-  // Producer thread only. False when full (the item was not queued). RT-safe.
-  bool push(const T& item) noexcept { return q_.push(item); }
+  // Producer thread only. False when full (the item was not queued). RT-safe; wakes a consumer
+  // sleeping in wait_for_item() (a system call only when one sleeps).
+  bool push(const T& item) noexcept {
+    if (!q_.push(item)) return false;
+    bell_.ring();
+    return true;
+  }
+  // Consumer thread only: returns when an item is there, or after at most timeout_ns (check
+  // pop()'s result: it may also return early). Blocks: for a consumer with nothing else to do.
+  void wait_for_item(int64_t timeout_ns) noexcept {
+    const uint32_t ticket = bell_.ticket();
+    if (q_.read_available() > 0) return;
+    bell_.wait(ticket, timeout_ns);
+  }
   // Consumer thread only. False when empty. RT-safe.
   bool pop(T& item) noexcept { return q_.pop(item); }
   // Consumer thread only.
@@ -39,6 +53,7 @@ class SpscQueue {
 
  private:
   boost::lockfree::spsc_queue<T> q_;
+  Doorbell bell_;
 };
 
 }  // namespace vigil

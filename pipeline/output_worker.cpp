@@ -403,7 +403,9 @@ void OutputWorker::run() noexcept {
       }
       break;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    // Sleep until the pipeline thread hands over a chunk (its push wakes this thread at once);
+    // events without a chunk (reloads, status, the end) are looked at within the timeout.
+    full_slots_.wait_for_item(1'000'000);
   }
   housekeeping(true);
 }

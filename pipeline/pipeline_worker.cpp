@@ -40,11 +40,12 @@ void PipelineWorker::run() noexcept {
       }
       break;
     }
-    // Nothing yet: spin briefly, then sleep in short steps (latency cost <= 50 us).
+    // Nothing yet: spin briefly, then sleep until the capture thread pushes (its push wakes this
+    // thread at once); the timeout only bounds how late the end of the stream is noticed.
     if (++idle < 64)
       std::this_thread::yield();
     else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      full_chunks_.wait_for_item(2'000'000);
   }
   finished_.store(true, std::memory_order_release);
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -65,6 +66,49 @@ TEST(SpscQueue, PushFailsWhenFullAndPopWhenEmpty) {
   EXPECT_EQ(v, 1);
   EXPECT_TRUE(q.pop(v));
   EXPECT_EQ(v, 2);
+}
+
+// A consumer that sleeps in wait_for_item() between items (the pipeline and output threads' idle
+// state) gets every item, in order: a push between its look at the queue and its sleep is never
+// lost. The producer pauses at random so the consumer really falls asleep, often. With a 10 s
+// timeout, a lost wake-up would show as a run far longer than the bound below.
+TEST(SpscQueue, ASleepingConsumerIsWokenByEveryPush) {
+  SpscQueue<uint32_t> q(8);
+  constexpr uint32_t kItems = 20000;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread producer([&] {
+    uint32_t seed = 1;
+    for (uint32_t i = 0; i < kItems;) {
+      if (!q.push(i)) continue;
+      ++i;
+      seed = seed * 1664525u + 1013904223u;
+      if ((seed >> 24) < 8) std::this_thread::sleep_for(std::chrono::microseconds(seed >> 28));
+    }
+  });
+  uint32_t expected = 0;
+  while (expected < kItems) {
+    uint32_t v;
+    if (q.pop(v)) {
+      ASSERT_EQ(v, expected);
+      ++expected;
+      continue;
+    }
+    q.wait_for_item(10'000'000'000);
+  }
+  producer.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 8.0);  // one lost wake-up alone would take 10 s
+}
+
+TEST(SpscQueue, WaitForItemReturnsAtOnceWithAnItemAndAfterTheTimeoutWithout) {
+  SpscQueue<int> q(2);
+  auto t0 = std::chrono::steady_clock::now();
+  q.wait_for_item(20'000'000);  // 20 ms, nothing pushed
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(15));
+  ASSERT_TRUE(q.push(7));
+  t0 = std::chrono::steady_clock::now();
+  q.wait_for_item(10'000'000'000);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 }  // namespace
