@@ -1,5 +1,7 @@
 #include "dsp/worker_pool.hpp"
 
+#include "dsp/cpu_relax.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -11,19 +13,11 @@ namespace {
 // futex wake costs tens of them. Bounded so an idle pool sleeps.
 constexpr int kSpins = 4000;
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 }  // namespace
 
 uint32_t WorkerPool::hardware_threads() noexcept { return std::max(1u, std::thread::hardware_concurrency()); }
 
-WorkerPool::WorkerPool(uint32_t threads) {
+WorkerPool::WorkerPool(uint32_t threads, bool busy_poll) : busy_poll_(busy_poll) {
   if (threads < 1 || threads > 256)
     throw std::invalid_argument("worker pool: threads must be 1..256, got " + std::to_string(threads));
   helpers_.reserve(threads - 1);
@@ -58,7 +52,7 @@ void WorkerPool::helper_main() noexcept {
     int spins = 0;
     uint32_t now;
     while ((now = generation_.load(std::memory_order_acquire)) == seen) {
-      if (++spins < kSpins) {
+      if (busy_poll_ || ++spins < kSpins) {
         cpu_relax();
       } else {
         generation_.wait(seen, std::memory_order_acquire);

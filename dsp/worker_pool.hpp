@@ -14,8 +14,9 @@ namespace vigil {
 class WorkerPool {
  public:
   // threads: 1..256 in all, the caller of run() included (1: run() calls fn on the caller only).
+  // busy_poll: helpers never sleep between runs (each keeps a core busy; no wake-up latency).
   // Throws std::invalid_argument, std::system_error (thread creation).
-  explicit WorkerPool(uint32_t threads);
+  explicit WorkerPool(uint32_t threads, bool busy_poll = false);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -47,6 +48,7 @@ class WorkerPool {
   std::atomic<uint32_t> done_{0};       // tasks finished in this run
   std::atomic<uint32_t> generation_{0}; // bumped per run: wakes the helpers
   std::atomic<bool> stop_{false};
+  bool busy_poll_ = false;
 };
 
 }  // namespace vigil

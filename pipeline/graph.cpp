@@ -22,7 +22,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
 #endif
   for (const StageSettings& s : stages)
     if ((s.kind == "vibration" || (s.kind == "fir_bank" && !backend.cuda)) && backend.cpu_threads > 1 && !pool_)
-      pool_ = std::make_unique<WorkerPool>(backend.cpu_threads);
+      pool_ = std::make_unique<WorkerPool>(backend.cpu_threads, backend.busy_poll);
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSettings& s = stages[i];
     Node n;

@@ -2,6 +2,8 @@
 // allocate, which is acceptable here: they are rare and this thread never holds up capture.
 #include "pipeline/output_worker.hpp"
 
+#include "dsp/cpu_relax.hpp"
+
 #include <algorithm>
 #include <thread>
 
@@ -405,7 +407,10 @@ void OutputWorker::run() noexcept {
     }
     // Sleep until the pipeline thread hands over a chunk (its push wakes this thread at once);
     // events without a chunk (reloads, status, the end) are looked at within the timeout.
-    full_slots_.wait_for_item(1'000'000);
+    if (options_.busy_poll)
+      cpu_relax();
+    else
+      full_slots_.wait_for_item(1'000'000);
   }
   housekeeping(true);
 }

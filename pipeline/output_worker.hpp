@@ -32,6 +32,7 @@ class OutputWorker {
     std::function<bool()> upstream_finished;        // the pipeline thread has finished
     std::function<bool()> source_down;              // the capture device is gone (retrying)
     std::string source_kind;
+    bool busy_poll = false;  // wait for the next chunk spinning, never sleeping
   };
 
   // stream_of_output: graph stream index per data output. Opens and resolves every socket now

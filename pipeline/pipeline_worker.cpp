@@ -1,6 +1,8 @@
 // RT: pipeline thread.
 #include "pipeline/pipeline_worker.hpp"
 
+#include "dsp/cpu_relax.hpp"
+
 #include <algorithm>
 #include <thread>
 
@@ -42,7 +44,9 @@ void PipelineWorker::run() noexcept {
     }
     // Nothing yet: spin briefly, then sleep until the capture thread pushes (its push wakes this
     // thread at once); the timeout only bounds how late the end of the stream is noticed.
-    if (++idle < 64)
+    if (busy_poll_)
+      cpu_relax();
+    else if (++idle < 64)
       std::this_thread::yield();
     else
       full_chunks_.wait_for_item(2'000'000);

@@ -30,6 +30,8 @@ class PipelineWorker {
   // Test-only fault: after this many nanoseconds of running, stop processing (chunks pile up
   // and are then dropped by the capture loop), as a hung GPU or stage would. 0: never.
   void set_stall_after_ns(int64_t ns) noexcept { stall_after_ns_ = ns; }
+  // pipeline.busy_poll: wait for the next chunk spinning, never sleeping.
+  void set_busy_poll(bool on) noexcept { busy_poll_ = on; }
   // Test-only load: each chunk takes at least cost_ns, for for_ns from the first chunk (0: always),
   // as a stage too slow for the rate would.
   void set_test_chunk_cost(int64_t cost_ns, int64_t for_ns) noexcept {
@@ -75,6 +77,7 @@ class PipelineWorker {
   std::vector<int> stream_of_output_;
   std::vector<ConvertCounts> convert_counts_;
   int64_t stall_after_ns_ = 0;
+  bool busy_poll_ = false;
   int64_t chunk_cost_ns_ = 0, chunk_cost_for_ns_ = 0;
   int64_t t_first_chunk_ = 0;
   void watch_overload(int64_t t_done, int64_t t_capture, const Exec& exec) noexcept;

@@ -49,6 +49,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
     throw std::runtime_error("pipeline.backend: cuda, but this build has no CUDA (configure with a CUDA toolkit)");
 #endif
   graph_backend.cpu_threads = ps.threads ? ps.threads : WorkerPool::hardware_threads();
+  graph_backend.busy_poll = ps.busy_poll;
   backend_ = graph_backend.cuda ? "cuda" : "cpu";
   memory_ = graph_backend.cuda ? (graph_backend.mapped ? "mapped" : "copy") : "";
 
@@ -108,11 +109,13 @@ Service::Service(const Settings& settings) : settings_(settings) {
   pipeline_ = std::make_unique<PipelineWorker>(*graph_, format_, *capture_, *full_chunks_, *free_chunks_, *free_slots_,
                                                *full_slots_, *events_, stream_of_output);
   pipeline_->set_stall_after_ns(int64_t(settings_.pipeline.test_stall_after_s * 1e9));
+  pipeline_->set_busy_poll(settings_.pipeline.busy_poll);
   pipeline_->set_test_chunk_cost(int64_t(settings_.pipeline.test_chunk_cost_ms * 1e6),
                                  int64_t(settings_.pipeline.test_chunk_cost_for_s * 1e9));
 
   OutputWorker::Options opt;
   opt.rate_hz = format_.rate_hz;
+  opt.busy_poll = settings_.pipeline.busy_poll;
   double budget_ms = settings_.pipeline.deadline_budget_ms;
   if (budget_ms <= 0) {
     const double factor = settings_.synthetic.rate_factor > 0 ? settings_.synthetic.rate_factor : 1.0;

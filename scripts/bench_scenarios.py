@@ -35,6 +35,7 @@ def run_step(args, scen, channels, rate_factor, workdir):
     data_port, event_port = free_port(), free_port()
     text = open(os.path.join(args.scenarios, FILES[scen])).read()
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
+                 "BUSY_POLL": "true" if args.busy_poll else "false",
                  "DATA_PORT": data_port, "EVENT_PORT": event_port}.items():
         text = text.replace(f"@{k}@", str(v))
     config = os.path.join(workdir, f"{scen}-{channels}-{rate_factor}.yaml")
@@ -133,6 +134,8 @@ def main():
     p.add_argument("--only", default="s1,s2,s3", help="scenarios to run, e.g. s2,s3")
     p.add_argument("--failures", type=int, default=1, help="stop a scenario after this many failed steps in a row")
     p.add_argument("--json", help="also write every step as JSON lines to this file")
+    p.add_argument("--busy-poll", action="store_true",
+                   help="S3 (the latency scenario) with pipeline.busy_poll: its threads spin instead of sleeping")
     p.add_argument("--gnuradio", action="store_true",
                    help="also run S2 through GNU Radio (installs Debian's gnuradio if missing) and Vigil unpaced")
     args = p.parse_args()
@@ -141,7 +144,8 @@ def main():
     s2_best = None  # S2's highest clean load, for the GNU Radio comparison
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
-            print(f"\n### {TITLES[scen]} (backend {args.backend}, {args.seconds:g} s a step)\n", flush=True)
+            poll = ", pipeline.busy_poll" if args.busy_poll and scen == "s3" else ""
+            print(f"\n### {TITLES[scen]} (backend {args.backend}{poll}, {args.seconds:g} s a step)\n", flush=True)
             print("| channels | rate factor | input samples/s (sustained / offered) | latency p50 | p99 | p99.9 | max "
                   "| deadline misses | dropped (vigild) | lost on the way | ok |")
             print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)

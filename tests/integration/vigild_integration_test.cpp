@@ -123,11 +123,12 @@ void expect_contiguous_timestamps(const Received& r, uint32_t id) {
   }
 }
 
-TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) {
+// extra: top-level config keys added after the stages (e.g. a `pipeline:` block).
+void check_a_complete_run(const std::string& extra) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-it-" + std::to_string(getpid()));
   fs::create_directories(dir);
   UdpSocket data, events;
-  const std::string config = write_config(dir, data.port, events.port, "");
+  const std::string config = write_config(dir, data.port, events.port, "", "", "vigil-test.yaml", extra);
 
   Received r;
   std::atomic<bool> stop{false};
@@ -215,6 +216,14 @@ TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) {
     EXPECT_DOUBLE_EQ(s.rate_hz, 51200.0);
     expect_contiguous_timestamps(r, id);
   }
+}
+
+TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) { check_a_complete_run(""); }
+
+// The same with every thread spinning instead of sleeping (pipeline, output, two pool threads):
+// nothing lost, and SIGTERM still ends it within the budget.
+TEST(VigildIntegration, BusyPollingDeliversTheSameAndStopsCleanly) {
+  check_a_complete_run("pipeline: {busy_poll: true, threads: 2}\n");
 }
 
 TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
