@@ -1,0 +1,68 @@
+// The CPU FIR banks of the issue-9 scenarios, one process() call per chunk, single thread unless
+// stated: S3's crossover (2 channels, 4 bands x 8191 taps, 256-frame chunks: 32 uniform
+// partitions of 256) and S2's vibration bank (64 channels, 4 x 8191 taps, 1024-frame chunks,
+// latency limit 8192: one 16384-point FFT block), the latter also split over a worker pool.
+// Time: per chunk; x_real_time: seconds of signal per second (S3 at 48 kHz, S2 at 51.2 kHz).
+// Run: build/bench/fir_bank_scenarios_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "dsp/partitioned_fir_bank.hpp"
+#include "dsp/streaming_fir_bank.hpp"
+#include "dsp/worker_pool.hpp"
+
+namespace {
+
+std::vector<std::vector<float>> random_taps(uint32_t bands, size_t n) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d(0.0f, 0.01f);
+  std::vector<std::vector<float>> taps(bands, std::vector<float>(n));
+  for (auto& t : taps)
+    for (auto& v : t) v = d(rng);
+  return taps;
+}
+
+template <typename Bank>
+void run(benchmark::State& state, Bank& bank, uint32_t channels, uint32_t chunk, double rate_hz) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d;
+  std::vector<float> in(size_t(channels) * chunk), out(4 * size_t(channels) * chunk);
+  for (auto& v : in) v = d(rng);
+  for (int i = 0; i < 64; ++i) bank.process(in.data(), chunk, chunk, out.data(), chunk);  // warm-up, past a block
+  for (auto _ : state) {
+    bank.process(in.data(), chunk, chunk, out.data(), chunk);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["x_real_time"] = benchmark::Counter(double(state.iterations()) * chunk / rate_hz,
+                                                     benchmark::Counter::kIsRate);
+  state.SetItemsProcessed(int64_t(state.iterations()) * channels * chunk);
+}
+
+void BM_S3CrossoverBank(benchmark::State& state) {
+  vigil::PartitionedFirBank bank(random_taps(4, 8191), 2, vigil::PartitionedFirBank::uniform(256),
+                                 vigil::FftPlanning::kEstimate, vigil::BlockPhases::kStaggered);
+  run(state, bank, 2, 256, 48000);
+}
+
+void BM_S2VibrationBank(benchmark::State& state) {
+  vigil::PartitionedFirBank bank(random_taps(4, 8191), 64, vigil::PartitionedFirBank::uniform(8192),
+                                 vigil::FftPlanning::kEstimate, vigil::BlockPhases::kStaggered);
+  run(state, bank, 64, 1024, 51200);
+}
+
+// As the fir_bank stage builds it, channels split over a pool of state.range(0) threads.
+void BM_S2VibrationBankThreads(benchmark::State& state) {
+  vigil::WorkerPool pool(uint32_t(state.range(0)));
+  vigil::StreamingFirBank bank(random_taps(4, 8191), 64, 1024, 8192, vigil::FftPlanning::kEstimate, &pool);
+  run(state, bank, 64, 1024, 51200);
+}
+
+}  // namespace
+
+BENCHMARK(BM_S3CrossoverBank)->UseRealTime();
+BENCHMARK(BM_S2VibrationBank)->UseRealTime();
+BENCHMARK(BM_S2VibrationBankThreads)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK_MAIN();
