@@ -1,5 +1,6 @@
 #include "pipeline/denoise_stage.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -10,21 +11,34 @@ StreamFormat DenoiseStage::prepare(const StreamFormat& in, uint32_t /*max_frames
   if (lanes < 1 || lanes > 4096)
     throw std::invalid_argument("wavelet_denoise: the input must have 1..4096 lanes (bands x channels), got " +
                                 std::to_string(lanes));
-  denoiser_ = std::make_unique<StreamingDenoiser>(settings_.spec(), settings_.window, uint32_t(lanes));
+  const uint32_t parts = pool_ ? uint32_t(std::min<uint64_t>(pool_->threads(), lanes)) : 1;
+  parts_.clear();
+  for (uint32_t i = 0; i < parts; ++i) {
+    const auto first = uint32_t(lanes * i / parts), end = uint32_t(lanes * (i + 1) / parts);
+    parts_.push_back({first, std::make_unique<StreamingDenoiser>(settings_.spec(), settings_.window, end - first)});
+  }
   StreamFormat out = in;
-  out.delay_frames = in.delay_frames + denoiser_->latency_frames();
+  out.delay_frames = in.delay_frames + parts_[0].denoiser->latency_frames();
   return out;
 }
 
 StageStatus DenoiseStage::process(const Block& in, Block& out, const Exec&) noexcept {
-  // Lanes are band-major at one stride in both blocks: the denoiser sees them as its channels.
-  denoiser_->process(in.data, in.stride, in.frames, out.data, out.stride);
+  // Lanes are band-major at one stride in both blocks: each denoiser sees its range as channels.
+  auto run_part = [&](uint32_t i) {
+    const Part& p = parts_[i];
+    p.denoiser->process(in.data + p.first_lane * in.stride, in.stride, in.frames, out.data + p.first_lane * out.stride,
+                        out.stride);
+  };
+  if (parts_.size() > 1)
+    pool_->run(uint32_t(parts_.size()), run_part);
+  else
+    run_part(0);
   out.frames = in.frames;
   return StageStatus::kOk;
 }
 
 void DenoiseStage::reset() noexcept {
-  if (denoiser_) denoiser_->reset();
+  for (Part& p : parts_) p.denoiser->reset();
 }
 
 }  // namespace vigil

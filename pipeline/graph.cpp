@@ -20,8 +20,18 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
 #if !VIGIL_HAVE_CUDA
   (void)backend.cuda;  // every stage runs on the CPU in a build without CUDA
 #endif
+  // The worker pool, when some stage will split its lanes over it on the CPU.
+  auto on_cpu_with_pool = [&](const StageSettings& s) {
+    if (s.kind == "vibration") return true;
+#if VIGIL_HAVE_CUDA
+    if (backend.cuda && s.kind == "fir_bank") return false;
+    if (backend.cuda && s.kind == "wavelet_denoise" && DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params)))
+      return false;
+#endif
+    return s.kind == "fir_bank" || s.kind == "wavelet_denoise";
+  };
   for (const StageSettings& s : stages)
-    if ((s.kind == "vibration" || (s.kind == "fir_bank" && !backend.cuda)) && backend.cpu_threads > 1 && !pool_)
+    if (on_cpu_with_pool(s) && backend.cpu_threads > 1 && !pool_)
       pool_ = std::make_unique<WorkerPool>(backend.cpu_threads, backend.busy_poll);
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSettings& s = stages[i];
@@ -41,7 +51,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
     if (s.kind == "fir_bank")
       n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params), pool_.get());
     else if (s.kind == "wavelet_denoise")
-      n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params));
+      n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params), pool_.get());
     else if (s.kind == "band_rms")
       n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
     else if (s.kind == "ae_hits")
