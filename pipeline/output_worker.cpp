@@ -406,11 +406,12 @@ void OutputWorker::run() noexcept {
       break;
     }
     // Sleep until the pipeline thread hands over a chunk (its push wakes this thread at once);
-    // events without a chunk (reloads, status, the end) are looked at within the timeout.
+    // events without a chunk (reloads, status, the end) are looked at within the timeout, which
+    // stays short for the same reason as the pipeline thread's (pipeline_worker.cpp).
     if (options_.busy_poll)
       cpu_relax();
     else
-      full_slots_.wait_for_item(1'000'000);
+      full_slots_.wait_for_item(100'000);
   }
   housekeeping(true);
 }
