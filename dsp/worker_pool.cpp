@@ -9,9 +9,10 @@
 namespace vigil {
 namespace {
 
-// Polls before sleeping: a run on a busy pipeline follows the last within microseconds, and a
-// futex wake costs tens of them. Bounded so an idle pool sleeps.
-constexpr int kSpins = 4000;
+// Polls before sleeping: the next stage's run follows within microseconds, and a futex wake
+// costs tens of them. Short (~10-30 us), so helpers do not burn cores between chunks: with many
+// services (or tests) on one machine, long spins of idle helpers starve the threads that work.
+constexpr int kSpins = 256;
 
 }  // namespace
 
@@ -77,7 +78,13 @@ void WorkerPool::run_erased(uint32_t tasks, Trampoline call, void* fn) noexcept 
   const uint32_t run = generation_.load(std::memory_order_relaxed) + 1;
   ticket_.store((uint64_t(run & 0xFFFFFF) << 40) | (uint64_t(tasks) << 24), std::memory_order_release);
   generation_.store(run, std::memory_order_release);
-  generation_.notify_all();
+  // Wake only as many sleeping helpers as there are tasks beyond the caller's (each notify_one
+  // wakes one; spinning helpers see the new run by themselves).
+  const uint32_t wake = std::min<uint32_t>(tasks - 1, uint32_t(helpers_.size()));
+  if (wake == helpers_.size())
+    generation_.notify_all();
+  else
+    for (uint32_t i = 0; i < wake; ++i) generation_.notify_one();
   work();
   int spins = 0;
   uint32_t d;
