@@ -71,7 +71,23 @@ void WorkerPool::run_erased(uint32_t tasks, Trampoline call, void* fn) noexcept 
     for (uint32_t t = 0; t < tasks; ++t) call(fn, t);
     return;
   }
-  tasks = std::min<uint32_t>(tasks, 0xFFFF);
+  if (tasks > 0xFFFF) {  // a ticket counts up to 65535 tasks: the rest in further rounds
+    struct Offset {
+      Trampoline call;
+      void* fn;
+      uint32_t base;
+    };
+    for (uint32_t base = 0; base < tasks; base += 0xFFFF) {
+      Offset o{call, fn, base};
+      run_erased(std::min<uint32_t>(0xFFFF, tasks - base),
+                 [](void* p, uint32_t task) {
+                   const auto* off = static_cast<Offset*>(p);
+                   off->call(off->fn, off->base + task);
+                 },
+                 &o);
+    }
+    return;
+  }
   call_ = call;
   fn_ = fn;
   done_.store(0, std::memory_order_relaxed);

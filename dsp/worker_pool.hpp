@@ -23,8 +23,8 @@ class WorkerPool {
 
   uint32_t threads() const noexcept { return uint32_t(helpers_.size()) + 1; }
 
-  // Calls fn(task) once for every task in [0, tasks), tasks <= 65535, spread over the helpers and
-  // the caller; returns when all have returned. fn must not throw. One caller at a time.
+  // Calls fn(task) once for every task in [0, tasks), spread over the helpers and the caller;
+  // returns when all have returned. fn must not throw. One caller at a time.
   template <typename F>
   void run(uint32_t tasks, F& fn) noexcept {
     run_erased(tasks, [](void* f, uint32_t task) { (*static_cast<F*>(f))(task); }, &fn);
@@ -43,7 +43,8 @@ class WorkerPool {
   Trampoline call_ = nullptr;
   void* fn_ = nullptr;
   // A ticket is the run's number (24 bits), its task count (16) and the next task (24), taken
-  // with one fetch_add: a helper late from an earlier run cannot mistake its ticket for this one's.
+  // with one fetch_add: task and count come from the same run, so a helper late from an earlier
+  // run cannot take a task the count of another run would allow. Above 65535 tasks: rounds.
   std::atomic<uint64_t> ticket_{0};
   std::atomic<uint32_t> done_{0};       // tasks finished in this run
   std::atomic<uint32_t> generation_{0}; // bumped per run: wakes the helpers

@@ -31,6 +31,14 @@ TEST(WorkerPool, EveryTaskRunsExactlyOncePerRun) {
   }
 }
 
+TEST(WorkerPool, MoreTasksThanATicketCountsRunInRounds) {
+  WorkerPool pool(3);
+  std::vector<std::atomic<uint8_t>> hits(200000);
+  auto fn = [&](uint32_t t) { hits[t].fetch_add(1, std::memory_order_relaxed); };
+  pool.run(uint32_t(hits.size()), fn);
+  for (size_t t = 0; t < hits.size(); ++t) ASSERT_EQ(hits[t].load(), 1u) << t;
+}
+
 TEST(WorkerPool, ZeroTasksReturnAtOnceAndBadSizesAreRefused) {
   WorkerPool pool(2);
   int calls = 0;
