@@ -17,6 +17,7 @@
 #include "apps/cli_args.hpp"
 #include "apps/log.hpp"
 #include "config/config_loader.hpp"
+#include "dsp/worker_pool.hpp"
 #include "pipeline/metrics_server.hpp"
 #include "pipeline/prometheus.hpp"
 #include "pipeline/service.hpp"
@@ -233,6 +234,16 @@ int main(int argc, char** argv) {
     else
       vigil::log::line(vigil::log::Level::kWarning, std::string("vigild: mlockall not permitted (") + std::strerror(errno) +
                                                         "): running with pageable memory");
+  }
+  if (settings->pipeline.busy_poll) {
+    // Spinning threads: the pipeline and output threads, and the pool's helpers (at most).
+    const uint32_t cores = vigil::WorkerPool::hardware_threads();
+    const uint32_t threads = settings->pipeline.threads ? settings->pipeline.threads : cores;
+    if (1 + threads >= cores)
+      vigil::log::line(vigil::log::Level::kWarning,
+                       "vigild: pipeline.busy_poll with up to " + std::to_string(1 + threads) + " spinning threads on " +
+                           std::to_string(cores) + " cores: capture and the system will have to preempt them; "
+                           "lower pipeline.threads or leave busy_poll off");
   }
   for (const std::string& note : service->start())
     vigil::log::line(note.find("not permitted") != std::string::npos ? vigil::log::Level::kWarning

@@ -31,6 +31,19 @@ TEST(WorkerPool, EveryTaskRunsExactlyOncePerRun) {
   }
 }
 
+// busy_poll: helpers never sleep; every task still once, and the pool still stops.
+TEST(WorkerPool, BusyPollingHelpersRunEveryTaskOnceAndStop) {
+  WorkerPool pool(3, true);
+  std::vector<std::atomic<uint32_t>> hits(8);
+  for (uint32_t run = 0; run < 2000; ++run) {
+    const uint32_t tasks = 1 + run % 8;
+    for (uint32_t t = 0; t < tasks; ++t) hits[t].store(0, std::memory_order_relaxed);
+    auto fn = [&](uint32_t t) { hits[t].fetch_add(1, std::memory_order_relaxed); };
+    pool.run(tasks, fn);
+    for (uint32_t t = 0; t < tasks; ++t) ASSERT_EQ(hits[t].load(std::memory_order_relaxed), 1u) << run;
+  }
+}
+
 TEST(WorkerPool, MoreTasksThanATicketCountsRunInRounds) {
   WorkerPool pool(3);
   std::vector<std::atomic<uint8_t>> hits(200000);

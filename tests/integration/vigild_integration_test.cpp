@@ -220,10 +220,11 @@ void check_a_complete_run(const std::string& extra) {
 
 TEST(VigildIntegration, DataAndEventsArriveCompleteInOrderAndExitIsClean) { check_a_complete_run(""); }
 
-// The same with every thread spinning instead of sleeping (pipeline, output, two pool threads):
-// nothing lost, and SIGTERM still ends it within the budget.
+// The same with the pipeline and output threads spinning instead of sleeping: nothing lost, and
+// SIGTERM still ends it within the budget. Two spinning threads fill a 2-core CI machine: this test
+// runs alone (tests/CMakeLists.txt); the pool's spinning is tested in worker_pool_test.
 TEST(VigildIntegration, BusyPollingDeliversTheSameAndStopsCleanly) {
-  check_a_complete_run("pipeline: {busy_poll: true, threads: 2}\n");
+  check_a_complete_run("pipeline: {busy_poll: true, threads: 1}\n");
 }
 
 TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
