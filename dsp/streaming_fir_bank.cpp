@@ -39,12 +39,12 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
     layout = PartitionedFirBank::single_block(longest, n);
   }
   // One bank per thread over a contiguous range of channels (each staggers its own).
-  const uint32_t parts = pool ? std::max(1u, std::min(pool->threads(), channels)) : 1;
+  const uint32_t parts = WorkerPool::parts_for(pool, channels);
   if (parts > 1) pool_ = pool;
   for (uint32_t i = 0; i < parts; ++i) {
-    const uint32_t first = uint32_t(uint64_t(channels) * i / parts), end = uint32_t(uint64_t(channels) * (i + 1) / parts);
-    parts_.push_back({first, std::make_unique<PartitionedFirBank>(band_taps, end - first, layout, planning,
-                                                                  BlockPhases::kStaggered)});
+    const WorkerPool::Range r = WorkerPool::range(channels, parts, i);
+    parts_.push_back({r.first, std::make_unique<PartitionedFirBank>(band_taps, r.end - r.first, layout, planning,
+                                                                    BlockPhases::kStaggered)});
   }
 }
 

@@ -4,6 +4,7 @@
 // and then sleeps on a futex (std::atomic::wait), so an idle pool costs nothing.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -32,6 +33,19 @@ class WorkerPool {
 
   // Hardware threads of this machine (at least 1).
   static uint32_t hardware_threads() noexcept;
+
+  // How many parts to split `items` (channels, lanes) into: one per thread, at most one per item;
+  // 1 without a pool.
+  static uint32_t parts_for(const WorkerPool* pool, uint32_t items) noexcept {
+    return pool ? std::max(1u, std::min(pool->threads(), items)) : 1;
+  }
+  // Part `part` of `items` split into `parts` contiguous ranges of near-equal size: [first, end).
+  struct Range {
+    uint32_t first, end;
+  };
+  static Range range(uint32_t items, uint32_t parts, uint32_t part) noexcept {
+    return {uint32_t(uint64_t(items) * part / parts), uint32_t(uint64_t(items) * (part + 1) / parts)};
+  }
 
  private:
   using Trampoline = void (*)(void*, uint32_t);

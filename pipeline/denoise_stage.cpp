@@ -1,6 +1,5 @@
 #include "pipeline/denoise_stage.hpp"
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -11,11 +10,11 @@ StreamFormat DenoiseStage::prepare(const StreamFormat& in, uint32_t /*max_frames
   if (lanes < 1 || lanes > 4096)
     throw std::invalid_argument("wavelet_denoise: the input must have 1..4096 lanes (bands x channels), got " +
                                 std::to_string(lanes));
-  const uint32_t parts = pool_ ? uint32_t(std::min<uint64_t>(pool_->threads(), lanes)) : 1;
+  const uint32_t parts = WorkerPool::parts_for(pool_, uint32_t(lanes));
   parts_.clear();
   for (uint32_t i = 0; i < parts; ++i) {
-    const auto first = uint32_t(lanes * i / parts), end = uint32_t(lanes * (i + 1) / parts);
-    parts_.push_back({first, std::make_unique<StreamingDenoiser>(settings_.spec(), settings_.window, end - first)});
+    const WorkerPool::Range r = WorkerPool::range(uint32_t(lanes), parts, i);
+    parts_.push_back({r.first, std::make_unique<StreamingDenoiser>(settings_.spec(), settings_.window, r.end - r.first)});
   }
   StreamFormat out = in;
   out.delay_frames = in.delay_frames + parts_[0].denoiser->latency_frames();

@@ -15,23 +15,32 @@
 #include "pipeline/vibration_stage.hpp"
 
 namespace vigil {
+namespace {
+
+// Whether a stage runs as its CUDA twin on this backend (the rest run on the CPU).
+bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
+#if VIGIL_HAVE_CUDA
+  if (!backend.cuda) return false;
+  if (s.kind == "fir_bank") return true;
+  if (s.kind == "wavelet_denoise") return DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params));
+#else
+  (void)s;
+  (void)backend;  // every stage runs on the CPU in a build without CUDA
+#endif
+  return false;
+}
+
+// The CPU stages that split their lanes over the worker pool.
+bool splits_lanes_on_cpu(const StageSettings& s, const GraphBackend& backend) {
+  return !runs_on_gpu(s, backend) && (s.kind == "fir_bank" || s.kind == "wavelet_denoise" || s.kind == "vibration");
+}
+
+}  // namespace
 
 Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
-#if !VIGIL_HAVE_CUDA
-  (void)backend.cuda;  // every stage runs on the CPU in a build without CUDA
-#endif
   // The worker pool, when some stage will split its lanes over it on the CPU.
-  auto on_cpu_with_pool = [&](const StageSettings& s) {
-    if (s.kind == "vibration") return true;
-#if VIGIL_HAVE_CUDA
-    if (backend.cuda && s.kind == "fir_bank") return false;
-    if (backend.cuda && s.kind == "wavelet_denoise" && DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params)))
-      return false;
-#endif
-    return s.kind == "fir_bank" || s.kind == "wavelet_denoise";
-  };
   for (const StageSettings& s : stages)
-    if (on_cpu_with_pool(s) && backend.cpu_threads > 1 && !pool_)
+    if (splits_lanes_on_cpu(s, backend) && backend.cpu_threads > 1 && !pool_)
       pool_ = std::make_unique<WorkerPool>(backend.cpu_threads, backend.busy_poll);
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSettings& s = stages[i];
@@ -40,10 +49,11 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
     n.input = s.input;
     n.optional = s.optional;
 #if VIGIL_HAVE_CUDA
-    if (s.kind == "fir_bank" && backend.cuda)
+    const bool gpu = runs_on_gpu(s, backend);
+    if (gpu && s.kind == "fir_bank")
       n.stage = std::make_unique<FirBankCudaStage>(std::get<FirBankSettings>(s.params), uint16_t(i),
                                                    CudaStageOptions{backend.mapped, backend.fail_at_chunk});
-    else if (s.kind == "wavelet_denoise" && backend.cuda && DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params)))
+    else if (gpu && s.kind == "wavelet_denoise")
       n.stage = std::make_unique<DenoiseCudaStage>(std::get<DenoiseStageSettings>(s.params), uint16_t(i),
                                                    CudaStageOptions{backend.mapped, backend.fail_at_chunk});
     else

@@ -151,10 +151,10 @@ void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, const Exe
 
 StageStatus VibrationStage::process(const Block& in, Block&, const Exec& exec) noexcept {
   const uint32_t lanes = in.bands * in.channels;
-  const uint32_t parts = pool_ ? std::min(pool_->threads(), lanes) : 1;
+  const uint32_t parts = WorkerPool::parts_for(pool_, lanes);
   auto push_part = [&](uint32_t part) {
-    const uint32_t end = uint32_t(uint64_t(lanes) * (part + 1) / parts);
-    for (uint32_t index = uint32_t(uint64_t(lanes) * part / parts); index < end; ++index)
+    const WorkerPool::Range r = WorkerPool::range(lanes, parts, part);
+    for (uint32_t index = r.first; index < r.end; ++index)
       push(lanes_[index], in.lane(index / in.channels, index % in.channels), in.frames, exec);
   };
   if (parts > 1)

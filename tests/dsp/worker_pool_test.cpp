@@ -15,33 +15,31 @@
 namespace vigil {
 namespace {
 
+// `runs` runs of 1..max_tasks tasks in turn: every task of every run exactly once.
+void expect_every_task_once(WorkerPool& pool, uint32_t runs, uint32_t max_tasks) {
+  std::vector<std::atomic<uint32_t>> hits(max_tasks);
+  for (uint32_t run = 0; run < runs; ++run) {
+    const uint32_t tasks = 1 + run % max_tasks;
+    for (uint32_t t = 0; t < tasks; ++t) hits[t].store(0, std::memory_order_relaxed);
+    auto fn = [&](uint32_t t) { hits[t].fetch_add(1, std::memory_order_relaxed); };
+    pool.run(tasks, fn);
+    for (uint32_t t = 0; t < tasks; ++t)
+      ASSERT_EQ(hits[t].load(std::memory_order_relaxed), 1u) << pool.threads() << " threads, run " << run << ", task " << t;
+  }
+}
+
 TEST(WorkerPool, EveryTaskRunsExactlyOncePerRun) {
   for (uint32_t threads : {1u, 2u, 3u, 8u}) {
     WorkerPool pool(threads);
     EXPECT_EQ(pool.threads(), threads);
-    std::vector<std::atomic<uint32_t>> hits(64);
-    for (uint32_t run = 0; run < 20000; ++run) {
-      const uint32_t tasks = 1 + run % 13;
-      for (uint32_t t = 0; t < tasks; ++t) hits[t].store(0, std::memory_order_relaxed);
-      auto fn = [&](uint32_t t) { hits[t].fetch_add(1, std::memory_order_relaxed); };
-      pool.run(tasks, fn);
-      for (uint32_t t = 0; t < tasks; ++t)
-        ASSERT_EQ(hits[t].load(std::memory_order_relaxed), 1u) << threads << " threads, run " << run << ", task " << t;
-    }
+    expect_every_task_once(pool, 20000, 13);
   }
 }
 
 // busy_poll: helpers never sleep; every task still once, and the pool still stops.
 TEST(WorkerPool, BusyPollingHelpersRunEveryTaskOnceAndStop) {
   WorkerPool pool(3, true);
-  std::vector<std::atomic<uint32_t>> hits(8);
-  for (uint32_t run = 0; run < 2000; ++run) {
-    const uint32_t tasks = 1 + run % 8;
-    for (uint32_t t = 0; t < tasks; ++t) hits[t].store(0, std::memory_order_relaxed);
-    auto fn = [&](uint32_t t) { hits[t].fetch_add(1, std::memory_order_relaxed); };
-    pool.run(tasks, fn);
-    for (uint32_t t = 0; t < tasks; ++t) ASSERT_EQ(hits[t].load(std::memory_order_relaxed), 1u) << run;
-  }
+  expect_every_task_once(pool, 2000, 8);
 }
 
 TEST(WorkerPool, MoreTasksThanATicketCountsRunInRounds) {
