@@ -1,7 +1,8 @@
 // The CPU FIR banks of the issue-9 scenarios, one process() call per chunk, single thread unless
 // stated: S3's crossover (2 channels, 4 bands x 8191 taps, 256-frame chunks: 32 uniform
 // partitions of 256) and S2's vibration bank (64 channels, 4 x 8191 taps, 1024-frame chunks,
-// latency limit 8192: one 16384-point FFT block), the latter also split over a worker pool.
+// latency limit 8192: one 16384-point FFT block), both also as the fir_bank stage builds them
+// (StreamingFirBank: S3 in non-uniform partitions) split over a worker pool.
 // Time: per chunk; x_real_time: seconds of signal per second (S3 at 48 kHz, S2 at 51.2 kHz).
 // Run: build/bench/fir_bank_scenarios_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -10,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "dsp/nonuniform_fir_bank.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
 #include "dsp/streaming_fir_bank.hpp"
 #include "dsp/worker_pool.hpp"
@@ -47,6 +49,21 @@ void BM_S3CrossoverBank(benchmark::State& state) {
   run(state, bank, 2, 256, 48000);
 }
 
+// The same filter in non-uniform partitions (NonUniformFirBank::plan: 3 x 256, 3 x 1024, 2 x 4096),
+// as the fir_bank stage now builds it; and split over a pool of state.range(0) threads.
+void BM_S3CrossoverBankNonUniform(benchmark::State& state) {
+  vigil::NonUniformFirBank bank(random_taps(4, 8191), 2, vigil::NonUniformFirBank::plan(8191, 256, 4),
+                                state.range(0) ? vigil::FftPlanning::kMeasure : vigil::FftPlanning::kEstimate,
+                                vigil::BlockPhases::kStaggered);
+  run(state, bank, 2, 256, 48000);
+}
+
+void BM_S3CrossoverBankThreads(benchmark::State& state) {
+  vigil::WorkerPool pool(uint32_t(state.range(0)));
+  vigil::StreamingFirBank bank(random_taps(4, 8191), 2, 256, 256, vigil::FftPlanning::kEstimate, &pool);
+  run(state, bank, 2, 256, 48000);
+}
+
 void BM_S2VibrationBank(benchmark::State& state) {
   vigil::PartitionedFirBank bank(random_taps(4, 8191), 64, vigil::PartitionedFirBank::uniform(8192),
                                  vigil::FftPlanning::kEstimate, vigil::BlockPhases::kStaggered);
@@ -63,6 +80,8 @@ void BM_S2VibrationBankThreads(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_S3CrossoverBank)->UseRealTime();
+BENCHMARK(BM_S3CrossoverBankNonUniform)->Arg(0)->Arg(1)->UseRealTime();  // 1: FFTW_MEASURE plans
+BENCHMARK(BM_S3CrossoverBankThreads)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_S2VibrationBank)->UseRealTime();
 BENCHMARK(BM_S2VibrationBankThreads)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_MAIN();

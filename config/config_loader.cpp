@@ -514,10 +514,13 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
                                          "a " + st.kind + " feeds later stages and outputs");
   if (st.kind == "fir_bank") {
     r.check_keys(n, where, {"name", "kind", "input", "optional", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
-                            "crossover_hz", "band_names"});
+                            "crossover_hz", "band_names", "fft_planning"});
     FirBankSettings p;
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
     r.number<uint32_t>(n, where, "max_latency_frames", 0, 1u << 20, p.max_latency_frames);
+    std::string planning;
+    if (r.choice(n, where, "fft_planning", {"estimate", "measure"}, planning))
+      p.fft_planning = planning == "measure" ? FftPlanning::kMeasure : FftPlanning::kEstimate;
     std::string win;
     if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular", "flattop"}, win))
       p.window.kind = *parse_window_kind(win);

@@ -29,6 +29,7 @@ struct BandSettings {
 struct FirBankSettings {
   uint32_t taps = 255;
   uint32_t max_latency_frames = 0;  // the FFT forms may delay by up to this; 0 = one chunk
+  FftPlanning fft_planning = FftPlanning::kEstimate;  // kMeasure: faster FFTs, planning at start
   WindowSpec window;
   std::vector<BandSettings> bands;   // explicit bands, or (with crossover_hz) just their names
   std::vector<double> crossover_hz;  // non-empty: complementary bands split at these edges

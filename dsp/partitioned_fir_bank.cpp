@@ -64,11 +64,13 @@ uint32_t PartitionedFirBank::best_fft_size(size_t max_taps, uint32_t max_block) 
 }
 
 PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
-                                       PartitionLayout layout, FftPlanning planning, BlockPhases phases)
+                                       PartitionLayout layout, FftPlanning planning, BlockPhases phases,
+                                       uint32_t phase)
     : bands_(uint32_t(band_taps.size())),
       channels_(channels),
       layout_(checked(layout)),
       phases_(phases),
+      phase_(phase % layout.block),
       bins_(size_t(layout.fft_size) / 2 + 1),
       stride_((2 * (size_t(layout.fft_size) / 2 + 1) + 15) / 16 * 16),
       fft_(layout.fft_size, planning) {
@@ -95,12 +97,16 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
 }
 
 uint32_t PartitionedFirBank::initial_fill(uint32_t channel) const noexcept {
-  if (phases_ == BlockPhases::kAligned) return 0;
-  // G phase groups, G <= C, at least 32 samples apart (process() works in runs between
-  // boundaries); group g's first block is short by g * B / G samples: its boundaries fall later.
-  const uint32_t b = layout_.block, groups = std::max(1u, std::min(channels_, b / 32));
-  const uint32_t group = uint32_t(uint64_t(channel) * groups / channels_);
-  return (b - group * (b / groups)) % b;
+  // A channel whose first block is short by s samples (as if s zeros had preceded the stream) has
+  // its boundaries s samples later. Staggered: G phase groups, G <= C, at least 32 samples apart
+  // (process() works in runs between boundaries); group g's boundaries fall g * B / G later.
+  const uint32_t b = layout_.block;
+  uint32_t shift = phase_;
+  if (phases_ == BlockPhases::kStaggered) {
+    const uint32_t groups = std::max(1u, std::min(channels_, b / 32));
+    shift += uint32_t(uint64_t(channel) * groups / channels_) * (b / groups);
+  }
+  return (b - shift % b) % b;
 }
 
 PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<std::vector<float>>& band_taps) const {
@@ -238,7 +244,7 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
 }
 
 void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,
-                                 size_t band_stride) noexcept {
+                                 size_t band_stride, OutputMode mode) noexcept {
   const uint32_t n = layout_.fft_size, b_len = layout_.block;
   if (band_stride == 0) band_stride = size_t(channels_) * out_stride;
   // In time order, up to the next block boundary of any channel, so that what happens at a
@@ -249,8 +255,14 @@ void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t fra
     for (uint32_t c = 0; c < channels_; ++c) {
       const uint32_t fill = state_[c].fill;
       std::copy_n(in + c * in_stride + done, k, time_.get() + size_t(c) * n + (n - b_len) + fill);
-      for (uint32_t b = 0; b < bands_; ++b)
-        std::copy_n(out_.get() + (size_t(b) * channels_ + c) * b_len + fill, k, out + b * band_stride + c * out_stride + done);
+      for (uint32_t b = 0; b < bands_; ++b) {
+        const float* __restrict ready = out_.get() + (size_t(b) * channels_ + c) * b_len + fill;
+        float* __restrict dst = out + b * band_stride + c * out_stride + done;
+        if (mode == OutputMode::kStore)
+          std::copy_n(ready, k, dst);
+        else
+          for (uint32_t i = 0; i < k; ++i) dst[i] += ready[i];
+      }
     }
     for (uint32_t c = 0; c < channels_; ++c) {
       Channel& ch = state_[c];

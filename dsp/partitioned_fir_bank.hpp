@@ -19,7 +19,9 @@
 // min(C, B / 32) phase groups, group g's blocks ending g * B / G samples later (as if that many
 // zeros had preceded the stream), so each chunk carries about its share: same output (y_b[n - B];
 // only the FFTs' rounding differs), even per-chunk cost — what keeps a deadline per chunk at
-// high rates. The CUDA twin and its CPU fallback run aligned.
+// high rates. The CUDA twin and its CPU fallback run aligned. `phase` shifts every boundary a
+// further `phase` samples later the same way (levels of a NonUniformFirBank use it so that their
+// big blocks fall in different chunks).
 #pragma once
 
 #include <cstddef>
@@ -38,12 +40,16 @@ struct PartitionLayout {
 
 enum class BlockPhases { kAligned, kStaggered };
 
+// kStore writes the bands' output; kAdd adds it to what is there (levels of a NonUniformFirBank).
+enum class OutputMode { kStore, kAdd };
+
 class PartitionedFirBank {
  public:
   // band_taps: 1..256 bands of 1..2^20 taps (lengths may differ); channels: 1..4096.
   // Throws std::invalid_argument naming the parameter and its range.
   PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, PartitionLayout layout,
-                     FftPlanning planning = FftPlanning::kEstimate, BlockPhases phases = BlockPhases::kAligned);
+                     FftPlanning planning = FftPlanning::kEstimate, BlockPhases phases = BlockPhases::kAligned,
+                     uint32_t phase = 0);
 
   // Uniform partitions of B taps (B a power of two, 16..65536): latency B.
   static PartitionLayout uniform(uint32_t block);
@@ -60,7 +66,7 @@ class PartitionedFirBank {
   // in: channel c at in + c * in_stride; out: band b, channel c at out + b * band_stride + c * out_stride
   // (band_stride 0: channels * out_stride). RT-safe: no allocation.
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,
-               size_t band_stride = 0) noexcept;
+               size_t band_stride = 0, OutputMode mode = OutputMode::kStore) noexcept;
 
   // Stages new taps (same band count, each at most partitions() x partition() taps). Not RT-safe.
   // Each channel's crossfade starts at its next block boundary; taps staged while channels are
@@ -101,6 +107,7 @@ class PartitionedFirBank {
   uint32_t bands_, channels_;
   PartitionLayout layout_;
   BlockPhases phases_;
+  uint32_t phase_;
   uint32_t parts_ = 0;
   size_t bins_, stride_;        // stride_: 2 * bins_ rounded up to 16 floats (FFTW alignment)
   RealFft fft_;

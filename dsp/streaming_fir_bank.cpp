@@ -21,30 +21,26 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
     throw std::invalid_argument("fir bank: " + std::to_string(longest) + " taps need an FFT form with at least 16 frames "
                                 "of latency, but the latency limit is " + std::to_string(max_latency_frames));
   const uint32_t block = PartitionedFirBank::uniform_block_within(max_latency_frames);
-  // One big FFT only while it beats uniform partitions of `block`: when the latency limit is
-  // barely above the filter length, the single block's hop shrinks to a few samples per FFT
-  // (1023 taps under 256 frames: FFT 1024 for every 2 samples, ~200x the work).
-  // Modelled work per sample and channel: FFTs (N log2 N, forward shared, one inverse per band)
-  // plus the spectral multiply-accumulates (4 flops per bin and partition per band).
-  const auto bands = double(band_taps.size());
-  auto fft_cost = [&](double n, double hop, double parts) {
-    return ((1 + bands) * n * std::log2(n) + bands * 4 * parts * (n / 2 + 1)) / hop;
-  };
-  const double uniform_cost = fft_cost(2.0 * block, block, double((longest + block - 1) / block));
-  PartitionLayout layout = PartitionedFirBank::uniform(block);
-  form_ = Form::kUniform;
-  if (const uint32_t n = PartitionedFirBank::best_fft_size(longest, max_latency_frames);
-      n && fft_cost(n, double(n - longest + 1), 1) <= uniform_cost) {
-    form_ = Form::kSingleBlock;
-    layout = PartitionedFirBank::single_block(longest, n);
+  std::vector<FirLevel> levels = NonUniformFirBank::plan(longest, block, band_taps.size());
+  form_ = levels.size() > 1 ? Form::kNonUniform : Form::kUniform;
+  // One big FFT only while it beats the partitions of `block`: when the latency limit is barely
+  // above the filter length, the single block's hop shrinks to a few samples per FFT (1023 taps
+  // under 256 frames: FFT 1024 for every 2 samples, ~200x the work).
+  if (const uint32_t n = PartitionedFirBank::best_fft_size(longest, max_latency_frames)) {
+    const std::vector<FirLevel> single = {{PartitionedFirBank::single_block(longest, n), 1}};
+    if (NonUniformFirBank::work_per_sample(single, band_taps.size()) <=
+        NonUniformFirBank::work_per_sample(levels, band_taps.size())) {
+      form_ = Form::kSingleBlock;
+      levels = single;
+    }
   }
   // One bank per thread over a contiguous range of channels (each staggers its own).
   const uint32_t parts = WorkerPool::parts_for(pool, channels);
   if (parts > 1) pool_ = pool;
   for (uint32_t i = 0; i < parts; ++i) {
     const WorkerPool::Range r = WorkerPool::range(channels, parts, i);
-    parts_.push_back({r.first, std::make_unique<PartitionedFirBank>(band_taps, r.end - r.first, layout, planning,
-                                                                    BlockPhases::kStaggered)});
+    parts_.push_back({r.first, std::make_unique<NonUniformFirBank>(band_taps, r.end - r.first, levels, planning,
+                                                                   BlockPhases::kStaggered)});
   }
 }
 
@@ -85,14 +81,17 @@ uint32_t StreamingFirBank::latency_frames() const noexcept { return direct_ ? 0 
 
 std::string StreamingFirBank::describe() const {
   auto threads = [&] { return parts_.size() > 1 ? ", channels over " + std::to_string(parts_.size()) + " threads" : std::string(); };
+  if (form_ == Form::kDirect) return "direct form";
+  const PartitionedFirBank& first = parts_[0].bank->level(0);
   switch (form_) {
-    case Form::kDirect: return "direct form";
     case Form::kSingleBlock:
-      return "overlap-save, FFT " + std::to_string(parts_[0].bank->fft_size()) + ", block " +
-             std::to_string(parts_[0].bank->block()) + threads();
+      return "overlap-save, FFT " + std::to_string(first.fft_size()) + ", block " + std::to_string(first.block()) + threads();
     case Form::kUniform:
-      return "uniformly partitioned overlap-save, " + std::to_string(parts_[0].bank->partitions()) + " partitions of " +
-             std::to_string(parts_[0].bank->block()) + threads();
+      return "uniformly partitioned overlap-save, " + std::to_string(first.partitions()) + " partitions of " +
+             std::to_string(first.block()) + threads();
+    case Form::kNonUniform:
+      return "non-uniformly partitioned overlap-save, partitions x block: " + parts_[0].bank->describe() + threads();
+    case Form::kDirect: break;
   }
   return "?";
 }

@@ -2,7 +2,9 @@
 //   - direct form (zero latency) up to kDirectMaxTaps taps: measured faster than any FFT form
 //     there (bench/fir_bench, docs/PERFORMANCE.md);
 //   - one FFT block of the size with least work per sample, when its block fits max_latency;
-//   - otherwise uniform partitions of the largest power-of-two block <= max_latency (>= 16).
+//   - otherwise partitions of the largest power-of-two block D <= max_latency (>= 16): uniform
+//     (all of D) or non-uniform (D first, larger ones later: NonUniformFirBank::plan), whichever
+//     the work model finds cheaper; the latency is D either way.
 // Output equals lfilter(h, 1, x) delayed by latency_frames(). The FFT forms stagger their channels'
 // block phases (PartitionedFirBank), so every chunk carries about the same share of the work, and
 // with a WorkerPool split the channels into one bank per thread, run in parallel.
@@ -14,7 +16,7 @@
 #include <vector>
 
 #include "dsp/fir_bank.hpp"
-#include "dsp/partitioned_fir_bank.hpp"
+#include "dsp/nonuniform_fir_bank.hpp"
 #include "dsp/worker_pool.hpp"
 
 namespace vigil {
@@ -23,7 +25,7 @@ class StreamingFirBank {
  public:
   static constexpr size_t kDirectMaxTaps = 48;
 
-  enum class Form { kDirect, kSingleBlock, kUniform };
+  enum class Form { kDirect, kSingleBlock, kUniform, kNonUniform };
 
   // band_taps, channels: as FirBank. max_frames: the largest chunk process() gets.
   // max_latency_frames: the most delay the caller accepts (>= 16 unless taps <= kDirectMaxTaps).
@@ -49,7 +51,7 @@ class StreamingFirBank {
   std::unique_ptr<FirBank> direct_;
   struct Part {
     uint32_t first_channel;
-    std::unique_ptr<PartitionedFirBank> bank;
+    std::unique_ptr<NonUniformFirBank> bank;  // one level for the single-block and uniform forms
   };
   std::vector<Part> parts_;  // the FFT forms: one bank per channel range
   WorkerPool* pool_ = nullptr;

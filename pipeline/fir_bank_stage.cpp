@@ -1,6 +1,7 @@
 #include "config/settings.hpp"
 #include "pipeline/fir_bank_stage.hpp"
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace vigil {
@@ -29,8 +30,9 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
   for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
   bank_ = std::make_unique<StreamingFirBank>(design(settings_, in.rate_hz), in.channels, max_frames, max_latency,
-                                             FftPlanning::kEstimate, pool_);
+                                             settings_.fft_planning, pool_);
   out.delay_frames = in.delay_frames + bank_->latency_frames();
+  form_ = bank_->describe();
   return out;
 }
 
@@ -42,9 +44,9 @@ StageUpdatePlan FirBankStage::plan_fir_update(const FirBankSettings& current, co
   for (const BandSettings& b : current.bands) old_names.push_back(b.name);
   for (const BandSettings& b : n.bands) new_names.push_back(b.name);
   if (n.taps != current.taps || n.max_latency_frames != current.max_latency_frames || new_names != old_names ||
-      n.crossover_hz.empty() != current.crossover_hz.empty()) {
+      n.crossover_hz.empty() != current.crossover_hz.empty() || n.fft_planning != current.fft_planning) {
     plan.structural = true;
-    plan.why = "the number of taps, the bands or the latency limit changed";
+    plan.why = "the number of taps, the bands, the latency limit or the FFT planning changed";
     return plan;
   }
   auto u = std::make_unique<FirBankUpdate>();
@@ -74,6 +76,10 @@ StageStatus FirBankStage::process(const Block& in, Block& out, const Exec&) noex
   bank_->process(in.data, in.stride, in.frames, out.data, out.stride);
   out.frames = in.frames;
   return StageStatus::kOk;
+}
+
+void FirBankStage::add_status(nlohmann::json& status) const {
+  if (!form_.empty()) status["form"] = form_;
 }
 
 void FirBankStage::reset() noexcept {

@@ -29,6 +29,7 @@ class FirBankStage final : public Stage {
   void reset() noexcept override;
   StageUpdatePlan plan_update(const StageSettings& next) const override;
   void apply_update(StageUpdate& update) noexcept override;
+  void add_status(nlohmann::json& status) const override;  // "form": the form prepare() chose
   const StreamingFirBank* bank() const noexcept { return bank_.get(); }
   // The taps `s` designs at `rate_hz` (one vector per band); the CUDA stage uses the same.
   static std::vector<std::vector<float>> design(const FirBankSettings& s, double rate_hz);
@@ -41,6 +42,7 @@ class FirBankStage final : public Stage {
   FirBankSettings settings_;
   double rate_hz_ = 0;
   std::unique_ptr<StreamingFirBank> bank_;
+  std::string form_;  // bank_->describe(), fixed at prepare: status reads it from any thread
   WorkerPool* pool_ = nullptr;
 };
 

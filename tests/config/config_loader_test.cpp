@@ -204,6 +204,17 @@ TEST(ConfigLoader, CrossoverBands) {
   expect_one_error(descending, 11, 26, "ascending order");
 }
 
+// fft_planning: estimate by default, measure when asked, anything else named at its position.
+TEST(ConfigLoader, FftPlanning) {
+  const ConfigResult plain = parse_config(kValid, "x.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(std::get<FirBankSettings>(plain.settings->stages[0].params).fft_planning, FftPlanning::kEstimate);
+  const ConfigResult measured = parse_config(edit("    taps: 63\n", "    taps: 63\n    fft_planning: measure\n"), "x.yaml");
+  ASSERT_TRUE(measured.errors.empty()) << format_error("x.yaml", measured.errors[0]);
+  EXPECT_EQ(std::get<FirBankSettings>(measured.settings->stages[0].params).fft_planning, FftPlanning::kMeasure);
+  expect_one_error(edit("    taps: 63\n", "    taps: 63\n    fft_planning: measured\n"), 11, 19, "did you mean 'measure'");
+}
+
 }  // namespace
 }  // namespace vigil
 
