@@ -13,7 +13,29 @@
 
 namespace vigil {
 
-StreamFormat AeHitsStage::prepare(const StreamFormat& in, uint32_t) {
+size_t AeHitsStage::events_per_lane(const AeSampleParams& p, uint32_t frames) noexcept {
+  const uint64_t hit_spacing = std::min(p.hdt, std::max<uint64_t>(p.max_duration, 1)) + p.hlt + 1;
+  size_t n = size_t(frames / hit_spacing) + 2;
+  if (p.level_interval) n += frames / p.level_interval + 2;
+  return n;
+}
+
+std::vector<AeHitsStage::PartEvents> AeHitsStage::make_parts(const AeSampleParams& p) const {
+  std::vector<PartEvents> parts;
+  const uint32_t n = waveforms_ ? 1 : WorkerPool::parts_for(pool_, lanes_);
+  if (n < 2) return parts;
+  // Capped: a setting that allows a hit every few samples would otherwise reserve gigabytes;
+  // beyond the cap events are counted as dropped, as on a full event queue.
+  constexpr size_t kMaxEventsPerPart = 16384;
+  for (uint32_t i = 0; i < n; ++i) {
+    const WorkerPool::Range r = WorkerPool::range(lanes_, n, i);
+    const size_t cap = std::min(kMaxEventsPerPart, events_per_lane(p, max_frames_) * (r.end - r.first));
+    parts.push_back(PartEvents{std::vector<EventRecord>(cap), 0, 0});
+  }
+  return parts;
+}
+
+StreamFormat AeHitsStage::prepare(const StreamFormat& in, uint32_t max_frames) {
   params_ = ae_sample_params(settings_, in.rate_hz);
   channels_ = in.channels;
   delay_frames_ = in.delay_frames;
@@ -26,6 +48,9 @@ StreamFormat AeHitsStage::prepare(const StreamFormat& in, uint32_t) {
     waveforms_ = std::make_unique<WaveformChannel>(settings_.waveform_buffers, waveform_len_);
     captures_.assign(size_t(in.bands) * in.channels, Capture{std::vector<float>(pretrigger_, 0.0f), nullptr, 0});
   }
+  lanes_ = in.bands * in.channels;
+  max_frames_ = max_frames;
+  parts_ = make_parts(params_);
   StreamFormat out;
   out.rate_hz = in.rate_hz;
   out.channels = in.channels;
@@ -67,51 +92,74 @@ void AeHitsStage::continue_capture(Capture& cap, const float* x, uint32_t frames
   }
 }
 
-StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noexcept {
-  auto emit = [&](EventRecord& ev, uint32_t lane, uint64_t stream_frame) {
+template <typename Sink>
+void AeHitsStage::push_lane(uint32_t lane, const Block& in, const Exec& exec, Sink&& sink) noexcept {
+  auto emit = [&](EventRecord& ev, uint64_t stream_frame) {
     ev.stage = stage_index_;
     ev.band = uint16_t(lane / channels_);
     ev.channel = lane % channels_;
     ev.frame = stream_to_input_frame(stream_frame, delay_frames_);
     ev.t_utc_ns = input_frame_utc_ns(exec.chunk, ev.frame, params_.rate_hz);
-    emit_event(exec, ev);
+    sink(ev);
   };
   const uint64_t first = exec.chunk.first_frame;
-  for (uint32_t b = 0; b < in.bands; ++b) {
-    for (uint32_t c = 0; c < in.channels; ++c) {
-      const uint32_t lane = b * channels_ + c;
-      const float* x = in.lane(b, c);
-      Capture* cap = waveforms_ ? &captures_[lane] : nullptr;
-      if (cap && cap->active) continue_capture(*cap, x, in.frames, first);
-      detector_->push(
-          lane, x, in.frames, first,
-          [&](const AeHit& h) {
-            EventRecord ev;
-            ev.kind = EventKind::kAeHit;
-            ev.hit = h;
-            emit(ev, lane, h.arrival_frame);
-          },
-          [&](const AeLevel& l) {
-            EventRecord ev;
-            ev.kind = EventKind::kAeLevel;
-            ev.ae_level = l;
-            emit(ev, lane, l.end_frame);
-          },
-          [&](const AeHit& h) {
-            if (!cap) return;
-            start_capture(*cap, lane, h.arrival_frame, x, first, exec);
-            if (cap->active) continue_capture(*cap, x, in.frames, first);
-          });
-      if (cap && pretrigger_ > 0) {  // keep the last `pretrigger` samples for the next chunk
-        std::vector<float>& h = cap->history;
-        if (in.frames >= pretrigger_) {
-          std::copy(x + (in.frames - pretrigger_), x + in.frames, h.begin());
-        } else {
-          std::copy(h.begin() + in.frames, h.end(), h.begin());
-          std::copy(x, x + in.frames, h.end() - in.frames);
-        }
-      }
+  const float* x = in.lane(lane / channels_, lane % channels_);
+  Capture* cap = waveforms_ ? &captures_[lane] : nullptr;
+  if (cap && cap->active) continue_capture(*cap, x, in.frames, first);
+  detector_->push(
+      lane, x, in.frames, first,
+      [&](const AeHit& h) {
+        EventRecord ev;
+        ev.kind = EventKind::kAeHit;
+        ev.hit = h;
+        emit(ev, h.arrival_frame);
+      },
+      [&](const AeLevel& l) {
+        EventRecord ev;
+        ev.kind = EventKind::kAeLevel;
+        ev.ae_level = l;
+        emit(ev, l.end_frame);
+      },
+      [&](const AeHit& h) {
+        if (!cap) return;
+        start_capture(*cap, lane, h.arrival_frame, x, first, exec);
+        if (cap->active) continue_capture(*cap, x, in.frames, first);
+      });
+  if (cap && pretrigger_ > 0) {  // keep the last `pretrigger` samples for the next chunk
+    std::vector<float>& h = cap->history;
+    if (in.frames >= pretrigger_) {
+      std::copy(x + (in.frames - pretrigger_), x + in.frames, h.begin());
+    } else {
+      std::copy(h.begin() + in.frames, h.end(), h.begin());
+      std::copy(x, x + in.frames, h.end() - in.frames);
     }
+  }
+}
+
+StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noexcept {
+  const uint32_t lanes = in.bands * in.channels;
+  if (parts_.empty()) {
+    for (uint32_t lane = 0; lane < lanes; ++lane) push_lane(lane, in, exec, [&](const EventRecord& ev) { emit_event(exec, ev); });
+    return StageStatus::kOk;
+  }
+  const uint32_t parts = uint32_t(parts_.size());
+  auto run_part = [&](uint32_t p) {
+    PartEvents& pe = parts_[p];
+    pe.count = 0;
+    const WorkerPool::Range r = WorkerPool::range(lanes, parts, p);
+    for (uint32_t lane = r.first; lane < r.end; ++lane)
+      push_lane(lane, in, exec, [&](const EventRecord& ev) {
+        if (pe.count < pe.events.size())
+          pe.events[pe.count++] = ev;
+        else
+          ++pe.overflow;
+      });
+  };
+  pool_->run(parts, run_part);
+  for (PartEvents& pe : parts_) {  // parts hold consecutive lanes: lane order, as one thread gives
+    for (size_t i = 0; i < pe.count; ++i) emit_event(exec, pe.events[i]);
+    if (pe.overflow && exec.events_dropped) exec.events_dropped->fetch_add(pe.overflow, std::memory_order_relaxed);
+    pe.overflow = 0;
   }
   return StageStatus::kOk;
 }
@@ -119,6 +167,7 @@ StageStatus AeHitsStage::process(const Block& in, Block&, const Exec& exec) noex
 namespace {
 struct AeHitsUpdate final : StageUpdate {
   AeSampleParams params;
+  std::vector<AeHitsStage::PartEvents> parts;  // sized for the new times, made on the main thread
 };
 }  // namespace
 
@@ -141,6 +190,7 @@ StageUpdatePlan AeHitsStage::plan_update(const StageSettings& next) const {
   }
   auto u = std::make_unique<AeHitsUpdate>();
   u->params = ae_sample_params(n, params_.rate_hz);
+  u->parts = make_parts(u->params);
   plan.update = std::move(u);
   return plan;
 }
@@ -148,7 +198,9 @@ StageUpdatePlan AeHitsStage::plan_update(const StageSettings& next) const {
 void AeHitsStage::apply_update(StageUpdate& update) noexcept {
   // params_ (read by describe_event on the output thread) keeps its calibration, which an
   // update cannot change; the detector takes the new thresholds and times.
-  detector_->set_params(static_cast<AeHitsUpdate&>(update).params);
+  auto& u = static_cast<AeHitsUpdate&>(update);
+  detector_->set_params(u.params);
+  parts_.swap(u.parts);  // the old buffers leave with the update
 }
 
 void AeHitsStage::add_status(nlohmann::json& status) const {

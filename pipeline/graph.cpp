@@ -32,7 +32,8 @@ bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
 
 // The CPU stages that split their lanes over the worker pool.
 bool splits_lanes_on_cpu(const StageSettings& s, const GraphBackend& backend) {
-  return !runs_on_gpu(s, backend) && (s.kind == "fir_bank" || s.kind == "wavelet_denoise" || s.kind == "vibration");
+  return !runs_on_gpu(s, backend) &&
+         (s.kind == "fir_bank" || s.kind == "wavelet_denoise" || s.kind == "vibration" || s.kind == "ae_hits");
 }
 
 }  // namespace
@@ -65,7 +66,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
     else if (s.kind == "band_rms")
       n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
     else if (s.kind == "ae_hits")
-      n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i));
+      n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i), pool_.get());
     else if (s.kind == "vibration")
       n.stage = std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i), pool_.get());
     else
