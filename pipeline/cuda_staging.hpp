@@ -3,6 +3,13 @@
 // mode (`pipeline.memory`) the kernels read and write the page-locked memory in place. One stream,
 // GPU time per chunk by CUDA events (after the stage's warm-up), and the status fields every CUDA
 // stage reports. Only built with CUDA.
+//
+// Fewer host copies in a graph: the staged output is page-locked, so the graph uses it as the
+// stage's output stream (Stage::output_buffer(): no copy out), and the staged input as the graph's
+// input stream when this stage reads that (Stage::input_buffer(): the conversion writes there, no
+// copy in). A stage whose input stream is another CUDA stage's staged output reads it in place
+// (bind_input(): no copy into its own staged input; the 2-D copy, or in mapped mode the kernels,
+// take it from there).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,32 +31,40 @@ class CudaStaging {
   CudaStaging(const CudaStaging&) = delete;
   CudaStaging& operator=(const CudaStaging&) = delete;
 
+  // Before prepare(): chunks arriving at `page_locked` (in_lanes lanes of stride max_frames,
+  // page-locked, mapped in mapped mode: another staging's host_out()) are read from there.
+  void bind_input(const float* page_locked) noexcept { bound_in_ = page_locked; }
   // The stream, events and buffers for in_lanes lanes in and out_lanes lanes out of up to
   // max_frames frames. Throws CudaError.
   void prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_frames, bool mapped);
+  // Whether a chunk at `in` is read in place from the bound input.
+  bool reads_bound(const float* in) const noexcept { return bound_in_ && in == bound_in_; }
+  bool has_bound_input() const noexcept { return bound_in_ != nullptr; }
 
   cudaStream_t stream() const noexcept { return stream_; }
   bool mapped() const noexcept { return mapped_; }
   uint32_t stride() const noexcept { return max_frames_; }  // of every staged lane
   float* host_in() const noexcept { return h_in_.host<float>(); }
-  const float* host_out() const noexcept { return h_out_.host<float>(); }
+  float* host_out() const noexcept { return h_out_.host<float>(); }
 
   // Lane l of `in` (in + l * stride) into the staged input; nothing to do when `in` is it. RT-safe.
   void stage(const float* in, size_t stride, uint32_t frames) noexcept {
-    if (in == host_in()) return;
+    if (in == host_in() || reads_bound(in)) return;
     for (uint32_t l = 0; l < in_lanes_; ++l)
       std::memcpy(host_in() + size_t(l) * max_frames_, in + l * stride, frames * sizeof(float));
   }
 
   // The device part of a chunk, on the stream: the copy in (copy mode), work(d_in, d_out, stride)
   // enqueuing the kernels, the copy out. Nothing waits: it can be captured as a CUDA graph.
+  // from_bound: the chunk is in the bound input (reads_bound), else in host_in().
   template <class Work>
-  cudaError_t enqueue(uint32_t frames, Work&& work) noexcept {
+  cudaError_t enqueue(uint32_t frames, Work&& work, bool from_bound = false) noexcept {
     const size_t s = max_frames_ * sizeof(float);
-    const float* d_in = mapped_ ? h_in_.device<float>() : d_in_;
+    const float* src = from_bound ? bound_in_ : h_in_.host<float>();
+    const float* d_in = mapped_ ? (from_bound ? bound_in_device_ : h_in_.device<float>()) : d_in_;
     float* d_out = mapped_ ? h_out_.device<float>() : d_out_;
     if (!mapped_)
-      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s, h_in_.host(), s, frames * sizeof(float), in_lanes_,
+      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s, src, s, frames * sizeof(float), in_lanes_,
                                                    cudaMemcpyHostToDevice, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(work(d_in, d_out, size_t(max_frames_)));
     if (!mapped_)
@@ -71,8 +86,10 @@ class CudaStaging {
     return cudaSuccess;
   }
 
-  // The staged output's lanes to out (lane l at out + l * stride). RT-safe.
+  // The staged output's lanes to out (lane l at out + l * stride); nothing to do when `out` is it.
+  // RT-safe.
   void unstage(float* out, size_t stride, uint32_t frames) const noexcept {
+    if (out == host_out()) return;
     for (uint32_t l = 0; l < out_lanes_; ++l)
       std::memcpy(out + l * stride, host_out() + size_t(l) * max_frames_, frames * sizeof(float));
   }
@@ -83,6 +100,8 @@ class CudaStaging {
  private:
   uint32_t in_lanes_ = 0, out_lanes_ = 0, max_frames_ = 0;
   bool mapped_ = false;
+  const float* bound_in_ = nullptr;         // bind_input()
+  const float* bound_in_device_ = nullptr;  // its device alias (mapped mode)
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
   cuda::PinnedBuffer h_in_, h_out_;

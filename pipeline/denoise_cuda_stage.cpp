@@ -51,11 +51,13 @@ StreamFormat DenoiseCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
 
 cudaError_t DenoiseCudaStage::run_gpu(const Block& in) noexcept {
   staging_.stage(in.data, in.stride, in.frames);
+  const bool from_bound = staging_.reads_bound(in.data);
   return staging_.run(
       [&] {
-        return staging_.enqueue(in.frames, [&](const float* d_in, float* d_out, size_t stride) {
-          return gpu_->process(d_in, stride, in.frames, d_out, stride);
-        });
+        return staging_.enqueue(
+            in.frames,
+            [&](const float* d_in, float* d_out, size_t stride) { return gpu_->process(d_in, stride, in.frames, d_out, stride); },
+            from_bound);
       },
       timing_);
 }

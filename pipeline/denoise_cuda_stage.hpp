@@ -41,6 +41,10 @@ class DenoiseCudaStage final : public Stage {
   void reset() noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   void add_status(nlohmann::json& status) const override;
+  // The staging's page-locked buffers, for the graph to spare host copies (Stage).
+  void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }
+  float* output_buffer() const noexcept override { return staging_.host_out(); }
+  float* input_buffer() const noexcept override { return staging_.host_in(); }
 
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
 

@@ -72,10 +72,10 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   return out;
 }
 
-cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames) noexcept {
-  return staging_.enqueue(frames, [&](const float* d_in, float* d_out, size_t stride) {
-    return bank.process(d_in, stride, frames, d_out, stride);
-  });
+cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound) noexcept {
+  return staging_.enqueue(
+      frames, [&](const float* d_in, float* d_out, size_t stride) { return bank.process(d_in, stride, frames, d_out, stride); },
+      from_bound);
 }
 
 bool FirBankCudaStage::capture(cuda::FirBankCuda& bank) noexcept {
@@ -88,7 +88,8 @@ bool FirBankCudaStage::capture(cuda::FirBankCuda& bank) noexcept {
     cudaGetLastError();
     return false;
   }
-  cudaError_t e = enqueue(bank, max_frames_);
+  // The graph reads a chunk where process() will find it: the bound input when there is one.
+  cudaError_t e = enqueue(bank, max_frames_, staging_.has_bound_input());
   const cudaError_t end = cudaStreamEndCapture(staging_.stream(), &graph);
   if (e == cudaSuccess) e = end;
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
@@ -111,10 +112,12 @@ cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank) const
 cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride,
                                       uint32_t frames) noexcept {
   staging_.stage(in, in_stride, frames);
-  const cudaGraphExec_t graph = frames == max_frames_ && bank.fill() == 0 ? graph_for(bank) : nullptr;
+  const bool from_bound = staging_.reads_bound(in);
+  const cudaGraphExec_t graph =
+      frames == max_frames_ && bank.fill() == 0 && from_bound == staging_.has_bound_input() ? graph_for(bank) : nullptr;
   return staging_.run(
       [&]() -> cudaError_t {
-        if (!graph) return enqueue(bank, frames);
+        if (!graph) return enqueue(bank, frames, from_bound);
         if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
         return cudaGraphLaunch(graph, staging_.stream());
       },

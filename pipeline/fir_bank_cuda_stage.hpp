@@ -52,6 +52,10 @@ class FirBankCudaStage final : public Stage {
   void apply_update(StageUpdate& update) noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   void add_status(nlohmann::json& status) const override;
+  // The staging's page-locked buffers, for the graph to spare host copies (Stage).
+  void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }
+  float* output_buffer() const noexcept override { return staging_.host_out(); }
+  float* input_buffer() const noexcept override { return staging_.host_in(); }
 
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
   // Chunks run as a replayed CUDA graph so far.
@@ -62,7 +66,8 @@ class FirBankCudaStage final : public Stage {
   // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands, staged.
   cudaError_t run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames) noexcept;
   // The device part of a chunk from the staged input to the staged output, on the stream.
-  cudaError_t enqueue(cuda::FirBankCuda& bank, uint32_t frames) noexcept;
+  // from_bound: the chunk is read in place from the bound input (CudaStaging::bind_input).
+  cudaError_t enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound) noexcept;
   // Captures enqueue(bank, max_frames_) as a graph for that bank; false (and no graph) on failure.
   bool capture(cuda::FirBankCuda& bank) noexcept;
   cudaGraphExec_t graph_for(const cuda::FirBankCuda& bank) const noexcept;

@@ -92,11 +92,12 @@ int Graph::find_stage(const std::string& name) const noexcept {
 void Graph::prepare(const StreamFormat& input, uint32_t max_frames) {
   streams_.clear();
   buffers_.clear();
-  auto add_stream = [&](const std::string& name, const StreamFormat& f) {
+  // A stream's buffer: the stage's own output buffer where it offers one, else allocated here.
+  auto add_stream = [&](const std::string& name, const StreamFormat& f, float* owned) {
     const size_t lanes = size_t(f.bands) * f.channels;
-    buffers_.emplace_back(lanes * max_frames, 0.0f);
-    Stream s{name, f, Block{buffers_.back().data(), max_frames, 0, f.channels, f.bands}};
-    streams_.push_back(std::move(s));
+    buffers_.emplace_back(owned ? 0 : lanes * max_frames, 0.0f);
+    float* data = owned ? owned : buffers_.back().data();
+    streams_.push_back(Stream{name, f, Block{data, max_frames, 0, f.channels, f.bands}, owned != nullptr});
     return int(streams_.size() - 1);
   };
   // Reserve so Block pointers into buffers_ and streams_ stay valid.
@@ -105,14 +106,24 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames) {
   StreamFormat in = input;
   in.bands = 1;
   in.band_names = {""};
-  add_stream("input", in);
+  add_stream("input", in, nullptr);
   for (Node& n : nodes_) {
     n.input_stream = find_stream(n.input);
     if (n.input_stream < 0)
       throw std::invalid_argument("stage '" + n.name + "': input '" + n.input + "' is not an earlier sample stream");
-    const StreamFormat out = n.stage->prepare(streams_[size_t(n.input_stream)].format, max_frames);
-    n.output_stream = out.bands > 0 ? add_stream(n.name, out) : -1;
+    const Stream& input_stream = streams_[size_t(n.input_stream)];
+    if (input_stream.stage_owned) n.stage->bind_input(input_stream.block.data);
+    const StreamFormat out = n.stage->prepare(input_stream.format, max_frames);
+    n.output_stream = out.bands > 0 ? add_stream(n.name, out, n.stage->output_buffer()) : -1;
   }
+  // The chunk is converted straight into the staged input of the first stage that reads it and
+  // offers one (a CUDA stage); the others read it there.
+  for (Node& n : nodes_)
+    if (n.input_stream == 0)
+      if (float* staged = n.stage->input_buffer()) {
+        streams_[0].block.data = staged;
+        break;
+      }
 }
 
 StageStatus Graph::run(const Exec& exec) noexcept {

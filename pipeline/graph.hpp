@@ -73,6 +73,7 @@ class Graph {
     std::string name;
     StreamFormat format;
     Block block;
+    bool stage_owned = false;  // block.data is its stage's output_buffer() (page-locked)
   };
   size_t stream_count() const noexcept { return streams_.size(); }
   const Stream& stream(size_t i) const noexcept { return streams_[i]; }

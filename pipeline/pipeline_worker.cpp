@@ -91,6 +91,14 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   const int64_t t0 = mono_now_ns();
   if (t_first_chunk_ == 0) t_first_chunk_ = t0;
   ChunkHeader header = chunk.header;
+  // A reload first: applying it may use a CUDA stage's staged input (priming a new filter), which
+  // can be the input block itself (Stage::input_buffer()), so the chunk is converted after it.
+  if (Graph::Update* u = pending_update_.load(std::memory_order_acquire)) {
+    graph_.apply_update(*u);  // between chunks: every sample goes through one filter or the crossfade
+    pending_update_.store(nullptr, std::memory_order_release);
+    last_update_frame_.store(header.first_frame, std::memory_order_release);
+    applied_updates_.fetch_add(1, std::memory_order_acq_rel);
+  }
   Block& in = graph_.input_block();
   in.frames = std::min<uint32_t>(header.frames, uint32_t(in.stride));
   std::fill(convert_counts_.begin(), convert_counts_.end(), ConvertCounts{});
@@ -110,12 +118,6 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   counters_.clipped_samples.fetch_add(clipped, std::memory_order_relaxed);
   counters_.non_finite_samples.fetch_add(non_finite, std::memory_order_relaxed);
 
-  if (Graph::Update* u = pending_update_.load(std::memory_order_acquire)) {
-    graph_.apply_update(*u);  // between chunks: every sample goes through one filter or the crossfade
-    pending_update_.store(nullptr, std::memory_order_release);
-    last_update_frame_.store(header.first_frame, std::memory_order_release);
-    applied_updates_.fetch_add(1, std::memory_order_acq_rel);
-  }
   if (const uint32_t acks = ack_requests_.load(std::memory_order_relaxed); acks != acks_done_) {
     acks_done_ = acks;
     graph_.acknowledge();

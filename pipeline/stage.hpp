@@ -52,6 +52,16 @@ class Stage {
   virtual void describe_event(const EventRecord& /*ev*/, nlohmann::json& /*body*/) const {}
   // Any thread: adds this stage's counters to a status event (atomics only).
   virtual void add_status(nlohmann::json& /*status*/) const {}
+  // Page-locked memory, for the graph to spare host copies (the CUDA stages' staging; see
+  // pipeline/cuda_staging.hpp). bind_input(), before prepare(): the input stream lives in
+  // page-locked memory another stage fills (its output_buffer()); read it in place. After
+  // prepare(): output_buffer() is where process() writes its output anyway (lanes x max_frames,
+  // stride max_frames), for the graph to use as the output stream's buffer; input_buffer(), where
+  // the stage would copy its input, for the graph to convert the chunk into when this stage reads
+  // the input stream. Null: the graph allocates and the stage copies.
+  virtual void bind_input(const float* /*page_locked*/) noexcept {}
+  virtual float* output_buffer() const noexcept { return nullptr; }
+  virtual float* input_buffer() const noexcept { return nullptr; }
   // Hit waveforms this stage captures for a VITA 49 output, or null.
   // (The channel is internally synchronised: a const stage still hands it out.)
   virtual WaveformChannel* waveforms() const noexcept { return nullptr; }

@@ -1,0 +1,106 @@
+// A graph of CUDA stages spares the host copies: the chunk is converted straight into the first
+// stage's staged input, each CUDA stage's staged output is its stream, and the next CUDA stage
+// reads that in place. The outputs are bit-identical to the same stages run on their own (every
+// copy made), in copy and mapped memory, across a reload (which primes a new filter through the
+// staged input, before the next chunk is converted into it). Skipped where no GPU answers.
+#include "pipeline/graph.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "../support/gpu.hpp"
+#include "../support/signals.hpp"
+#include "../support/stage_run.hpp"
+#include "acquisition/spsc_queue.hpp"
+#include "pipeline/denoise_cuda_stage.hpp"
+#include "pipeline/event_record.hpp"
+#include "pipeline/fir_bank_cuda_stage.hpp"
+
+namespace vigil {
+namespace {
+
+constexpr double kRate = 1e6;
+constexpr uint32_t kChannels = 3, kMaxFrames = 4096, kChunks = 12, kReloadAt = 5;
+
+FirBankSettings fir(double low_hz) {
+  FirBankSettings s;
+  s.taps = 255;
+  s.bands = {{"ae", FilterType::kBandpass, low_hz, 300e3}};
+  return s;
+}
+
+DenoiseStageSettings denoise() {
+  DenoiseStageSettings d;
+  d.window = 1024;
+  return d;
+}
+
+std::vector<StageSettings> stages(double low_hz) {
+  return {{"band", "fir_bank", "input", false, fir(low_hz)}, {"den", "wavelet_denoise", "band", false, denoise()}};
+}
+
+void run_graph_vs_stages(bool mapped) {
+  const std::vector<float> x = test::randn(size_t(kChannels) * kMaxFrames * kChunks, 17);
+  const uint32_t total = kMaxFrames * kChunks;
+  // The graph: conversion stand-in writes each chunk into the input block, after any reload.
+  Graph graph(stages(50e3), GraphBackend{true, mapped, 0, false, 1});
+  graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames);
+  ASSERT_EQ(graph.stream_count(), 3u);
+  EXPECT_EQ(graph.input_block().data, graph.stage(0).input_buffer()) << "the chunk is not converted into the staging";
+  EXPECT_EQ(graph.stream(1).block.data, graph.stage(0).output_buffer());
+  EXPECT_EQ(graph.stream(2).block.data, graph.stage(1).output_buffer());
+  std::string why;
+  const std::unique_ptr<Graph::Update> update = graph.plan_update(stages(50e3), stages(80e3), why);
+  ASSERT_TRUE(update) << why;
+  SpscQueue<EventRecord> events(1024);
+  std::atomic<uint64_t> dropped{0};
+  std::vector<float> band(size_t(kChannels) * total), den(size_t(kChannels) * total);
+  for (uint32_t k = 0; k < kChunks; ++k) {
+    if (k == kReloadAt) graph.apply_update(*update);
+    Block& in = graph.input_block();
+    in.frames = kMaxFrames;
+    for (uint32_t c = 0; c < kChannels; ++c)
+      std::copy_n(&x[size_t(c) * total + size_t(k) * kMaxFrames], kMaxFrames, in.data + c * in.stride);
+    Exec exec;
+    exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
+    exec.events = &events;
+    exec.events_dropped = &dropped;
+    ASSERT_EQ(graph.run(exec), StageStatus::kOk);
+    for (uint32_t c = 0; c < kChannels; ++c) {
+      std::copy_n(graph.stream(1).block.data + c * kMaxFrames, kMaxFrames, &band[size_t(c) * total + size_t(k) * kMaxFrames]);
+      std::copy_n(graph.stream(2).block.data + c * kMaxFrames, kMaxFrames, &den[size_t(c) * total + size_t(k) * kMaxFrames]);
+    }
+  }
+  EventRecord ev;
+  while (events.pop(ev)) EXPECT_NE(ev.kind, EventKind::kBackendFallback) << "a stage fell back to the CPU";
+  // The same stages on their own, fed through their own buffers (the copying path).
+  FirBankCudaStage fir_alone(fir(50e3), 0, CudaStageOptions{mapped, 0});
+  fir_alone.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames);
+  StageSettings next = stages(80e3)[0];
+  const test::StageRun fir_run = test::run_stage(fir_alone, {kChannels, 1, 1, kMaxFrames}, x, total, {kMaxFrames},
+                                                 [&](uint64_t chunk) {
+                                                   if (chunk != kReloadAt) return;
+                                                   StageUpdatePlan plan = fir_alone.plan_update(next);
+                                                   ASSERT_TRUE(plan.update);
+                                                   fir_alone.apply_update(*plan.update);
+                                                 });
+  DenoiseCudaStage den_alone(denoise(), 1, CudaStageOptions{mapped, 0});
+  den_alone.prepare({kRate, kChannels, 1, {"ae"}, 255}, kMaxFrames);
+  const test::StageRun den_run = test::run_stage(den_alone, {kChannels, 1, 1, kMaxFrames}, fir_run.out, total, {kMaxFrames});
+  for (size_t i = 0; i < band.size(); ++i) ASSERT_EQ(band[i], fir_run.out[i]) << "band sample " << i;
+  for (size_t i = 0; i < den.size(); ++i) ASSERT_EQ(den[i], den_run.out[i]) << "den sample " << i;
+}
+
+TEST(GraphCuda, CudaStagesShareTheirStagingAndGiveTheSameOutputCopyMode) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  run_graph_vs_stages(false);
+}
+
+TEST(GraphCuda, CudaStagesShareTheirStagingAndGiveTheSameOutputMappedMode) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  run_graph_vs_stages(true);
+}
+
+}  // namespace
+}  // namespace vigil
