@@ -25,6 +25,12 @@ LOADS = {
 }
 
 
+# pipeline.threads per backend and scenario (0: one per core). S1 on the H100 host (16 vCPUs, 2026-11-22):
+# with 16 threads the AE stage's 16 lanes took 2.4 ms a chunk (p50) and 16 channels missed 2-20
+# deadlines in 3-5 s; with 8, 1.2 ms and none (the capture, output and receiving threads need cores too).
+THREADS = {"cpu": {}, "cuda": {"s1": 8}, "auto": {}}
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -36,6 +42,7 @@ def run_step(args, scen, channels, rate_factor, workdir):
     text = open(os.path.join(args.scenarios, FILES[scen])).read()
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
                  "BUSY_POLL": "true" if args.busy_poll else "false",
+                 "THREADS": THREADS[args.backend].get(scen, 0),
                  "DATA_PORT": data_port, "EVENT_PORT": event_port}.items():
         text = text.replace(f"@{k}@", str(v))
     config = os.path.join(workdir, f"{scen}-{channels}-{rate_factor}.yaml")

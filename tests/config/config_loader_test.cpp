@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
 namespace vigil {
 namespace {
 
@@ -83,6 +87,26 @@ TEST(ConfigLoader, TheShippedDefaultConfigIsValid) {
 TEST(ConfigLoader, TheExampleConfigsAreValid) {
   for (const char* name : {"ae-rig.yaml", "vibration-rig.yaml"}) {
     const ConfigResult r = load_config_file(std::string(VIGIL_SOURCE_DIR) + "/config/examples/" + name);
+    EXPECT_TRUE(r.errors.empty()) << format_error(name, r.errors[0]);
+  }
+}
+
+// The scenario benchmarks' configs, with their placeholders filled as scripts/bench_scenarios.py
+// fills them: a typo there would otherwise show only when the benchmark runs.
+TEST(ConfigLoader, TheScenarioConfigsAreValid) {
+  const std::vector<std::pair<std::string, std::string>> fill = {
+      {"@CHANNELS@", "2"}, {"@RATE_FACTOR@", "1"}, {"@BACKEND@", "cpu"}, {"@BUSY_POLL@", "false"},
+      {"@THREADS@", "8"}, {"@DATA_PORT@", "5000"}, {"@EVENT_PORT@", "5001"}};
+  for (const char* name : {"s1-ae.yaml", "s2-vibration.yaml", "s3-crossover.yaml"}) {
+    std::ifstream f(std::string(VIGIL_SOURCE_DIR) + "/bench/scenarios/" + name);
+    ASSERT_TRUE(f) << name;
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (const auto& [from, to] : fill)
+      for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)  // outside comments, no '@' is left
+      EXPECT_EQ(line.substr(0, line.find('#')).find('@'), std::string::npos) << name << ": unfilled: " << line;
+    const ConfigResult r = parse_config(text, name);
     EXPECT_TRUE(r.errors.empty()) << format_error(name, r.errors[0]);
   }
 }
