@@ -38,35 +38,22 @@ std::optional<NoiseEstimate> parse_noise_estimate(std::string_view s) noexcept {
 }
 
 WaveletDenoiser::WaveletDenoiser(const DenoiseSpec& spec, size_t n)
-    : spec_(spec), dwt_(denoise_wavelet(spec), n, denoise_levels(spec, n)) {
+    : spec_(spec), dwt_(denoise_wavelet(spec), n, denoise_levels(spec, n)), median_abs_(n / 2 + 1) {
   if (!(spec.threshold_scale >= 0.0 && spec.threshold_scale <= 1e6))
     throw std::invalid_argument("denoise: threshold_scale must be 0..1e6, got " + std::to_string(spec.threshold_scale));
   coeffs_.resize(n);
-  scratch_.resize(n / 2);
   thresholds_.resize(dwt_.levels());
-}
-
-float WaveletDenoiser::median_abs(const float* v, size_t n) noexcept {
-  // numpy's median: the mean of the two middle values for an even count.
-  for (size_t i = 0; i < n; ++i) scratch_[i] = std::fabs(v[i]);
-  float* s = scratch_.data();
-  const size_t mid = n / 2;
-  std::nth_element(s, s + mid, s + n);
-  const float upper = s[mid];
-  if (n % 2) return upper;
-  const float lower = *std::max_element(s, s + mid);
-  return 0.5f * (lower + upper);
 }
 
 void WaveletDenoiser::process(const float* x, float* y) noexcept {
   const size_t n = dwt_.size();
   dwt_.forward(x, coeffs_.data());
   const double universal = std::sqrt(2.0 * std::log(double(n))) * spec_.threshold_scale;
-  const float sigma_finest = median_abs(coeffs_.data() + dwt_.detail_offset(1), dwt_.detail_length(1)) / 0.6745f;
+  const float sigma_finest = median_abs_(coeffs_.data() + dwt_.detail_offset(1), dwt_.detail_length(1)) / 0.6745f;
   for (unsigned j = 1; j <= dwt_.levels(); ++j) {
     float* d = coeffs_.data() + dwt_.detail_offset(j);
     const size_t len = dwt_.detail_length(j);
-    const float sigma = spec_.noise == NoiseEstimate::kFinest ? sigma_finest : median_abs(d, len) / 0.6745f;
+    const float sigma = spec_.noise == NoiseEstimate::kFinest ? sigma_finest : median_abs_(d, len) / 0.6745f;
     const float thr = float(double(sigma) * universal);
     thresholds_[j - 1] = thr;
     if (spec_.mode == ThresholdMode::kSoft) {

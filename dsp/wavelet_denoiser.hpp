@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dsp/dwt.hpp"
+#include "dsp/median_abs.hpp"
 
 namespace vigil {
 
@@ -56,11 +57,10 @@ class WaveletDenoiser {
   float last_threshold(unsigned j) const noexcept { return thresholds_[j - 1]; }
 
  private:
-  float median_abs(const float* v, size_t n) noexcept;
-
   DenoiseSpec spec_;
   Dwt dwt_;
-  std::vector<float> coeffs_, scratch_, thresholds_;
+  std::vector<float> coeffs_, thresholds_;
+  MedianAbs median_abs_;  // the noise estimate: median |detail| (exact, radix select)
 };
 
 class StreamingDenoiser {
