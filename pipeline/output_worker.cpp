@@ -14,12 +14,17 @@
 #include "pipeline/waveform_channel.hpp"
 
 namespace vigil {
+namespace {
+// Data packets per sendmmsg call: 64 x 1472-byte packets is ~94 kB, the socket's 4 MiB buffer
+// takes many batches; more per call gains little once the per-call cost is spread this thin.
+constexpr size_t kBatchDatagrams = 64;
+}  // namespace
 
 OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::vector<int> stream_of_output,
                            SpscQueue<OutputSlot*>& full_slots, SpscQueue<OutputSlot*>& free_slots,
                            SpscQueue<EventRecord>& events, Options options)
     : graph_(graph), full_slots_(full_slots), free_slots_(free_slots), events_(events), options_(std::move(options)),
-      start_mono_ns_(mono_now_ns()) {
+      batch_(kBatchDatagrams, vita49::kMaxJumboDatagram), start_mono_ns_(mono_now_ns()) {
   for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
     DataOutput d;
     d.settings = settings.data_outputs[o];
@@ -98,14 +103,18 @@ void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, c
     p.sample_loss = k == 0 && sample_loss;
     p.packet_count = out.packet_counts[lane];
     out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
-    const size_t bytes = vita49::encode_data(p, samples + k, n, packet_.data(), packet_.size());
-    if (out.sender->send(packet_.data(), bytes)) {
-      counters_.packets_sent.fetch_add(1, std::memory_order_relaxed);
-      counters_.bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
-    } else {
-      counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
-    }
+    batch_.commit(vita49::encode_data(p, samples + k, n, batch_.next(), batch_.max_bytes()));
+    if (batch_.full()) flush(out);
   }
+}
+
+void OutputWorker::flush(DataOutput& out) noexcept {
+  if (batch_.size() == 0) return;
+  const UdpSender::BatchResult r = out.sender->send_batch(batch_);
+  counters_.packets_sent.fetch_add(r.sent, std::memory_order_relaxed);
+  counters_.bytes_sent.fetch_add(r.bytes, std::memory_order_relaxed);
+  counters_.send_errors.fetch_add(batch_.size() - r.sent, std::memory_order_relaxed);
+  batch_.clear();
 }
 
 void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
@@ -130,6 +139,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
         for (uint32_t c = 0; c < f.channels; ++c)
           send_lane(out, b, c, slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride, slot.frames,
                     t_first_ps, loss, clipped, options_.rate_hz);
+      flush(out);
       continue;
     }
     // Keep the samples whose index in the stream is a multiple of N: the same ones whatever the
@@ -145,6 +155,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
         for (size_t k = 0; k < kept; ++k) out.decimated[k] = lane[i0 + k * dec];
         send_lane(out, b, c, out.decimated.data(), kept, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec);
       }
+    flush(out);
     out.loss_pending = false;
   }
   const int64_t done = mono_now_ns();
@@ -170,6 +181,7 @@ bool OutputWorker::send_waveforms(DataOutput& out) noexcept {
     out.waveforms->release(w);
     did = true;
   }
+  flush(out);
   return did;
 }
 

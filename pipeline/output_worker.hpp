@@ -94,6 +94,8 @@ class OutputWorker {
   void send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n,
                  __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz) noexcept;
   void send_context(DataOutput& out, bool changed) noexcept;
+  // Hands out's batched data packets to its sender (send_lane batches them).
+  void flush(DataOutput& out) noexcept;
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
   void send_event_record(const EventRecord& ev) noexcept;
   void housekeeping(bool final_report) noexcept;
@@ -108,7 +110,8 @@ class OutputWorker {
   std::vector<DataOutput> data_;
   std::vector<EventOutput> event_outputs_;
   EventEncoder encoder_;
-  std::vector<uint8_t> packet_;  // one datagram being built
+  std::vector<uint8_t> packet_;  // one datagram being built (context packets, events)
+  DatagramBatch batch_;          // data packets of one output, sent together (flush)
   int64_t last_utc_ns_ = 0;      // signal time of the newest chunk sent (context timestamps)
   // Set once in the constructor, before any thread runs: status_json() reads it from the main
   // thread while the output thread runs (a write in run() was a data race, found by TSan).

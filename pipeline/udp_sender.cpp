@@ -3,6 +3,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <cerrno>
+#include <sys/socket.h>
 #include <stdexcept>
 
 namespace vigil {
@@ -40,6 +41,11 @@ bool UdpSender::send(const void* data, size_t bytes) noexcept {
     counters_.datagrams.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
+  count_failure(ec ? ec : asio::error::message_size);
+  return false;
+}
+
+void UdpSender::count_failure(const boost::system::error_code& ec) noexcept {
   last_error_ = ec;
   if (ec == asio::error::connection_refused)
     counters_.refused.fetch_add(1, std::memory_order_relaxed);
@@ -47,7 +53,33 @@ bool UdpSender::send(const void* data, size_t bytes) noexcept {
     counters_.buffer_full.fetch_add(1, std::memory_order_relaxed);
   else
     counters_.other.fetch_add(1, std::memory_order_relaxed);
-  return false;
+}
+
+UdpSender::BatchResult UdpSender::send_batch(DatagramBatch& batch) noexcept {
+  BatchResult r;
+  const size_t n = batch.size();
+  mmsghdr* msgs = batch.messages(connected_ ? nullptr : endpoint_.data(), socklen_t(endpoint_.size()));
+  for (size_t i = 0; i < n;) {
+    const int done = ::sendmmsg(socket_.native_handle(), msgs + i, unsigned(n - i), MSG_DONTWAIT);
+    if (done > 0) {
+      for (size_t k = i; k < i + size_t(done); ++k) {
+        // A datagram is sent whole or not at all; msg_len says how much went.
+        if (msgs[k].msg_len == batch.bytes(k)) {
+          ++r.sent;
+          r.bytes += batch.bytes(k);
+        } else {
+          count_failure(asio::error::message_size);
+        }
+      }
+      i += size_t(done);
+      continue;
+    }
+    // The datagram at i was refused (the call reports the first failure): count it, go on.
+    count_failure(boost::system::error_code(done < 0 ? errno : EIO, boost::system::system_category()));
+    ++i;
+  }
+  counters_.datagrams.fetch_add(r.sent, std::memory_order_relaxed);
+  return r;
 }
 
 std::string UdpSender::destination() const {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "config/settings.hpp"
+#include "pipeline/datagram_batch.hpp"
 
 namespace vigil {
 
@@ -35,6 +36,13 @@ class UdpSender {
   UdpSender(boost::asio::io_context& io, const Endpoint& destination);
   // True when the whole datagram was handed to the kernel; otherwise counted by cause.
   bool send(const void* data, size_t bytes) noexcept;
+  // Every datagram of `batch`, in order, in as few sendmmsg(2) calls as the kernel takes them; a
+  // datagram the kernel refuses is counted by cause (as send() would) and skipped, the rest go on.
+  struct BatchResult {
+    size_t sent = 0;   // datagrams handed whole to the kernel
+    size_t bytes = 0;  // their bytes
+  };
+  BatchResult send_batch(DatagramBatch& batch) noexcept;
   const SendCounters& counters() const noexcept { return counters_; }
   std::string last_error() const { return last_error_.message(); }
   std::string destination() const;
@@ -43,6 +51,7 @@ class UdpSender {
   boost::asio::ip::udp::socket socket_;
   boost::asio::ip::udp::endpoint endpoint_;
   bool connected_ = false;
+  void count_failure(const boost::system::error_code& ec) noexcept;
   boost::system::error_code last_error_;
   SendCounters counters_;
 };
