@@ -1,6 +1,6 @@
 // DatagramBatch: up to `capacity` datagrams built in place, for UdpSender::send_batch to hand to
-// the kernel with one sendmmsg(2) call instead of one send per datagram (S2's 256 lanes a chunk on
-// the GPU machine kept the output thread busy with system calls). All memory is allocated here.
+// the kernel together (sendmmsg(2), with runs of equal-size datagrams as one UDP GSO send). All
+// memory is allocated here.
 #pragma once
 
 #include <sys/socket.h>
@@ -15,7 +15,7 @@ namespace vigil {
 class DatagramBatch {
  public:
   DatagramBatch(size_t capacity, size_t max_bytes)
-      : max_bytes_(max_bytes), data_(capacity * max_bytes), iov_(capacity), msgs_(capacity) {}
+      : max_bytes_(max_bytes), data_(capacity * max_bytes), iov_(capacity) {}
 
   // Where the next datagram is built (max_bytes() room); commit() adds it. Not when full().
   uint8_t* next() noexcept { return data_.data() + count_ * max_bytes_; }
@@ -29,23 +29,12 @@ class DatagramBatch {
   size_t bytes(size_t i) const noexcept { return iov_[i].iov_len; }
   void clear() noexcept { count_ = 0; }
 
-  // The message headers for sendmmsg: datagram i addressed to `to` (null: the connected peer).
-  mmsghdr* messages(const sockaddr* to, socklen_t to_len) noexcept {
-    for (size_t i = 0; i < count_; ++i) {
-      msgs_[i] = mmsghdr{};
-      msgs_[i].msg_hdr.msg_name = const_cast<sockaddr*>(to);
-      msgs_[i].msg_hdr.msg_namelen = to ? to_len : 0;
-      msgs_[i].msg_hdr.msg_iov = &iov_[i];
-      msgs_[i].msg_hdr.msg_iovlen = 1;
-    }
-    return msgs_.data();
-  }
+  iovec* iov(size_t i) noexcept { return &iov_[i]; }
 
  private:
   size_t max_bytes_;
   std::vector<uint8_t> data_;
   std::vector<iovec> iov_;
-  std::vector<mmsghdr> msgs_;
   size_t count_ = 0;
 };
 

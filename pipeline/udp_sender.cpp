@@ -3,8 +3,18 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <stdexcept>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103  // linux/udp.h, Linux >= 4.18
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
 
 namespace vigil {
 
@@ -31,6 +41,9 @@ UdpSender::UdpSender(asio::io_context& io, const Endpoint& destination) : socket
   socket_.set_option(asio::socket_base::send_buffer_size(4 << 20), ec);
   socket_.connect(endpoint_, ec);  // UDP: no packet is sent; picks the route and source address
   connected_ = !ec;
+  msgs_.resize(kMaxBatch);
+  groups_.resize(kMaxBatch);
+  control_.resize(kMaxBatch * CMSG_SPACE(sizeof(uint16_t)));
 }
 
 bool UdpSender::send(const void* data, size_t bytes) noexcept {
@@ -45,38 +58,81 @@ bool UdpSender::send(const void* data, size_t bytes) noexcept {
   return false;
 }
 
-void UdpSender::count_failure(const boost::system::error_code& ec) noexcept {
+void UdpSender::count_failure(const boost::system::error_code& ec, size_t datagrams) noexcept {
   last_error_ = ec;
   if (ec == asio::error::connection_refused)
-    counters_.refused.fetch_add(1, std::memory_order_relaxed);
+    counters_.refused.fetch_add(datagrams, std::memory_order_relaxed);
   else if (ec == asio::error::would_block || ec == asio::error::no_buffer_space)
-    counters_.buffer_full.fetch_add(1, std::memory_order_relaxed);
+    counters_.buffer_full.fetch_add(datagrams, std::memory_order_relaxed);
   else
-    counters_.other.fetch_add(1, std::memory_order_relaxed);
+    counters_.other.fetch_add(datagrams, std::memory_order_relaxed);
+}
+
+size_t UdpSender::group(DatagramBatch& batch, size_t from) noexcept {
+  // A GSO send carries at most 64 segments and one IP datagram's worth of payload.
+  constexpr size_t kMaxSegments = 64, kMaxGsoBytes = 65000;
+  const size_t n = batch.size();
+  size_t m = 0;
+  for (size_t i = from; i < n; ++m) {
+    const size_t seg = batch.bytes(i);
+    size_t j = i + 1, bytes = seg;
+    if (gso_)
+      while (j < n && j - i < kMaxSegments && batch.bytes(j - 1) == seg && batch.bytes(j) <= seg &&
+             bytes + batch.bytes(j) <= kMaxGsoBytes)
+        bytes += batch.bytes(j++);
+    groups_[m] = {i, j - i, bytes};
+    mmsghdr& h = msgs_[m];
+    h = mmsghdr{};
+    if (!connected_) {
+      h.msg_hdr.msg_name = endpoint_.data();
+      h.msg_hdr.msg_namelen = socklen_t(endpoint_.size());
+    }
+    h.msg_hdr.msg_iov = batch.iov(i);
+    h.msg_hdr.msg_iovlen = j - i;
+    if (j - i > 1) {
+      char* c = control_.data() + m * CMSG_SPACE(sizeof(uint16_t));
+      h.msg_hdr.msg_control = c;
+      h.msg_hdr.msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+      cmsghdr* cm = CMSG_FIRSTHDR(&h.msg_hdr);
+      cm->cmsg_level = SOL_UDP;
+      cm->cmsg_type = UDP_SEGMENT;
+      cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      const uint16_t size = uint16_t(seg);
+      std::memcpy(CMSG_DATA(cm), &size, sizeof size);
+    }
+    i = j;
+  }
+  return m;
 }
 
 UdpSender::BatchResult UdpSender::send_batch(DatagramBatch& batch) noexcept {
   BatchResult r;
-  const size_t n = batch.size();
-  mmsghdr* msgs = batch.messages(connected_ ? nullptr : endpoint_.data(), socklen_t(endpoint_.size()));
-  for (size_t i = 0; i < n;) {
-    const int done = ::sendmmsg(socket_.native_handle(), msgs + i, unsigned(n - i), MSG_DONTWAIT);
+  size_t m = group(batch, 0);
+  for (size_t k = 0; k < m;) {
+    const int done = ::sendmmsg(socket_.native_handle(), msgs_.data() + k, unsigned(m - k), MSG_DONTWAIT);
     if (done > 0) {
-      for (size_t k = i; k < i + size_t(done); ++k) {
-        // A datagram is sent whole or not at all; msg_len says how much went.
-        if (msgs[k].msg_len == batch.bytes(k)) {
-          ++r.sent;
-          r.bytes += batch.bytes(k);
-        } else {
-          count_failure(asio::error::message_size);
+      for (size_t q = k; q < k + size_t(done); ++q) {
+        if (msgs_[q].msg_len == groups_[q].bytes) {
+          r.sent += groups_[q].count;
+          r.bytes += groups_[q].bytes;
+        } else {  // sent short: cannot happen for UDP, counted if it does
+          count_failure(asio::error::message_size, groups_[q].count);
         }
       }
-      i += size_t(done);
+      k += size_t(done);
       continue;
     }
-    // The datagram at i was refused (the call reports the first failure): count it, go on.
-    count_failure(boost::system::error_code(done < 0 ? errno : EIO, boost::system::system_category()));
-    ++i;
+    const int err = done < 0 ? errno : EIO;
+    const Message& g = groups_[k];
+    if (g.count > 1 && (err == EINVAL || err == EIO || err == EOPNOTSUPP || err == ENOPROTOOPT)) {
+      gso_ = false;  // this kernel or route cannot segment: from here on, one datagram at a time
+      m = group(batch, g.first);
+      k = 0;
+      continue;
+    }
+    // The send at k was refused (the call reports the first failure): count it, go on.
+    count_failure(boost::system::error_code(err, boost::system::system_category()), g.count);
+    ++k;
   }
   counters_.datagrams.fetch_add(r.sent, std::memory_order_relaxed);
   return r;
