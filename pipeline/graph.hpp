@@ -20,7 +20,7 @@ struct GraphBackend {
   uint64_t fail_at_chunk = 0;  // test-only fault (pipeline.test_cuda_fail_at_chunk)
   bool busy_poll = false;      // the pool's helpers spin between chunks
   uint32_t cpu_threads = 1;    // threads for the CPU stages that split their lanes (fir_bank,
-                               // wavelet_denoise, vibration)
+                               // wavelet_denoise, vibration, ae_hits)
 };
 
 class Graph {
