@@ -14,17 +14,12 @@
 #include "pipeline/waveform_channel.hpp"
 
 namespace vigil {
-namespace {
-// Data packets per sendmmsg call: 64 x 1472-byte packets is ~94 kB, the socket's 4 MiB buffer
-// takes many batches; more per call gains little once the per-call cost is spread this thin.
-constexpr size_t kBatchDatagrams = 64;
-}  // namespace
 
 OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::vector<int> stream_of_output,
                            SpscQueue<OutputSlot*>& full_slots, SpscQueue<OutputSlot*>& free_slots,
                            SpscQueue<EventRecord>& events, Options options)
     : graph_(graph), full_slots_(full_slots), free_slots_(free_slots), events_(events), options_(std::move(options)),
-      batch_(kBatchDatagrams, vita49::kMaxJumboDatagram), start_mono_ns_(mono_now_ns()) {
+      batch_(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram), start_mono_ns_(mono_now_ns()) {
   for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
     DataOutput d;
     d.settings = settings.data_outputs[o];

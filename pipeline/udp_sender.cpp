@@ -73,7 +73,7 @@ size_t UdpSender::group(DatagramBatch& batch, size_t from) noexcept {
   constexpr size_t kMaxSegments = 64, kMaxGsoBytes = 65000;
   const size_t n = batch.size();
   size_t m = 0;
-  for (size_t i = from; i < n; ++m) {
+  for (size_t i = from; i < n && m < kMaxBatch; ++m) {
     const size_t seg = batch.bytes(i);
     size_t j = i + 1, bytes = seg;
     if (gso_)
@@ -107,7 +107,16 @@ size_t UdpSender::group(DatagramBatch& batch, size_t from) noexcept {
 
 UdpSender::BatchResult UdpSender::send_batch(DatagramBatch& batch) noexcept {
   BatchResult r;
-  size_t m = group(batch, 0);
+  for (size_t from = 0; from < batch.size();) {  // kMaxBatch messages at a time
+    const size_t m = send_messages(batch, from, r);
+    from = groups_[m - 1].first + groups_[m - 1].count;
+  }
+  counters_.datagrams.fetch_add(r.sent, std::memory_order_relaxed);
+  return r;
+}
+
+size_t UdpSender::send_messages(DatagramBatch& batch, size_t from, BatchResult& r) noexcept {
+  size_t m = group(batch, from);
   for (size_t k = 0; k < m;) {
     const int done = ::sendmmsg(socket_.native_handle(), msgs_.data() + k, unsigned(m - k), MSG_DONTWAIT);
     if (done > 0) {
@@ -134,8 +143,7 @@ UdpSender::BatchResult UdpSender::send_batch(DatagramBatch& batch) noexcept {
     count_failure(boost::system::error_code(err, boost::system::system_category()), g.count);
     ++k;
   }
-  counters_.datagrams.fetch_add(r.sent, std::memory_order_relaxed);
-  return r;
+  return m;
 }
 
 std::string UdpSender::destination() const {

@@ -36,8 +36,8 @@ class UdpSender {
   UdpSender(boost::asio::io_context& io, const Endpoint& destination);
   // True when the whole datagram was handed to the kernel; otherwise counted by cause.
   bool send(const void* data, size_t bytes) noexcept;
-  // Every datagram of `batch` (at most kMaxBatch), in order, in as few sendmmsg(2) calls as the
-  // kernel takes them. A run of equal-size datagrams (the last may be shorter) goes as one UDP GSO
+  // Every datagram of `batch`, in order, in as few sendmmsg(2) calls (of up to kMaxBatch sends)
+  // as the kernel takes them. A run of equal-size datagrams (the last may be shorter) goes as one UDP GSO
   // send (UDP_SEGMENT: the kernel cuts it into those datagrams after one trip through the stack,
   // ~2.4x less sender time per datagram on loopback); where the kernel or the route cannot (an
   // old kernel, segments above the path MTU), this sender stops trying and sends them one by one.
@@ -64,7 +64,11 @@ class UdpSender {
   struct Message {
     size_t first = 0, count = 0, bytes = 0;
   };
-  size_t group(DatagramBatch& batch, size_t from) noexcept;  // fills msgs_/groups_; returns messages
+  // Fills msgs_/groups_ with up to kMaxBatch messages from datagram `from` on; returns how many.
+  size_t group(DatagramBatch& batch, size_t from) noexcept;
+  // Sends the messages group() makes from `from` (regrouping if GSO is refused); returns how many
+  // messages the last grouping made (its groups_ say where the next call starts).
+  size_t send_messages(DatagramBatch& batch, size_t from, BatchResult& r) noexcept;
   bool gso_ = true;
   std::vector<mmsghdr> msgs_;
   std::vector<Message> groups_;

@@ -100,6 +100,23 @@ TEST(UdpSender, WhereTheKernelCannotSegmentTheDatagramsGoOneByOne) {
   }
 }
 
+// More datagrams than one sendmmsg call takes (kMaxBatch sends): they go in several calls.
+TEST(UdpSender, ABatchLargerThanOneCallGoesInSeveral) {
+  test::UdpSocket receiver;
+  boost::asio::io_context io;
+  UdpSender sender(io, Endpoint{"127.0.0.1", receiver.port});
+  DatagramBatch batch(3 * UdpSender::kMaxBatch, 1472);
+  fill(batch, uint32_t(3 * UdpSender::kMaxBatch - 5), 0);
+  EXPECT_EQ(sender.send_batch(batch).sent, batch.size());
+  uint8_t buf[2048];
+  for (uint32_t i = 0; i < batch.size(); ++i) {
+    ASSERT_EQ(recv(receiver.fd, buf, sizeof buf, 0), ssize_t(size_of(i, false))) << i;
+    uint32_t index = 0;
+    std::memcpy(&index, buf, 4);
+    ASSERT_EQ(index, i);
+  }
+}
+
 // A run longer than one GSO send may carry (65000 bytes) is cut into several.
 TEST(UdpSender, ALongRunIsCutIntoSeveralSends) {
   test::UdpSocket receiver;
