@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
 
 #include "acquisition/rfc3339.hpp"
 #include "pipeline/event_line.hpp"
@@ -46,13 +49,32 @@ double utc_seconds(const json& ev, const char* key) {
   return double(ns) / 1e9;
 }
 
+// The field as a T, or the fallback when it is missing, of another type, or a number T cannot
+// hold: a JSON float converted to an integer type out of its range is undefined behaviour, not an
+// exception (found by fuzz_listen_event: an ae_hit whose channel was 2.2e38).
 template <class T>
 T field(const json& j, const char* key, T fallback) {
   const auto it = j.find(key);
   if (it == j.end()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (...) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return it->is_string() ? it->get<std::string>() : fallback;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return it->is_number() ? it->get<T>() : fallback;
+  } else {
+    static_assert(std::is_integral_v<T> && std::is_unsigned_v<T>, "field<>: unsigned integers, floats, strings");
+    constexpr uint64_t most = std::numeric_limits<T>::max();
+    if (it->is_number_unsigned()) {
+      const uint64_t v = it->get<uint64_t>();
+      return v <= most ? T(v) : fallback;
+    }
+    if (it->is_number_integer()) {
+      const int64_t v = it->get<int64_t>();
+      return v >= 0 && uint64_t(v) <= most ? T(v) : fallback;
+    }
+    if (it->is_number_float()) {
+      const double v = it->get<double>();
+      return v >= 0 && v < std::ldexp(1.0, std::numeric_limits<T>::digits) ? T(v) : fallback;  // NaN fails both
+    }
     return fallback;
   }
 }

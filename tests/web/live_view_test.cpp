@@ -127,11 +127,18 @@ TEST(LiveView, SurvivesEventsOfTheWrongShape) {
   view.on_event({{"type", 7}, {"seq", 1}});
   view.on_event({{"type", "ae_hit"}, {"seq", 2}, {"channel", "x"}, {"sample_time", 3}});
   view.on_event({{"type", "status"}, {"seq", 3}, {"latency_us", 5}});
+  // Numbers a channel cannot be (fuzz_listen_event found 2.2e38 converted to uint32_t: undefined
+  // behaviour): the channel falls back to 0; a whole float in range is taken.
+  view.on_event({{"type", "ae_hit"}, {"seq", 4}, {"channel", 2.2e38}});
+  view.on_event({{"type", "ae_hit"}, {"seq", 5}, {"channel", -3}});
+  view.on_event({{"type", "ae_hit"}, {"seq", 6}, {"channel", 5e9}});
+  view.on_event({{"type", "ae_hit"}, {"seq", 7}, {"channel", 7.0}});
   stream(view, mon, stream_id(3, 2, 1), 1000, 0.5, 100, 9);  // an output the layout does not name
   const json u = json::parse(view.update(json::object(), mon));
   ASSERT_EQ(u["streams"].size(), 1u);
   EXPECT_EQ(u["streams"][0]["name"], "stream 03002001");
-  EXPECT_EQ(u["hits"]["t"].size(), 1u);
+  ASSERT_EQ(u["hits"]["ch"].size(), 5u);
+  EXPECT_EQ(u["hits"]["ch"], json::array({0.0, 0.0, 0.0, 0.0, 7.0}));
 }
 
 TEST(LiveView, ShowsAtMostMaxStreamsAndCountsTheRest) {
