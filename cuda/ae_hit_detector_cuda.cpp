@@ -9,39 +9,87 @@
 
 namespace vigil::cuda {
 
-AeHitDetectorCuda::AeHitDetectorCuda(const AeSampleParams& params, uint32_t lanes, uint32_t capacity, bool poison)
-    : params_(params), lanes_(lanes), capacity_(capacity), poison_(poison) {
+AeHitDetectorCuda::AeHitDetectorCuda(const AeSampleParams& params, uint32_t lanes, uint32_t capacity, bool poison,
+                                     bool host_results)
+    : params_(params), lanes_(lanes), capacity_(capacity), poison_(poison), host_results_(host_results),
+      scratch_(lanes) {
   if (lanes < 1 || lanes > (1u << 16))
     throw std::invalid_argument("AeHitDetectorCuda: lanes must be 1..65536, got " + std::to_string(lanes));
   if (capacity < 1) throw std::invalid_argument("AeHitDetectorCuda: capacity must be at least 1");
   try {
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_state_), lanes * sizeof(AeChannelState)));
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_hits_), capacity * sizeof(AeHit)));
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_levels_), capacity * sizeof(AeLevel)));
+    if (host_results) {
+      h_hits_ = PinnedBuffer(capacity * sizeof(AeHit), true);
+      h_levels_ = PinnedBuffer(capacity * sizeof(AeLevel), true);
+      h_counts_ = PinnedBuffer(2 * sizeof(unsigned int), false);
+      h_state_ = PinnedBuffer(lanes * sizeof(AeChannelState), false);
+    } else {
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_hits_), capacity * sizeof(AeHit)));
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_levels_), capacity * sizeof(AeLevel)));
+    }
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_counts_), 2 * sizeof(unsigned int)));
     reset();
   } catch (...) {
     cudaFree(d_state_);
-    cudaFree(d_hits_);
-    cudaFree(d_levels_);
+    if (!host_results) {
+      cudaFree(d_hits_);
+      cudaFree(d_levels_);
+    }
     cudaFree(d_counts_);
     throw;
+  }
+  if (host_results) {  // the kernel writes through the device aliases of the mapped buffers
+    d_hits_ = h_hits_.device<AeHit>();
+    d_levels_ = h_levels_.device<AeLevel>();
   }
 }
 
 AeHitDetectorCuda::~AeHitDetectorCuda() {
   cudaFree(d_state_);
-  cudaFree(d_hits_);
-  cudaFree(d_levels_);
+  if (!host_results_) {
+    cudaFree(d_hits_);
+    cudaFree(d_levels_);
+  }
   cudaFree(d_counts_);
 }
 
 void AeHitDetectorCuda::reset() {
   AeChannelState s0;
   s0.threshold = params_.threshold;
-  const std::vector<AeChannelState> init(lanes_, s0);
+  std::vector<AeChannelState>& init = scratch_;
+  std::fill(init.begin(), init.end(), s0);
   VIGIL_CUDA_CHECK(cudaMemcpy(d_state_, init.data(), lanes_ * sizeof(AeChannelState), cudaMemcpyHostToDevice));
+  if (host_results_) {
+    std::copy(init.begin(), init.end(), h_state_.host<AeChannelState>());
+    std::fill_n(h_counts_.host<unsigned int>(), 2, 0u);
+  }
   dropped_ = 0;
+}
+
+void AeHitDetectorCuda::set_params(const AeSampleParams& p) {
+  // The thresholds the lanes carry change as AeHitDetector::set_params changes them: through the
+  // host copy of the state (the one after the last call, which host_results keeps; else fetched).
+  std::vector<AeChannelState>& s = scratch_;
+  if (host_results_)
+    std::copy_n(h_state_.host<AeChannelState>(), lanes_, s.data());
+  else
+    VIGIL_CUDA_CHECK(cudaMemcpy(s.data(), d_state_, lanes_ * sizeof(AeChannelState), cudaMemcpyDeviceToHost));
+  params_ = p;
+  for (AeChannelState& c : s) c.threshold = p.floating_window ? std::max(c.threshold, p.threshold) : p.threshold;
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_state_, s.data(), lanes_ * sizeof(AeChannelState), cudaMemcpyHostToDevice));
+  if (host_results_) std::copy(s.begin(), s.end(), h_state_.host<AeChannelState>());
+}
+
+AeHitDetectorCuda::Results AeHitDetectorCuda::results() noexcept {
+  Results r;
+  if (!host_results_) return r;
+  const unsigned* counts = h_counts_.host<unsigned int>();
+  r.hits = h_hits_.host<AeHit>();
+  r.levels = h_levels_.host<AeLevel>();
+  r.hits_n = std::min(counts[0], capacity_);
+  r.levels_n = std::min(counts[1], capacity_);
+  dropped_ += (counts[0] - r.hits_n) + (counts[1] - r.levels_n);
+  return r;
 }
 
 cudaError_t AeHitDetectorCuda::enqueue(const float* d_x, size_t stride, uint32_t frames, uint64_t first_frame,
@@ -63,7 +111,14 @@ cudaError_t AeHitDetectorCuda::enqueue(const float* d_x, size_t stride, uint32_t
   k.d_levels = d_levels_;
   k.capacity = capacity_;
   k.d_counts = d_counts_;
-  return launch_ae_hits(k, stream);
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_ae_hits(k, stream));
+  if (host_results_) {
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_counts_.host(), d_counts_, 2 * sizeof(unsigned int),
+                                               cudaMemcpyDeviceToHost, stream));
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_state_.host(), d_state_, lanes_ * sizeof(AeChannelState),
+                                               cudaMemcpyDeviceToHost, stream));
+  }
+  return cudaSuccess;
 }
 
 void AeHitDetectorCuda::collect(std::vector<AeHit>& hits, std::vector<AeLevel>& levels, cudaStream_t stream) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/pinned_buffer.hpp"
 #include "dsp/ae_hit_detector.hpp"
 
 namespace vigil::cuda {
@@ -15,7 +16,12 @@ class AeHitDetectorCuda {
  public:
   // lanes: 1..65536; capacity: hits (and level intervals) one call may report; more are counted
   // in dropped(). poison: fill result buffers with 0xFF before every call (tests).
-  AeHitDetectorCuda(const AeSampleParams& params, uint32_t lanes, uint32_t capacity = 65536, bool poison = false);
+  // host_results: the kernel writes hits and level intervals straight into page-locked host memory
+  // (few, small writes), and each enqueue() also copies the counts and every lane's state back:
+  // once the stream is synchronised, results() and state() read them with no further copy or
+  // wait (RT-safe: the pipeline stage). Without it, collect() copies them.
+  AeHitDetectorCuda(const AeSampleParams& params, uint32_t lanes, uint32_t capacity = 65536, bool poison = false,
+                    bool host_results = false);
   ~AeHitDetectorCuda();
   AeHitDetectorCuda(const AeHitDetectorCuda&) = delete;
   AeHitDetectorCuda& operator=(const AeHitDetectorCuda&) = delete;
@@ -27,7 +33,24 @@ class AeHitDetectorCuda {
   // frame. Throws CudaError.
   void collect(std::vector<AeHit>& hits, std::vector<AeLevel>& levels, cudaStream_t stream);
 
-  void reset();
+  // host_results: the last enqueue()'s hits and level intervals, in the order the kernel wrote them
+  // (sort them: warps finish in any order), and the state every lane was left in. Call after the
+  // stream is synchronised; counts beyond the capacity go to dropped(). RT-safe.
+  struct Results {
+    AeHit* hits = nullptr;
+    uint32_t hits_n = 0;
+    AeLevel* levels = nullptr;
+    uint32_t levels_n = 0;
+  };
+  Results results() noexcept;
+  const AeChannelState* state() const noexcept { return h_state_.host<AeChannelState>(); }
+
+  // New thresholds and times from the next enqueue() on, as AeHitDetector::set_params (the lanes'
+  // thresholds follow the same rule): a reload. Synchronous (the state's thresholds go up again);
+  // allocates nothing. Throws CudaError.
+  void set_params(const AeSampleParams& p);
+
+  void reset();  // synchronous; allocates nothing. Throws CudaError.
   uint64_t dropped() const noexcept { return dropped_; }
 
  private:
@@ -39,6 +62,9 @@ class AeHitDetectorCuda {
   AeLevel* d_levels_ = nullptr;
   unsigned int* d_counts_ = nullptr;
   uint64_t dropped_ = 0;
+  bool host_results_ = false;
+  PinnedBuffer h_hits_, h_levels_, h_counts_, h_state_;  // host_results (hits and levels mapped)
+  std::vector<AeChannelState> scratch_;  // lanes: reset() and set_params() allocate nothing
 };
 
 }  // namespace vigil::cuda

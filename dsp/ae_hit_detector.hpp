@@ -132,6 +132,8 @@ class AeHitDetector {
   // continue under the new times. RT-safe.
   void set_params(const AeSampleParams& p) noexcept;
   const AeChannelState& state(uint32_t c) const noexcept { return state_[c]; }
+  // Continues channel c from `s` (the CUDA twin's state, when it hands over). RT-safe.
+  void set_state(uint32_t c, const AeChannelState& s) noexcept { state_[c] = s; }
   const AeSampleParams& params() const noexcept { return p_; }
 
  private:

@@ -92,14 +92,22 @@ void AeHitsStage::continue_capture(Capture& cap, const float* x, uint32_t frames
   }
 }
 
+void AeHitsStage::fill_event(EventRecord& ev, uint32_t lane, uint64_t stream_frame, const Exec& exec) const noexcept {
+  ev.stage = stage_index_;
+  ev.band = uint16_t(lane / channels_);
+  ev.channel = lane % channels_;
+  ev.frame = stream_to_input_frame(stream_frame, delay_frames_);
+  ev.t_utc_ns = input_frame_utc_ns(exec.chunk, ev.frame, params_.rate_hz);
+}
+
+void AeHitsStage::continue_from(const AeChannelState* lanes) noexcept {
+  for (uint32_t l = 0; l < lanes_; ++l) detector_->set_state(l, lanes[l]);
+}
+
 template <typename Sink>
 void AeHitsStage::push_lane(uint32_t lane, const Block& in, const Exec& exec, Sink&& sink) noexcept {
   auto emit = [&](EventRecord& ev, uint64_t stream_frame) {
-    ev.stage = stage_index_;
-    ev.band = uint16_t(lane / channels_);
-    ev.channel = lane % channels_;
-    ev.frame = stream_to_input_frame(stream_frame, delay_frames_);
-    ev.t_utc_ns = input_frame_utc_ns(exec.chunk, ev.frame, params_.rate_hz);
+    fill_event(ev, lane, stream_frame, exec);
     sink(ev);
   };
   const uint64_t first = exec.chunk.first_frame;

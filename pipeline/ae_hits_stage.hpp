@@ -39,6 +39,13 @@ class AeHitsStage final : public Stage {
   StageUpdatePlan plan_update(const StageSettings& next) const override;
   void apply_update(StageUpdate& update) noexcept override;
   const AeSampleParams& params() const noexcept { return params_; }
+  // The thresholds and times in force (params() keeps the calibration of prepare()).
+  const AeSampleParams& detector_params() const noexcept { return detector_->params(); }
+  // For the CUDA twin (pipeline/ae_hits_cuda_stage), which runs this stage when it falls back:
+  // fills the stage, band, channel, frame and time of an event of lane `lane` at stream frame
+  // `stream_frame`; continues every lane from the GPU's state. RT-safe.
+  void fill_event(EventRecord& ev, uint32_t lane, uint64_t stream_frame, const Exec& exec) const noexcept;
+  void continue_from(const AeChannelState* lanes) noexcept;
   WaveformChannel* waveforms() const noexcept override { return waveforms_.get(); }
   // Captures lost: the lane was still capturing the previous hit, or no buffer was free.
   uint64_t waveforms_dropped() const noexcept { return waveforms_dropped_.load(std::memory_order_relaxed); }

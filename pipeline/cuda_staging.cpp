@@ -23,7 +23,7 @@ void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_fr
   VIGIL_CUDA_CHECK(cudaEventCreate(&ev_stop_));
   const size_t in_floats = size_t(in_lanes) * max_frames, out_floats = size_t(out_lanes) * max_frames;
   h_in_ = cuda::PinnedBuffer(in_floats * sizeof(float), mapped);
-  h_out_ = cuda::PinnedBuffer(out_floats * sizeof(float), mapped);
+  if (out_floats) h_out_ = cuda::PinnedBuffer(out_floats * sizeof(float), mapped);  // none for a detector
   if (mapped && bound_in_) {
     void* alias = nullptr;
     VIGIL_CUDA_CHECK(cudaHostGetDevicePointer(&alias, const_cast<float*>(bound_in_), 0));
@@ -31,7 +31,7 @@ void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_fr
   }
   if (!mapped) {
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in_), in_floats * sizeof(float)));
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), out_floats * sizeof(float)));
+    if (out_floats) VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), out_floats * sizeof(float)));
   }
 }
 

@@ -55,22 +55,39 @@ class CudaStaging {
   }
 
   // The device part of a chunk, on the stream: the copy in (copy mode), work(d_in, d_out, stride)
-  // enqueuing the kernels, the copy out. Nothing waits: it can be captured as a CUDA graph.
-  // from_bound: the chunk is in the bound input (reads_bound), else in host_in().
+  // enqueuing the kernels, the copy out (unless the output stays on the device). Nothing waits: it
+  // can be captured as a CUDA graph. from_bound: the chunk is in the bound input (reads_bound),
+  // else in host_in(). device_in: the chunk is already on the device there (another stage's
+  // device_out(), stride max_frames): no copy in.
   template <class Work>
-  cudaError_t enqueue(uint32_t frames, Work&& work, bool from_bound = false) noexcept {
+  cudaError_t enqueue(uint32_t frames, Work&& work, bool from_bound = false, const float* device_in = nullptr) noexcept {
     const size_t s = max_frames_ * sizeof(float);
     const float* src = from_bound ? bound_in_ : h_in_.host<float>();
-    const float* d_in = mapped_ ? (from_bound ? bound_in_device_ : h_in_.device<float>()) : d_in_;
+    const float* d_in = device_in ? device_in : mapped_ ? (from_bound ? bound_in_device_ : h_in_.device<float>()) : d_in_;
     float* d_out = mapped_ ? h_out_.device<float>() : d_out_;
-    if (!mapped_)
+    if (!mapped_ && !device_in)
       VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s, src, s, frames * sizeof(float), in_lanes_,
                                                    cudaMemcpyHostToDevice, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(work(d_in, d_out, size_t(max_frames_)));
-    if (!mapped_)
+    if (!mapped_ && copy_out_ && out_lanes_ > 0)
       VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s, d_out_, s, frames * sizeof(float), out_lanes_,
                                                    cudaMemcpyDeviceToHost, stream_));
     return cudaSuccess;
+  }
+
+  // Device residency (copy mode). device_out(): the output's device copy, which another CUDA stage
+  // may read in place (null in mapped mode: there the kernels already wrote host_out()).
+  // set_copy_out(false): enqueue() leaves the output on the device; fetch_out() brings the last
+  // chunk's back when someone on the host needs it after all. Both RT-safe.
+  const float* device_out() const noexcept { return mapped_ ? nullptr : d_out_; }
+  void set_copy_out(bool on) noexcept { copy_out_ = on; }
+  bool copy_out() const noexcept { return copy_out_ || mapped_; }
+  cudaError_t fetch_out(uint32_t frames) noexcept {
+    if (mapped_ || out_lanes_ == 0) return cudaSuccess;
+    const size_t s = max_frames_ * sizeof(float);
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s, d_out_, s, frames * sizeof(float), out_lanes_,
+                                                 cudaMemcpyDeviceToHost, stream_));
+    return cudaStreamSynchronize(stream_);
   }
 
   // launch() between two events on the stream, then waits for the stream; the GPU time goes into
@@ -100,6 +117,7 @@ class CudaStaging {
  private:
   uint32_t in_lanes_ = 0, out_lanes_ = 0, max_frames_ = 0;
   bool mapped_ = false;
+  bool copy_out_ = true;
   const float* bound_in_ = nullptr;         // bind_input()
   const float* bound_in_device_ = nullptr;  // its device alias (mapped mode)
   cudaStream_t stream_ = nullptr;

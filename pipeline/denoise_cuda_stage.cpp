@@ -50,16 +50,29 @@ StreamFormat DenoiseCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
 }
 
 cudaError_t DenoiseCudaStage::run_gpu(const Block& in) noexcept {
-  staging_.stage(in.data, in.stride, in.frames);
+  // The producer's bands still on the device (a CUDA stage that ran there this chunk): read them
+  // there, no copy in.
+  const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
+  if (!device_in) staging_.stage(in.data, in.stride, in.frames);
   const bool from_bound = staging_.reads_bound(in.data);
   return staging_.run(
       [&] {
         return staging_.enqueue(
             in.frames,
             [&](const float* d_in, float* d_out, size_t stride) { return gpu_->process(d_in, stride, in.frames, d_out, stride); },
-            from_bound);
+            from_bound, device_in);
       },
       timing_);
+}
+
+bool DenoiseCudaStage::make_output_host_valid(uint32_t frames) noexcept {
+  if (host_valid_) return true;
+  if (staging_.fetch_out(std::min(frames, last_frames_)) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  host_valid_ = true;
+  return true;
 }
 
 void DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
@@ -84,6 +97,9 @@ void DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, 
 StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
   out.frames = in.frames;
   ++chunks_;
+  last_frames_ = in.frames;
+  device_valid_ = false;
+  host_valid_ = true;
   if (on_cpu_.load(std::memory_order_relaxed)) {
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
@@ -96,7 +112,9 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
     fall_back(in, out, exec, e);
     return StageStatus::kOk;
   }
-  staging_.unstage(out.data, out.stride, in.frames);
+  device_valid_ = true;
+  host_valid_ = !keep_;
+  if (host_valid_) staging_.unstage(out.data, out.stride, in.frames);
   history_.remember(in.data, in.stride, in.frames);
   total_frames_ += in.frames;
   return StageStatus::kOk;

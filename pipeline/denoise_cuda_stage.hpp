@@ -45,6 +45,16 @@ class DenoiseCudaStage final : public Stage {
   void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }
   float* output_buffer() const noexcept override { return staging_.host_out(); }
   float* input_buffer() const noexcept override { return staging_.host_in(); }
+  // Device residency (Stage): reads a CUDA producer's bands on the device (it still keeps a host
+  // history of its input, for the CPU twin: so it needs the host input too), and its own output
+  // may stay on the device for a reader that takes it there.
+  void bind_producer(Stage* producer) noexcept override { producer_ = producer; }
+  void keep_output_on_device(bool keep) noexcept override {
+    keep_ = keep;
+    staging_.set_copy_out(!keep);
+  }
+  const float* device_output() const noexcept override { return device_valid_ ? staging_.device_out() : nullptr; }
+  bool make_output_host_valid(uint32_t frames) noexcept override;
 
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
 
@@ -69,6 +79,10 @@ class DenoiseCudaStage final : public Stage {
   std::atomic<bool> on_cpu_{false};
   std::atomic<uint64_t> cuda_errors_{0};
   bool timing_ = false;  // not during the warm-up
+  Stage* producer_ = nullptr;  // bind_producer
+  bool keep_ = false;
+  bool device_valid_ = false, host_valid_ = true;  // where the last chunk's output is
+  uint32_t last_frames_ = 0;
 };
 
 }  // namespace vigil

@@ -99,14 +99,24 @@ bool FirBankCudaStage::capture(cuda::FirBankCuda& bank) noexcept {
     cudaGetLastError();  // not sticky: leave no error for the next call to find
     return false;
   }
-  graphs_.push_back({&bank, exec});
+  graphs_.push_back({&bank, exec, staging_.copy_out()});
   return true;
 }
 
 cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank) const noexcept {
   for (const ChunkGraph& g : graphs_)
-    if (g.bank == &bank) return g.exec;
+    if (g.bank == &bank && g.copy_out == staging_.copy_out()) return g.exec;
   return nullptr;
+}
+
+bool FirBankCudaStage::make_output_host_valid(uint32_t frames) noexcept {
+  if (host_valid_) return true;
+  if (staging_.fetch_out(std::min(frames, last_frames_)) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  host_valid_ = true;
+  return true;
 }
 
 cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride,
@@ -165,6 +175,10 @@ void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, 
 StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
   out.frames = in.frames;
   ++chunks_;
+  last_frames_ = in.frames;
+  // Where this chunk's bands end up: on the host only unless the plain GPU path below runs.
+  device_valid_ = false;
+  host_valid_ = true;
   if (on_cpu_.load(std::memory_order_relaxed)) {
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
@@ -174,6 +188,10 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
   if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames);
+  if (e == cudaSuccess && next_bank_ && keep_) {  // the crossfade is made on the host: bring the old filter's bands back
+    staging_.set_copy_out(true);
+    e = staging_.fetch_out(in.frames);
+  }
   if (e == cudaSuccess && next_bank_) {  // a reload: crossfade from the old taps to the new over this chunk
     const float* h = staging_.host_out();
     std::copy(h, h + size_t(bands_) * channels_ * max_frames_, fade_.begin());
@@ -186,6 +204,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
           const size_t k = lane * max_frames_ + i;
           fade_[k] = (1.0f - w) * fade_[k] + w * h[k];
         }
+      staging_.set_copy_out(!keep_);
       spare_ = std::move(bank_);  // the old filter is the next reload's spare
       bank_ = std::move(next_bank_);
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
@@ -195,11 +214,14 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
     }
   }
   if (e != cudaSuccess) {
+    staging_.set_copy_out(!keep_);
     if (next_bank_) spare_ = std::move(next_bank_);  // the CPU twin already has the new taps (apply_update)
     fall_back(in, out, exec, e);
     return StageStatus::kOk;
   }
-  staging_.unstage(out.data, out.stride, in.frames);
+  device_valid_ = true;
+  host_valid_ = !keep_;
+  if (host_valid_) staging_.unstage(out.data, out.stride, in.frames);
   history_.remember(in.data, in.stride, in.frames);
   return StageStatus::kOk;
 }

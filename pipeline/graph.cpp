@@ -9,6 +9,7 @@
 #include "pipeline/denoise_stage.hpp"
 #include "pipeline/fir_bank_stage.hpp"
 #if VIGIL_HAVE_CUDA
+#include "pipeline/ae_hits_cuda_stage.hpp"
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
 #endif
@@ -23,6 +24,7 @@ bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
   if (!backend.cuda) return false;
   if (s.kind == "fir_bank") return true;
   if (s.kind == "wavelet_denoise") return DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params));
+  if (s.kind == "ae_hits") return AeHitsCudaStage::fits(std::get<AeHitSettings>(s.params));
 #else
   (void)s;
   (void)backend;  // every stage runs on the CPU in a build without CUDA
@@ -57,6 +59,9 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
     else if (gpu && s.kind == "wavelet_denoise")
       n.stage = std::make_unique<DenoiseCudaStage>(std::get<DenoiseStageSettings>(s.params), uint16_t(i),
                                                    CudaStageOptions{backend.mapped, backend.fail_at_chunk});
+    else if (gpu && s.kind == "ae_hits")
+      n.stage = std::make_unique<AeHitsCudaStage>(std::get<AeHitSettings>(s.params), uint16_t(i),
+                                                  CudaStageOptions{backend.mapped, backend.fail_at_chunk});
     else
 #endif
     if (s.kind == "fir_bank")
@@ -89,7 +94,7 @@ int Graph::find_stage(const std::string& name) const noexcept {
   return -1;
 }
 
-void Graph::prepare(const StreamFormat& input, uint32_t max_frames) {
+void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::vector<std::string>* host_streams) {
   streams_.clear();
   buffers_.clear();
   // A stream's buffer: the stage's own output buffer where it offers one, else allocated here.
@@ -107,14 +112,33 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames) {
   in.bands = 1;
   in.band_names = {""};
   add_stream("input", in, nullptr);
-  for (Node& n : nodes_) {
+  // Whether node i's output may stay on the device: nothing outside reads it on the host, and every
+  // stage that reads it takes it on the device.
+  auto keep_on_device = [&](size_t i) {
+    if (!host_streams) return false;
+    for (const std::string& name : *host_streams)
+      if (name == nodes_[i].name) return false;
+    for (size_t j = i + 1; j < nodes_.size(); ++j)
+      if (nodes_[j].input == nodes_[i].name && nodes_[j].stage->needs_host_input()) return false;
+    return true;
+  };
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
     n.input_stream = find_stream(n.input);
     if (n.input_stream < 0)
       throw std::invalid_argument("stage '" + n.name + "': input '" + n.input + "' is not an earlier sample stream");
     const Stream& input_stream = streams_[size_t(n.input_stream)];
     if (input_stream.stage_owned) n.stage->bind_input(input_stream.block.data);
+    n.producer = input_stream.producer;
+    if (n.producer >= 0) n.stage->bind_producer(nodes_[size_t(n.producer)].stage.get());
+    const bool keep = keep_on_device(i);
+    n.stage->keep_output_on_device(keep);
     const StreamFormat out = n.stage->prepare(input_stream.format, max_frames);
     n.output_stream = out.bands > 0 ? add_stream(n.name, out, n.stage->output_buffer()) : -1;
+    if (n.output_stream >= 0) {
+      streams_[size_t(n.output_stream)].producer = int(i);
+      streams_[size_t(n.output_stream)].on_device_only = keep && n.stage->device_output() != nullptr;
+    }
   }
   // The chunk is converted straight into the staged input of the first stage that reads it and
   // offers one (a CUDA stage); the others read it there.
@@ -138,8 +162,12 @@ StageStatus Graph::run(const Exec& exec) noexcept {
     const Block& in = streams_[size_t(n.input_stream)].block;
     Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
     out.frames = frames;
-    if (n.stage->process(in, out, exec) != StageStatus::kOk && result == StageStatus::kOk)
-      result = StageStatus::kFailed;
+    // A reader on the host of a stream kept on the device (a CUDA stage now on its CPU twin):
+    // the copy back first. Failing that, the chunk is lost to this stage: a failure.
+    bool ok = true;
+    if (n.producer >= 0 && n.stage->needs_host_input())
+      ok = nodes_[size_t(n.producer)].stage->make_output_host_valid(frames);
+    if (!ok || n.stage->process(in, out, exec) != StageStatus::kOk) result = StageStatus::kFailed;
     const int64_t t1 = mono_now_ns();
     n.time->record_ns(t1 - t);
     if (t1 - t > slowest_.ns) slowest_ = {int(i), t1 - t};

@@ -13,7 +13,8 @@
 
 namespace vigil {
 
-// Which stages run on the GPU: with cuda, every stage that has a CUDA twin (fir_bank).
+// Which stages run on the GPU: with cuda, every stage that has a CUDA twin (fir_bank;
+// wavelet_denoise with windows up to 4096; ae_hits without transient capture).
 struct GraphBackend {
   bool cuda = false;
   bool mapped = false;         // zero-copy staging
@@ -30,7 +31,11 @@ class Graph {
   ~Graph();
 
   // Prepares every stage for `input` and allocates all buffers. Off the real-time path.
-  void prepare(const StreamFormat& input, uint32_t max_frames);
+  // host_streams: the streams something outside the graph reads on the host (the data outputs);
+  // a CUDA stage whose stream is not among them and whose readers all take it on the device keeps
+  // it there (Stage::keep_output_on_device), and that stream's block is then not kept up to date
+  // on the host. Null: every stream is kept on the host.
+  void prepare(const StreamFormat& input, uint32_t max_frames, const std::vector<std::string>* host_streams = nullptr);
 
   // The block the pipeline converts each chunk into (stream "input").
   Block& input_block() noexcept { return streams_[0].block; }
@@ -74,6 +79,8 @@ class Graph {
     StreamFormat format;
     Block block;
     bool stage_owned = false;  // block.data is its stage's output_buffer() (page-locked)
+    int producer = -1;         // the node that writes it (-1: the input)
+    bool on_device_only = false;  // its stage keeps it on the device (see prepare)
   };
   size_t stream_count() const noexcept { return streams_.size(); }
   const Stream& stream(size_t i) const noexcept { return streams_[i]; }
@@ -96,6 +103,7 @@ class Graph {
     std::unique_ptr<Stage> stage;
     int input_stream = -1;
     int output_stream = -1;  // -1 for detectors
+    int producer = -1;       // the node whose output is this node's input (-1: the input stream)
     Block scratch;           // output block handed to detectors (empty)
     std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
     bool optional = false;

@@ -76,7 +76,10 @@ Service::Service(const Settings& settings) : settings_(settings) {
   StreamFormat input;
   input.rate_hz = format_.rate_hz;
   input.channels = format_.channels;
-  graph_->prepare(input, format_.chunk_frames);
+  // The streams the data outputs send are read on the host; the others may stay on the GPU.
+  std::vector<std::string> sent;
+  for (const DataOutputSettings& d : settings_.data_outputs) sent.push_back(d.stream);
+  graph_->prepare(input, format_.chunk_frames, &sent);
 
   std::vector<int> stream_of_output;
   for (const DataOutputSettings& d : settings_.data_outputs) {

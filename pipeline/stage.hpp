@@ -62,6 +62,22 @@ class Stage {
   virtual void bind_input(const float* /*page_locked*/) noexcept {}
   virtual float* output_buffer() const noexcept { return nullptr; }
   virtual float* input_buffer() const noexcept { return nullptr; }
+  // Device residency (copy-mode CUDA stages; see pipeline/cuda_staging.hpp), to spare the copies
+  // between two CUDA stages. Before prepare(): bind_producer(p): the input stream is stage p's
+  // output; while p->device_output() is non-null, read the chunk there instead of copying it in.
+  // keep_output_on_device(true): no output sends this stage's stream and every stage reading it
+  // has needs_host_input() false: skip the copy back. Per chunk, after process():
+  // device_output() is the output's device copy (lanes x max_frames, stride max_frames), or null
+  // where there is none this chunk (the CPU twin ran, a crossfade was made on the host);
+  // make_output_host_valid() copies it back when it was kept on the device (a reader that falls
+  // back to its CPU twin needs it; the graph calls it for readers that need the host input).
+  virtual void bind_producer(Stage* /*producer*/) noexcept {}
+  virtual void keep_output_on_device(bool /*keep*/) noexcept {}
+  virtual const float* device_output() const noexcept { return nullptr; }
+  virtual bool make_output_host_valid(uint32_t /*frames*/) noexcept { return true; }
+  // Whether process() reads its input block on the host (false: a CUDA stage that takes its
+  // producer's device_output() and keeps no host history of its input).
+  virtual bool needs_host_input() const noexcept { return true; }
   // Hit waveforms this stage captures for a VITA 49 output, or null.
   // (The channel is internally synchronised: a const stage still hands it out.)
   virtual WaveformChannel* waveforms() const noexcept { return nullptr; }

@@ -8,7 +8,7 @@
 
 #include <random>
 
-#include "acquisition/synthetic_source.hpp"
+#include "../support/ae_lanes.hpp"
 #include "cuda/cuda_check.hpp"
 
 namespace vigil {
@@ -21,31 +21,6 @@ struct Result {
   std::vector<AeHit> hits;
   std::vector<AeLevel> levels;
 };
-
-// Planar lanes: noise whose level varies by lane (some lanes hover near the threshold, so hits
-// are frequent, long and often truncated) plus Poisson bursts of random amplitude.
-std::vector<float> make_lanes(uint32_t lanes, uint32_t frames, uint64_t seed) {
-  SyntheticSpec spec;
-  spec.rate_hz = kRate;
-  spec.channels = lanes;
-  spec.format = SampleFormat::kFloat32;
-  spec.seed = seed;
-  std::mt19937 rng{uint32_t(seed)};
-  for (uint32_t l = 0; l < lanes; ++l) {
-    ChannelSignal s;
-    s.noise_rms = 2e-4 * (1 + l % 5);  // threshold 1.78e-3: 9x .. 1.8x the noise RMS
-    s.bursts.amplitude = 0.005 + 0.05 * std::uniform_real_distribution<double>(0, 1)(rng);
-    s.bursts.freq_hz = 150e3;
-    s.bursts.rise_s = 20e-6;
-    s.bursts.decay_s = 60e-6;
-    s.bursts.rate_hz = 500 + 300 * (l % 3);
-    spec.signals.push_back(s);
-  }
-  SyntheticSource src(spec);
-  std::vector<float> x(size_t(lanes) * frames);
-  for (uint32_t l = 0; l < lanes; ++l) src.generate_channel(l, frames, x.data() + size_t(l) * frames);
-  return x;
-}
 
 Result run_cpu(const AeSampleParams& p, const std::vector<float>& x, uint32_t lanes, uint32_t frames,
                const std::vector<uint32_t>& chunks) {
@@ -154,7 +129,7 @@ TEST(AeHitDetectorCuda, SameHitsOnAShortRun) {  // the one compute-sanitizer run
   std::string why;
   if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
   const uint32_t frames = 1 << 16, lanes = 5;
-  const auto x = make_lanes(lanes, frames, 7);
+  const auto x = test::ae_lanes(kRate, lanes, frames, 7, 7);
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     const AeSampleParams p = ae_sample_params(c.s, kRate);
@@ -172,7 +147,7 @@ TEST(AeHitDetectorCuda, SameHitsAsTheCpuTwinEveryLaneCountAndChunking) {
   std::vector<uint32_t> random_chunks;
   for (int i = 0; i < 50; ++i) random_chunks.push_back(uint32_t(1 + rng() % 70000));
   for (const uint32_t lanes : {1u, 3u, 16u, 37u}) {
-    const auto x = make_lanes(lanes, frames, 100 + lanes);
+    const auto x = test::ae_lanes(kRate, lanes, frames, 100 + lanes, 100 + lanes);
     for (const Case& c : cases()) {
       const AeSampleParams p = ae_sample_params(c.s, kRate);
       for (const auto& chunks : {std::vector<uint32_t>{frames}, std::vector<uint32_t>{4096},

@@ -4,11 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
+#include "../support/ae_lanes.hpp"
 #include "../support/stage_run.hpp"
-#include "acquisition/synthetic_source.hpp"
 #include "config/settings.hpp"
 
 namespace vigil {
@@ -16,31 +15,7 @@ namespace {
 
 constexpr double kRate = 2e6;
 
-// Lanes of noise whose level varies by lane (some hover near the threshold: frequent, long,
-// truncated hits) plus Poisson bursts of random amplitude.
-std::vector<float> make_lanes(uint32_t lanes, uint32_t frames) {
-  SyntheticSpec spec;
-  spec.rate_hz = kRate;
-  spec.channels = lanes;
-  spec.format = SampleFormat::kFloat32;
-  spec.seed = 11;
-  std::mt19937 rng{5};
-  for (uint32_t l = 0; l < lanes; ++l) {
-    ChannelSignal s;
-    s.noise_rms = 2e-4 * (1 + l % 5);
-    s.bursts.amplitude = 0.005 + 0.05 * std::uniform_real_distribution<double>(0, 1)(rng);
-    s.bursts.freq_hz = 150e3;
-    s.bursts.rise_s = 20e-6;
-    s.bursts.decay_s = 60e-6;
-    s.bursts.rate_hz = 500 + 300 * (l % 3);
-    spec.signals.push_back(s);
-  }
-  SyntheticSource src(spec);
-  std::vector<float> x(size_t(lanes) * frames);
-  for (uint32_t l = 0; l < lanes; ++l) src.generate_channel(l, frames, x.data() + size_t(l) * frames);
-  return x;
-}
-
+// The stage over lanes of noise and bursts (test::ae_lanes), with a reload at chunk 3.
 test::StageRun run(WorkerPool* pool, uint32_t expect_parts) {
   const uint32_t bands = 2, channels = 7, total = 400000, max_chunk = 65536;
   AeHitSettings s;
@@ -53,7 +28,7 @@ test::StageRun run(WorkerPool* pool, uint32_t expect_parts) {
   shorter.hdt_s = 200e-6;
   shorter.hlt_s = 300e-6;
   StageSettings next{"hits", "ae_hits", "bands", false, shorter};
-  const std::vector<float> x = make_lanes(bands * channels, total);
+  const std::vector<float> x = test::ae_lanes(kRate, bands * channels, total, 11, 5);
   return test::run_stage(stage, {channels, bands, 0, max_chunk}, x, total, {max_chunk, 1000, 30000, 7},
                          [&](uint64_t chunk) {
                            if (chunk != 3) return;

@@ -7,8 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
+#include "../support/ae_lanes.hpp"
 #include "../support/gpu.hpp"
 #include "../support/signals.hpp"
 #include "../support/stage_run.hpp"
@@ -100,6 +103,85 @@ TEST(GraphCuda, CudaStagesShareTheirStagingAndGiveTheSameOutputCopyMode) {
 TEST(GraphCuda, CudaStagesShareTheirStagingAndGiveTheSameOutputMappedMode) {
   VIGIL_SKIP_WITHOUT_GPU();
   run_graph_vs_stages(true);
+}
+
+// FIR -> denoise -> AE hits, all on the GPU, with nothing sent (the events only): the hits read
+// the denoised lanes on the device, and the denoiser skips its copy back (its stream is kept on the
+// device); the FIR's bands still come back (the denoiser keeps a host history of its input). The
+// events equal those of the same graph with every stream kept on the host. With a launch failure
+// at chunk 5 every stage hands over to its CPU twin and the chunks go on.
+std::vector<StageSettings> s1_like() {
+  std::vector<StageSettings> s = stages(50e3);
+  AeHitSettings hits;
+  hits.preamp_gain_db = 20;
+  hits.level_interval_s = 0.002;
+  s.push_back({"hits", "ae_hits", "den", false, hits});
+  return s;
+}
+
+std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_streams, uint64_t fail_at, bool* on_device) {
+  const uint32_t total = kMaxFrames * kChunks;
+  const std::vector<float> x = test::ae_lanes(kRate, kChannels, total, 23, 23);  // bursts in noise
+  Graph graph(s1_like(), GraphBackend{true, false, fail_at, false, 1});
+  graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, host_streams);
+  *on_device = graph.stream(2).on_device_only;
+  EXPECT_FALSE(graph.stream(1).on_device_only) << "the denoiser reads the bands on the host too";
+  SpscQueue<EventRecord> events(1 << 16);
+  std::atomic<uint64_t> dropped{0};
+  std::vector<EventRecord> got;
+  for (uint32_t k = 0; k < kChunks; ++k) {
+    Block& in = graph.input_block();
+    in.frames = kMaxFrames;
+    for (uint32_t c = 0; c < kChannels; ++c)
+      std::copy_n(&x[size_t(c) * total + size_t(k) * kMaxFrames], kMaxFrames, in.data + c * in.stride);
+    Exec exec;
+    exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
+    exec.events = &events;
+    exec.events_dropped = &dropped;
+    EXPECT_EQ(graph.run(exec), StageStatus::kOk);
+    EventRecord ev;
+    while (events.pop(ev)) got.push_back(ev);
+  }
+  EXPECT_EQ(dropped.load(), 0u);
+  nlohmann::json status;
+  graph.stage(2).add_status(status);
+  EXPECT_EQ(status["backend"], fail_at ? "cpu (fallback)" : "cuda");
+  if (!fail_at) {
+    EXPECT_EQ(status["device_input_chunks"], kChunks) << "the hits did not read the denoiser's device output";
+  }
+  return got;
+}
+
+TEST(GraphCuda, HitsReadTheDenoisedLanesOnTheDeviceWhenNothingElseNeedsThem) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const std::vector<std::string> nothing_sent;
+  bool kept = false, kept_all = true;
+  const std::vector<EventRecord> all_host = run_s1_like(nullptr, 0, &kept_all);
+  const std::vector<EventRecord> resident = run_s1_like(&nothing_sent, 0, &kept);
+  EXPECT_FALSE(kept_all);
+  EXPECT_TRUE(kept) << "the denoised stream was not kept on the device";
+  size_t hits = 0;
+  for (const EventRecord& e : all_host) hits += e.kind == EventKind::kAeHit;
+  EXPECT_GT(hits, 20u);
+  ASSERT_EQ(resident.size(), all_host.size());
+  for (size_t i = 0; i < all_host.size(); ++i) {  // the same computation on the same data: bit for bit
+    ASSERT_EQ(resident[i].kind, all_host[i].kind) << i;
+    ASSERT_EQ(resident[i].channel, all_host[i].channel) << i;
+    ASSERT_EQ(resident[i].frame, all_host[i].frame) << i;
+    EXPECT_EQ(resident[i].hit.peak, all_host[i].hit.peak) << i;
+    EXPECT_EQ(resident[i].hit.sum_sq, all_host[i].hit.sum_sq) << i;
+    EXPECT_EQ(resident[i].ae_level.sum_sq, all_host[i].ae_level.sum_sq) << i;
+  }
+  // A launch failure at chunk 5 in every stage: three hand-overs, and hits on the later chunks too.
+  bool kept_f = false;
+  const std::vector<EventRecord> failed = run_s1_like(&nothing_sent, 5, &kept_f);
+  size_t fallbacks = 0, late_hits = 0;
+  for (const EventRecord& e : failed) {
+    fallbacks += e.kind == EventKind::kBackendFallback;
+    late_hits += e.kind == EventKind::kAeHit && e.frame >= 6 * kMaxFrames;
+  }
+  EXPECT_EQ(fallbacks, 3u);
+  EXPECT_GT(late_hits, 5u);
 }
 
 }  // namespace
