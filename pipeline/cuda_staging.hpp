@@ -9,7 +9,9 @@
 // input stream when this stage reads that (Stage::input_buffer(): the conversion writes there, no
 // copy in). A stage whose input stream is another CUDA stage's staged output reads it in place
 // (bind_input(): no copy into its own staged input; the 2-D copy, or in mapped mode the kernels,
-// take it from there).
+// take it from there). With pipeline.gpu_resident, a stage may read another's output on the device
+// (enqueue()'s device_in: device_out() of that stage, no copy in), and a stage whose output only
+// such readers take skips its copy back (set_copy_out(false); fetch_out() when one needs it after all).
 #pragma once
 
 #include <cuda_runtime_api.h>

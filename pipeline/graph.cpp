@@ -24,7 +24,7 @@ bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
   if (!backend.cuda) return false;
   if (s.kind == "fir_bank") return true;
   if (s.kind == "wavelet_denoise") return DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params));
-  if (s.kind == "ae_hits") return AeHitsCudaStage::fits(std::get<AeHitSettings>(s.params));
+  if (s.kind == "ae_hits") return backend.gpu_resident && AeHitsCudaStage::fits(std::get<AeHitSettings>(s.params));
 #else
   (void)s;
   (void)backend;  // every stage runs on the CPU in a build without CUDA
@@ -40,7 +40,7 @@ bool splits_lanes_on_cpu(const StageSettings& s, const GraphBackend& backend) {
 
 }  // namespace
 
-Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) {
+Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) : gpu_resident_(backend.cuda && backend.gpu_resident) {
   // The worker pool, when some stage will split its lanes over it on the CPU.
   for (const StageSettings& s : stages)
     if (splits_lanes_on_cpu(s, backend) && backend.cpu_threads > 1 && !pool_)
@@ -115,7 +115,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   // Whether node i's output may stay on the device: nothing outside reads it on the host, and every
   // stage that reads it takes it on the device.
   auto keep_on_device = [&](size_t i) {
-    if (!host_streams) return false;
+    if (!host_streams || !gpu_resident_) return false;
     for (const std::string& name : *host_streams)
       if (name == nodes_[i].name) return false;
     for (size_t j = i + 1; j < nodes_.size(); ++j)
@@ -130,7 +130,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
     const Stream& input_stream = streams_[size_t(n.input_stream)];
     if (input_stream.stage_owned) n.stage->bind_input(input_stream.block.data);
     n.producer = input_stream.producer;
-    if (n.producer >= 0) n.stage->bind_producer(nodes_[size_t(n.producer)].stage.get());
+    if (n.producer >= 0 && gpu_resident_) n.stage->bind_producer(nodes_[size_t(n.producer)].stage.get());
     const bool keep = keep_on_device(i);
     n.stage->keep_output_on_device(keep);
     const StreamFormat out = n.stage->prepare(input_stream.format, max_frames);

@@ -14,7 +14,7 @@
 namespace vigil {
 
 // Which stages run on the GPU: with cuda, every stage that has a CUDA twin (fir_bank;
-// wavelet_denoise with windows up to 4096; ae_hits without transient capture).
+// wavelet_denoise with windows up to 4096; with gpu_resident, ae_hits without transient capture).
 struct GraphBackend {
   bool cuda = false;
   bool mapped = false;         // zero-copy staging
@@ -22,6 +22,9 @@ struct GraphBackend {
   bool busy_poll = false;      // the pool's helpers spin between chunks
   uint32_t cpu_threads = 1;    // threads for the CPU stages that split their lanes (fir_bank,
                                // wavelet_denoise, vibration, ae_hits)
+  // pipeline.gpu_resident (experimental): ae_hits on the GPU too, and CUDA stages read each
+  // other's output on the device (Stage::bind_producer, keep_output_on_device).
+  bool gpu_resident = false;
 };
 
 class Graph {
@@ -110,6 +113,7 @@ class Graph {
   };
   std::unique_ptr<WorkerPool> pool_;  // before nodes_: the stages hold it, so it must outlive them
   bool shed_ = false;
+  bool gpu_resident_ = false;
   int64_t test_optional_cost_ns_ = 0;
   Slowest slowest_;
   std::vector<Node> nodes_;

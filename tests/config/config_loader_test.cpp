@@ -239,6 +239,17 @@ TEST(ConfigLoader, FftPlanning) {
   expect_one_error(edit("    taps: 63\n", "    taps: 63\n    fft_planning: measured\n"), 11, 19, "did you mean 'measure'");
 }
 
+TEST(ConfigLoader, GpuResidentIsOffUnlessAsked) {
+  const ConfigResult plain = parse_config(kValid, "x.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_FALSE(plain.settings->pipeline.gpu_resident);
+  const ConfigResult on = parse_config(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  gpu_resident: true\n"), "x.yaml");
+  ASSERT_TRUE(on.errors.empty()) << format_error("x.yaml", on.errors[0]);
+  EXPECT_TRUE(on.settings->pipeline.gpu_resident);
+  expect_one_error(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  gpu_resident: maybe\n"), 7, 17,
+                   "expected");
+}
+
 }  // namespace
 }  // namespace vigil
 

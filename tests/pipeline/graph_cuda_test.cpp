@@ -43,11 +43,12 @@ std::vector<StageSettings> stages(double low_hz) {
   return {{"band", "fir_bank", "input", false, fir(low_hz)}, {"den", "wavelet_denoise", "band", false, denoise()}};
 }
 
-void run_graph_vs_stages(bool mapped) {
+// resident: pipeline.gpu_resident (the denoiser reads the FIR's bands on the device in copy mode).
+void run_graph_vs_stages(bool mapped, bool resident = false) {
   const std::vector<float> x = test::randn(size_t(kChannels) * kMaxFrames * kChunks, 17);
   const uint32_t total = kMaxFrames * kChunks;
   // The graph: conversion stand-in writes each chunk into the input block, after any reload.
-  Graph graph(stages(50e3), GraphBackend{true, mapped, 0, false, 1});
+  Graph graph(stages(50e3), GraphBackend{true, mapped, 0, false, 1, resident});
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames);
   ASSERT_EQ(graph.stream_count(), 3u);
   EXPECT_EQ(graph.input_block().data, graph.stage(0).input_buffer()) << "the chunk is not converted into the staging";
@@ -105,7 +106,12 @@ TEST(GraphCuda, CudaStagesShareTheirStagingAndGiveTheSameOutputMappedMode) {
   run_graph_vs_stages(true);
 }
 
-// FIR -> denoise -> AE hits, all on the GPU, with nothing sent (the events only): the hits read
+TEST(GraphCuda, ResidentCudaStagesReadEachOthersDeviceOutputAndGiveTheSameOutput) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  run_graph_vs_stages(false, true);
+}
+
+// FIR -> denoise -> AE hits, all on the GPU (pipeline.gpu_resident), with nothing sent (the events only): the hits read
 // the denoised lanes on the device, and the denoiser skips its copy back (its stream is kept on the
 // device); the FIR's bands still come back (the denoiser keeps a host history of its input). The
 // events equal those of the same graph with every stream kept on the host. With a launch failure
@@ -122,7 +128,7 @@ std::vector<StageSettings> s1_like() {
 std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_streams, uint64_t fail_at, bool* on_device) {
   const uint32_t total = kMaxFrames * kChunks;
   const std::vector<float> x = test::ae_lanes(kRate, kChannels, total, 23, 23);  // bursts in noise
-  Graph graph(s1_like(), GraphBackend{true, false, fail_at, false, 1});
+  Graph graph(s1_like(), GraphBackend{true, false, fail_at, false, 1, true});
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, host_streams);
   *on_device = graph.stream(2).on_device_only;
   EXPECT_FALSE(graph.stream(1).on_device_only) << "the denoiser reads the bands on the host too";

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""One S1 load point with each stage's time: bench/scenarios/s1-ae.yaml with the channels, rate
+factor (0: unpaced), pool threads and memory given, vigild for --seconds with vigil-listen counting.
+Prints one line from vigild's final status: input samples/s, deadline misses, dropped frames,
+latency p50/p99 (us) and each stage's time per chunk p50/p99 (us), plus the stages' backends.
+Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto]"""
+import argparse, json, os, signal, socket, subprocess, tempfile, time
+
+p = argparse.ArgumentParser()
+p.add_argument("--build", default="build")
+p.add_argument("--channels", type=int, default=16)
+p.add_argument("--rate-factor", type=float, default=1)
+p.add_argument("--threads", type=int, default=8)
+p.add_argument("--memory", default="auto", choices=["auto", "copy", "mapped"])
+p.add_argument("--backend", default="cuda")
+p.add_argument("--seconds", type=float, default=4)
+a = p.parse_args()
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+here = os.path.dirname(os.path.abspath(__file__))
+text = open(os.path.join(here, "..", "bench", "scenarios", "s1-ae.yaml")).read()
+port = free_port()
+for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": a.rate_factor, "BACKEND": a.backend, "THREADS": a.threads,
+             "EVENT_PORT": port}.items():
+    text = text.replace(f"@{k}@", str(v))
+text = text.replace("pipeline: {", f"pipeline: {{memory: {a.memory}, ", 1)
+work = tempfile.mkdtemp(prefix="s1-probe-")
+config = os.path.join(work, "s1.yaml")
+open(config, "w").write(text)
+out = os.path.join(work, "listen.jsonl")
+listen = subprocess.Popen([os.path.join(a.build, "apps/vigil-listen"), "--event-port", str(port), "--data-port",
+                           str(free_port()), "--json"], stdout=open(out, "w"), stderr=subprocess.DEVNULL)
+time.sleep(0.3)
+rc = subprocess.call([os.path.join(a.build, "apps/vigild"), "--config", config, "--seconds", str(a.seconds),
+                      "--log-interval", "0"], stderr=open(os.path.join(work, "vigild.log"), "w"))
+time.sleep(0.5)
+listen.send_signal(signal.SIGTERM)
+listen.wait(timeout=10)
+final = None
+for line in open(out):
+    try:
+        j = json.loads(line)
+    except ValueError:
+        continue
+    if j.get("kind") == "event" and j["event"].get("type") == "status" and j["event"].get("final"):
+        final = j["event"]
+if final is None:
+    print(f"{a.channels} {a.rate_factor} rc={rc}: no final status; log in {work}")
+    raise SystemExit(1)
+rate = final["frames_in"] * a.channels / max(final["uptime_s"], 1e-9)
+stages = " ".join(f"{name} {s['time_us']['p50']}/{s['time_us']['p99']} ({s.get('backend', 'cpu')})"
+                  for name, s in final.get("stages", {}).items() if "time_us" in s)
+print(f"{a.channels} ch x{a.rate_factor} threads={a.threads} mem={a.memory} | Msamples/s {rate / 1e6:.1f} "
+      f"misses {final['deadline_misses']} dropped {final['dropped_frames']} | lat p50/p99 "
+      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | stage p50/p99 us: {stages}", flush=True)
