@@ -40,7 +40,8 @@ bool splits_lanes_on_cpu(const StageSettings& s, const GraphBackend& backend) {
 
 }  // namespace
 
-Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend) : gpu_resident_(backend.cuda && backend.gpu_resident) {
+Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
+    : gpu_resident_(backend.cuda && backend.gpu_resident), mapped_(backend.mapped) {
   // The worker pool, when some stage will split its lanes over it on the CPU.
   for (const StageSettings& s : stages)
     if (splits_lanes_on_cpu(s, backend) && backend.cpu_threads > 1 && !pool_)
@@ -115,7 +116,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   // Whether node i's output may stay on the device: nothing outside reads it on the host, and every
   // stage that reads it takes it on the device.
   auto keep_on_device = [&](size_t i) {
-    if (!host_streams || !gpu_resident_) return false;
+    if (!host_streams || !gpu_resident_ || mapped_) return false;  // mapped: the kernels write the host anyway
     for (const std::string& name : *host_streams)
       if (name == nodes_[i].name) return false;
     for (size_t j = i + 1; j < nodes_.size(); ++j)
@@ -137,7 +138,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
     n.output_stream = out.bands > 0 ? add_stream(n.name, out, n.stage->output_buffer()) : -1;
     if (n.output_stream >= 0) {
       streams_[size_t(n.output_stream)].producer = int(i);
-      streams_[size_t(n.output_stream)].on_device_only = keep && n.stage->device_output() != nullptr;
+      streams_[size_t(n.output_stream)].on_device_only = keep;
     }
   }
   // The chunk is converted straight into the staged input of the first stage that reads it and

@@ -113,7 +113,7 @@ class Graph {
   };
   std::unique_ptr<WorkerPool> pool_;  // before nodes_: the stages hold it, so it must outlive them
   bool shed_ = false;
-  bool gpu_resident_ = false;
+  bool gpu_resident_ = false, mapped_ = false;
   int64_t test_optional_cost_ns_ = 0;
   Slowest slowest_;
   std::vector<Node> nodes_;

@@ -3,7 +3,7 @@
 factor (0: unpaced), pool threads and memory given, vigild for --seconds with vigil-listen counting.
 Prints one line from vigild's final status: input samples/s, deadline misses, dropped frames,
 latency p50/p99 (us) and each stage's time per chunk p50/p99 (us), plus the stages' backends.
-Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto]"""
+Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident]"""
 import argparse, json, os, signal, socket, subprocess, tempfile, time
 
 p = argparse.ArgumentParser()
@@ -14,6 +14,7 @@ p.add_argument("--threads", type=int, default=8)
 p.add_argument("--memory", default="auto", choices=["auto", "copy", "mapped"])
 p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
+p.add_argument("--resident", action="store_true", help="pipeline.gpu_resident: AE hits on the GPU, chunk kept there")
 a = p.parse_args()
 
 
@@ -29,7 +30,7 @@ port = free_port()
 for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": a.rate_factor, "BACKEND": a.backend, "THREADS": a.threads,
              "EVENT_PORT": port}.items():
     text = text.replace(f"@{k}@", str(v))
-text = text.replace("pipeline: {", f"pipeline: {{memory: {a.memory}, ", 1)
+text = text.replace("pipeline: {", f"pipeline: {{memory: {a.memory}, gpu_resident: {str(a.resident).lower()}, ", 1)
 work = tempfile.mkdtemp(prefix="s1-probe-")
 config = os.path.join(work, "s1.yaml")
 open(config, "w").write(text)
@@ -56,6 +57,6 @@ if final is None:
 rate = final["frames_in"] * a.channels / max(final["uptime_s"], 1e-9)
 stages = " ".join(f"{name} {s['time_us']['p50']}/{s['time_us']['p99']} ({s.get('backend', 'cpu')})"
                   for name, s in final.get("stages", {}).items() if "time_us" in s)
-print(f"{a.channels} ch x{a.rate_factor} threads={a.threads} mem={a.memory} | Msamples/s {rate / 1e6:.1f} "
+print(f"{a.channels} ch x{a.rate_factor} threads={a.threads} mem={a.memory} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} dropped {final['dropped_frames']} | lat p50/p99 "
       f"{final['latency_us']['p50']} {final['latency_us']['p99']} | stage p50/p99 us: {stages}", flush=True)
