@@ -35,7 +35,6 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     }
     const StreamFormat& f = *d.format;
     d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
-    if (d.settings.decimation > 1) d.decimated.resize(settings.synthetic.chunk_frames / d.settings.decimation + 2);
     d.context_counts.assign(size_t(f.bands) * f.channels, 0);
     data_.push_back(std::move(d));
   }
@@ -137,19 +136,15 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
       flush(out);
       continue;
     }
-    // Keep the samples whose index in the stream is a multiple of N: the same ones whatever the
-    // chunking, and after a gap too (the index is the frame's).
-    const uint64_t i0 = (dec - h.first_frame % dec) % dec;
-    const size_t kept = i0 < slot.frames ? size_t((slot.frames - i0 + dec - 1) / dec) : 0;
+    // The pipeline put only the kept samples in the slot (kept_samples(): every Nth of the stream).
+    const KeptSamples kept = kept_samples(h.first_frame, slot.frames, dec);
     out.loss_pending = out.loss_pending || loss;
-    if (kept == 0) continue;
-    const __int128 t_kept_ps = t_first_ps + frames_to_ps(i0, options_.rate_hz);
+    if (kept.count == 0) continue;
+    const __int128 t_kept_ps = t_first_ps + frames_to_ps(kept.first, options_.rate_hz);
     for (uint32_t b = 0; b < f.bands; ++b)
-      for (uint32_t c = 0; c < f.channels; ++c) {
-        const float* lane = slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride;
-        for (size_t k = 0; k < kept; ++k) out.decimated[k] = lane[i0 + k * dec];
-        send_lane(out, b, c, out.decimated.data(), kept, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec);
-      }
+      for (uint32_t c = 0; c < f.channels; ++c)
+        send_lane(out, b, c, slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride, kept.count, t_kept_ps,
+                  out.loss_pending, clipped, options_.rate_hz / dec);
     flush(out);
     out.loss_pending = false;
   }

@@ -77,7 +77,6 @@ class OutputWorker {
     std::vector<uint8_t> context_counts;
     int64_t next_context_mono_ns = 0;
     ReceiverWatch watch;
-    std::vector<float> decimated;  // one lane's kept samples (decimation > 1)
     bool loss_pending = false;     // a loss flag whose chunk kept no sample: goes on the next packet
   };
   struct EventOutput {

@@ -13,10 +13,14 @@ namespace vigil {
 PipelineWorker::PipelineWorker(Graph& graph, const SourceFormat& format, const CaptureLoop& capture,
                                SpscQueue<Chunk*>& full_chunks, SpscQueue<Chunk*>& free_chunks,
                                SpscQueue<OutputSlot*>& free_slots, SpscQueue<OutputSlot*>& full_slots,
-                               SpscQueue<EventRecord>& events, std::vector<int> stream_of_output)
+                               SpscQueue<EventRecord>& events, std::vector<int> stream_of_output,
+                               std::vector<uint32_t> decimation_of_output)
     : graph_(graph), format_(format), capture_(capture), full_chunks_(full_chunks), free_chunks_(free_chunks),
       free_slots_(free_slots), full_slots_(full_slots), events_(events),
-      stream_of_output_(std::move(stream_of_output)), convert_counts_(format.channels) {}
+      stream_of_output_(std::move(stream_of_output)), decimation_of_output_(std::move(decimation_of_output)),
+      convert_counts_(format.channels) {
+  decimation_of_output_.resize(stream_of_output_.size(), 1);
+}
 
 void PipelineWorker::run() noexcept {
   unsigned idle = 0;
@@ -163,8 +167,19 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
       for (size_t o = 0; o < stream_of_output_.size(); ++o) {
         if (stream_of_output_[o] < 0) continue;  // hit waveforms travel on their own channel
         const Block& b = graph_.stream(size_t(stream_of_output_[o])).block;
-        for (uint32_t lane = 0; lane < b.bands * b.channels; ++lane)
-          std::copy_n(b.data + lane * b.stride, in.frames, slot->data[o].data() + lane * slot->stride);
+        const uint32_t dec = decimation_of_output_[o];
+        if (dec <= 1) {
+          for (uint32_t lane = 0; lane < b.bands * b.channels; ++lane)
+            std::copy_n(b.data + lane * b.stride, in.frames, slot->data[o].data() + lane * slot->stride);
+          continue;
+        }
+        // Decimating: only the samples the output keeps (it sends them as they are).
+        const KeptSamples kept = kept_samples(header.first_frame, in.frames, dec);
+        for (uint32_t lane = 0; lane < b.bands * b.channels; ++lane) {
+          const float* src = b.data + lane * b.stride + kept.first;
+          float* dst = slot->data[o].data() + lane * slot->stride;
+          for (uint32_t k = 0; k < kept.count; ++k) dst[k] = src[size_t(k) * dec];
+        }
       }
     } else {
       counters_.output_chunks_dropped.fetch_add(1, std::memory_order_relaxed);

@@ -19,11 +19,13 @@ namespace vigil {
 
 class PipelineWorker {
  public:
-  // stream_of_output: for each data output, the graph stream index it sends.
+  // stream_of_output: for each data output, the graph stream index it sends; decimation_of_output:
+  // its decimation (only the kept samples go into the slot; empty: none decimates).
   PipelineWorker(Graph& graph, const SourceFormat& format, const CaptureLoop& capture,
                  SpscQueue<Chunk*>& full_chunks, SpscQueue<Chunk*>& free_chunks,
                  SpscQueue<OutputSlot*>& free_slots, SpscQueue<OutputSlot*>& full_slots,
-                 SpscQueue<EventRecord>& events, std::vector<int> stream_of_output);
+                 SpscQueue<EventRecord>& events, std::vector<int> stream_of_output,
+                 std::vector<uint32_t> decimation_of_output = {});
 
   // Thread: pipeline. Returns once the capture loop has finished and every chunk is processed.
   void run() noexcept;
@@ -75,6 +77,7 @@ class PipelineWorker {
   SpscQueue<OutputSlot*>& full_slots_;
   SpscQueue<EventRecord>& events_;
   std::vector<int> stream_of_output_;
+  std::vector<uint32_t> decimation_of_output_;  // one per data output
   std::vector<ConvertCounts> convert_counts_;
   int64_t stall_after_ns_ = 0;
   bool busy_poll_ = false;

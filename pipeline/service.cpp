@@ -83,7 +83,9 @@ Service::Service(const Settings& settings) : settings_(settings) {
   graph_->prepare(input, format_.chunk_frames, &sent);
 
   std::vector<int> stream_of_output;
+  std::vector<uint32_t> decimation_of_output;
   for (const DataOutputSettings& d : settings_.data_outputs) {
+    decimation_of_output.push_back(d.decimation);
     const int s = graph_->find_stream(d.stream);
     const int st = graph_->find_stage(d.stream);
     if (s < 0 && (st < 0 || !graph_->stage(size_t(st)).waveforms()))
@@ -111,7 +113,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
 
   capture_ = std::make_unique<CaptureLoop>(*source_, *free_chunks_, *full_chunks_, chunk_bytes);
   pipeline_ = std::make_unique<PipelineWorker>(*graph_, format_, *capture_, *full_chunks_, *free_chunks_, *free_slots_,
-                                               *full_slots_, *events_, stream_of_output);
+                                               *full_slots_, *events_, stream_of_output, decimation_of_output);
   pipeline_->set_stall_after_ns(int64_t(settings_.pipeline.test_stall_after_s * 1e9));
   pipeline_->set_busy_poll(settings_.pipeline.busy_poll);
   pipeline_->set_test_chunk_cost(int64_t(settings_.pipeline.test_chunk_cost_ms * 1e6),
