@@ -51,10 +51,14 @@ void BM_S3CrossoverBank(benchmark::State& state) {
 
 // The same filter in non-uniform partitions (NonUniformFirBank::plan: 3 x 256, 3 x 1024, 2 x 4096),
 // as the fir_bank stage now builds it; and split over a pool of state.range(0) threads.
+// Arg: FFTW planning 0 estimate, 1 measure, 2 patient.
+vigil::FftPlanning planning(int64_t arg) {
+  return arg == 2 ? vigil::FftPlanning::kPatient : arg == 1 ? vigil::FftPlanning::kMeasure : vigil::FftPlanning::kEstimate;
+}
+
 void BM_S3CrossoverBankNonUniform(benchmark::State& state) {
   vigil::NonUniformFirBank bank(random_taps(4, 8191), 2, vigil::NonUniformFirBank::plan(8191, 256, 4),
-                                state.range(0) ? vigil::FftPlanning::kMeasure : vigil::FftPlanning::kEstimate,
-                                vigil::BlockPhases::kStaggered);
+                                planning(state.range(0)), vigil::BlockPhases::kStaggered);
   run(state, bank, 2, 256, 48000);
 }
 
@@ -66,7 +70,7 @@ void BM_S3CrossoverBankThreads(benchmark::State& state) {
 
 void BM_S2VibrationBank(benchmark::State& state) {
   vigil::PartitionedFirBank bank(random_taps(4, 8191), 64, vigil::PartitionedFirBank::uniform(8192),
-                                 vigil::FftPlanning::kEstimate, vigil::BlockPhases::kStaggered);
+                                 planning(state.range(0)), vigil::BlockPhases::kStaggered);
   run(state, bank, 64, 1024, 51200);
 }
 
@@ -80,8 +84,8 @@ void BM_S2VibrationBankThreads(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_S3CrossoverBank)->UseRealTime();
-BENCHMARK(BM_S3CrossoverBankNonUniform)->Arg(0)->Arg(1)->UseRealTime();  // 1: FFTW_MEASURE plans
+BENCHMARK(BM_S3CrossoverBankNonUniform)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();  // planning()
 BENCHMARK(BM_S3CrossoverBankThreads)->Arg(1)->Arg(2)->UseRealTime();
-BENCHMARK(BM_S2VibrationBank)->UseRealTime();
+BENCHMARK(BM_S2VibrationBank)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();  // planning()
 BENCHMARK(BM_S2VibrationBankThreads)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK_MAIN();

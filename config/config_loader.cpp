@@ -296,7 +296,8 @@ void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
   r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms", "test_stall_after_s",
                           "overload", "overload_restore_s", "test_optional_cost_ms", "realtime_priority", "capture_cpu",
                           "mlockall", "memory", "test_cuda_fail_at_chunk", "test_chunk_cost_ms",
-                          "test_chunk_cost_for_s", "threads", "busy_poll", "gpu_resident"});
+                          "test_chunk_cost_for_s", "threads", "busy_poll", "gpu_resident", "fft_wisdom"});
+  r.string(n, where, "fft_wisdom", s.pipeline.fft_wisdom);
   r.boolean(n, where, "busy_poll", s.pipeline.busy_poll);
   r.boolean(n, where, "gpu_resident", s.pipeline.gpu_resident);
   r.number<uint32_t>(n, where, "threads", 0, 256, s.pipeline.threads);
@@ -520,8 +521,10 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
     r.number<uint32_t>(n, where, "max_latency_frames", 0, 1u << 20, p.max_latency_frames);
     std::string planning;
-    if (r.choice(n, where, "fft_planning", {"estimate", "measure"}, planning))
-      p.fft_planning = planning == "measure" ? FftPlanning::kMeasure : FftPlanning::kEstimate;
+    if (r.choice(n, where, "fft_planning", {"estimate", "measure", "patient"}, planning))
+      p.fft_planning = planning == "patient"   ? FftPlanning::kPatient
+                       : planning == "measure" ? FftPlanning::kMeasure
+                                               : FftPlanning::kEstimate;
     std::string win;
     if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular", "flattop"}, win))
       p.window.kind = *parse_window_kind(win);

@@ -2,6 +2,8 @@
 
 #include <fftw3.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -29,7 +31,9 @@ RealFft::RealFft(size_t n, FftPlanning planning) : n_(n) {
   if (n < 2 || n > (size_t(1) << 24) || n % 2)
     throw std::invalid_argument("RealFft: size must be even and 2..16777216, got " + std::to_string(n));
   FftwBuffer in = make_fftw_buffer(n), spec = make_fftw_buffer(2 * bins());
-  const unsigned flags = (planning == FftPlanning::kMeasure ? FFTW_MEASURE : FFTW_ESTIMATE);
+  const unsigned flags = planning == FftPlanning::kPatient   ? FFTW_PATIENT
+                         : planning == FftPlanning::kMeasure ? FFTW_MEASURE
+                                                             : FFTW_ESTIMATE;
   auto* c = reinterpret_cast<fftwf_complex*>(spec.get());
   std::lock_guard<std::mutex> lock(planner_mutex());
   forward_plan_ = fftwf_plan_dft_r2c_1d(int(n), in.get(), c, flags);
@@ -45,6 +49,44 @@ RealFft::~RealFft() {
   std::lock_guard<std::mutex> lock(planner_mutex());
   fftwf_destroy_plan(static_cast<fftwf_plan>(forward_plan_));
   fftwf_destroy_plan(static_cast<fftwf_plan>(inverse_plan_));
+}
+
+bool fft_import_wisdom(const std::string& path, std::string& why) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) {
+    why = path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  const int ok = fftwf_import_wisdom_from_file(f);
+  std::fclose(f);
+  if (!ok) why = path + ": not FFTW single-precision wisdom";
+  return ok != 0;
+}
+
+bool fft_export_wisdom(const std::string& path, std::string& why) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) {
+    why = tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    fftwf_export_wisdom_to_file(f);
+  }
+  const bool written = std::ferror(f) == 0;
+  if (std::fclose(f) != 0 || !written) {
+    why = tmp + ": write failed: " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    why = path + ": " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
 }
 
 void RealFft::forward(const float* in, float* spectrum) const noexcept {

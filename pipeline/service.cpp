@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "acquisition/clock.hpp"
@@ -23,8 +24,19 @@
 #include "cuda/pinned_buffer.hpp"
 #endif
 #include "acquisition/synthetic_source.hpp"
+#include "dsp/real_fft.hpp"
 
 namespace vigil {
+
+std::string fft_wisdom_path(const std::string& setting) {
+  if (setting == "off") return "";
+  if (!setting.empty()) return setting;
+  // Under systemd (CacheDirectory=vigil) the cache directory, the first of a list.
+  const char* cache = std::getenv("CACHE_DIRECTORY");
+  if (!cache || !*cache) return "";
+  const std::string dir(cache);
+  return dir.substr(0, dir.find(':')) + "/fftwf.wisdom";
+}
 
 namespace {
 constexpr size_t kEventQueueCapacity = 16384;  // AE hit storms: ~3 MiB of records
@@ -73,6 +85,14 @@ Service::Service(const Settings& settings) : settings_(settings) {
   full_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
   for (uint32_t i = 0; i < pool_chunks; ++i) free_chunks_->push(&pool_->chunk(i));
 
+  // FFTW wisdom: plans chosen on an earlier start (fft_planning measure or patient) load at once,
+  // and what this start planned is saved for the next.
+  const std::string wisdom = fft_wisdom_path(settings_.pipeline.fft_wisdom);
+  if (!wisdom.empty()) {
+    std::string why;
+    wisdom_notes_.push_back(fft_import_wisdom(wisdom, why) ? "fftw wisdom: loaded from " + wisdom
+                                                           : "fftw wisdom: none loaded (" + why + ")");
+  }
   graph_ = std::make_unique<Graph>(settings_.stages, graph_backend);
   StreamFormat input;
   input.rate_hz = format_.rate_hz;
@@ -81,6 +101,10 @@ Service::Service(const Settings& settings) : settings_(settings) {
   std::vector<std::string> sent;
   for (const DataOutputSettings& d : settings_.data_outputs) sent.push_back(d.stream);
   graph_->prepare(input, format_.chunk_frames, &sent);
+  if (!wisdom.empty()) {
+    std::string why;
+    if (!fft_export_wisdom(wisdom, why)) wisdom_notes_.push_back("fftw wisdom: not saved (" + why + ")");
+  }
 
   std::vector<int> stream_of_output;
   std::vector<uint32_t> decimation_of_output;
@@ -165,7 +189,7 @@ std::vector<std::string> Service::start() {
   if (recorder_) recorder_thread_ = std::thread([this] { recorder_->run([this] { return pipeline_->finished(); }); });
   pipeline_thread_ = std::thread([this] { pipeline_->run(); });
   capture_thread_ = std::thread([this] { capture_->run(); });
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = wisdom_notes_;
   const PipelineSettings& p = settings_.pipeline;
   if (p.realtime_priority > 0) {
     sched_param sp{};

@@ -19,6 +19,10 @@
 
 namespace vigil {
 
+// pipeline.fft_wisdom -> the wisdom file to use, or "" for none: "off" none; "" the systemd cache
+// directory's fftwf.wisdom ($CACHE_DIRECTORY, set by CacheDirectory=) when there is one.
+std::string fft_wisdom_path(const std::string& setting);
+
 class Service {
  public:
   // Builds and prepares everything; throws std::exception with what failed (no thread runs yet).
@@ -70,6 +74,7 @@ class Service {
   std::string backend_;
   std::string memory_;        // cuda: how staging reaches the GPU (copy | mapped)
   std::string source_notes_;  // e.g. what an ALSA device granted
+  std::vector<std::string> wisdom_notes_;  // FFTW wisdom loaded or not, saved or not: said at start()
   std::unique_ptr<Source> source_;
   SourceFormat format_;
   std::unique_ptr<ChunkPool> pool_;

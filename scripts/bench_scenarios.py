@@ -43,7 +43,8 @@ def run_step(args, scen, channels, rate_factor, workdir):
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
                  "BUSY_POLL": "true" if args.busy_poll else "false",
                  "THREADS": THREADS[args.backend].get(scen, 0),
-                 "DATA_PORT": data_port, "EVENT_PORT": event_port}.items():
+                 "DATA_PORT": data_port, "EVENT_PORT": event_port,
+                 "WISDOM": os.path.join(workdir, "fftwf.wisdom")}.items():
         text = text.replace(f"@{k}@", str(v))
     config = os.path.join(workdir, f"{scen}-{channels}-{rate_factor}.yaml")
     open(config, "w").write(text)

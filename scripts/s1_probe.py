@@ -28,7 +28,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 text = open(os.path.join(here, "..", "bench", "scenarios", "s1-ae.yaml")).read()
 port = free_port()
 for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": a.rate_factor, "BACKEND": a.backend, "THREADS": a.threads,
-             "EVENT_PORT": port}.items():
+             "EVENT_PORT": port, "WISDOM": "off"}.items():
     text = text.replace(f"@{k}@", str(v))
 text = text.replace("pipeline: {", f"pipeline: {{memory: {a.memory}, gpu_resident: {str(a.resident).lower()}, ", 1)
 work = tempfile.mkdtemp(prefix="s1-probe-")

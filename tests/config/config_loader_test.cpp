@@ -96,7 +96,7 @@ TEST(ConfigLoader, TheExampleConfigsAreValid) {
 TEST(ConfigLoader, TheScenarioConfigsAreValid) {
   const std::vector<std::pair<std::string, std::string>> fill = {
       {"@CHANNELS@", "2"}, {"@RATE_FACTOR@", "1"}, {"@BACKEND@", "cpu"}, {"@BUSY_POLL@", "false"},
-      {"@THREADS@", "8"}, {"@DATA_PORT@", "5000"}, {"@EVENT_PORT@", "5001"}};
+      {"@THREADS@", "8"}, {"@DATA_PORT@", "5000"}, {"@EVENT_PORT@", "5001"}, {"@WISDOM@", "/tmp/w"}};
   for (const char* name : {"s1-ae.yaml", "s2-vibration.yaml", "s3-crossover.yaml"}) {
     std::ifstream f(std::string(VIGIL_SOURCE_DIR) + "/bench/scenarios/" + name);
     ASSERT_TRUE(f) << name;
@@ -236,7 +236,15 @@ TEST(ConfigLoader, FftPlanning) {
   const ConfigResult measured = parse_config(edit("    taps: 63\n", "    taps: 63\n    fft_planning: measure\n"), "x.yaml");
   ASSERT_TRUE(measured.errors.empty()) << format_error("x.yaml", measured.errors[0]);
   EXPECT_EQ(std::get<FirBankSettings>(measured.settings->stages[0].params).fft_planning, FftPlanning::kMeasure);
+  const ConfigResult patient = parse_config(edit("    taps: 63\n", "    taps: 63\n    fft_planning: patient\n"), "x.yaml");
+  ASSERT_TRUE(patient.errors.empty()) << format_error("x.yaml", patient.errors[0]);
+  EXPECT_EQ(std::get<FirBankSettings>(patient.settings->stages[0].params).fft_planning, FftPlanning::kPatient);
   expect_one_error(edit("    taps: 63\n", "    taps: 63\n    fft_planning: measured\n"), 11, 19, "did you mean 'measure'");
+  const ConfigResult wisdom =
+      parse_config(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  fft_wisdom: /var/cache/w\n"), "x.yaml");
+  ASSERT_TRUE(wisdom.errors.empty()) << format_error("x.yaml", wisdom.errors[0]);
+  EXPECT_EQ(wisdom.settings->pipeline.fft_wisdom, "/var/cache/w");
+  EXPECT_EQ(plain.settings->pipeline.fft_wisdom, "");
 }
 
 TEST(ConfigLoader, GpuResidentIsOffUnlessAsked) {

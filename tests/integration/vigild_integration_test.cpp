@@ -27,6 +27,7 @@
 #include "dsp/sample_convert.hpp"
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/output_worker.hpp"
+#include "pipeline/service.hpp"
 #include "pipeline/vita49.hpp"
 #if VIGIL_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
@@ -462,6 +463,48 @@ TEST(VigildIntegration, JournalGetsPriorityPrefixes) {
   fs::remove_all(dir);
   EXPECT_EQ(first.rfind("<6>vigild ", 0), 0u) << first;
   EXPECT_EQ(first_plain.rfind("vigild ", 0), 0u) << first_plain;  // no prefix on a terminal or file
+}
+
+// FFTW wisdom: the first start plans (measure) and saves what it chose; the next start loads it.
+TEST(VigildIntegration, FftWisdomIsSavedAndLoadedOnTheNextStart) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-wisdom-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string wisdom = (dir / "fftwf.wisdom").string(), cfg = (dir / "w.yaml").string();
+  std::ofstream(cfg) << kSyntheticSource << R"(stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 2047
+    max_latency_frames: 512
+    fft_planning: measure
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 1000}
+pipeline:
+  fft_wisdom: )" << wisdom << "\noutputs:\n  - {kind: events, destination: \"127.0.0.1:9\"}\n";
+  auto run = [&](const std::string& log) {
+    test::Process p({"/bin/sh", "-c", "exec 2>" + log + "; exec " + std::string(kVigild) + " --config " + cfg +
+                                          " --seconds 0.3 --log-interval 0"});
+    EXPECT_EQ(p.wait(std::chrono::seconds(30)), 0);
+    return test::read_text(log);
+  };
+  const std::string first = run((dir / "1.log").string());
+  EXPECT_NE(first.find("fftw wisdom: none loaded (" + wisdom + ": No such file"), std::string::npos) << first;
+  ASSERT_TRUE(fs::exists(wisdom)) << first;
+  EXPECT_GT(fs::file_size(wisdom), 20u);
+  const std::string second = run((dir / "2.log").string());
+  EXPECT_NE(second.find("fftw wisdom: loaded from " + wisdom), std::string::npos) << second;
+  fs::remove_all(dir);
+}
+
+TEST(VigildIntegration, FftWisdomPathDefaultsToTheSystemdCacheDirectory) {
+  ::unsetenv("CACHE_DIRECTORY");
+  EXPECT_EQ(fft_wisdom_path(""), "");
+  EXPECT_EQ(fft_wisdom_path("/x/w"), "/x/w");
+  ::setenv("CACHE_DIRECTORY", "/var/cache/vigil:/var/cache/other", 1);
+  EXPECT_EQ(fft_wisdom_path(""), "/var/cache/vigil/fftwf.wisdom");
+  EXPECT_EQ(fft_wisdom_path("off"), "");
+  EXPECT_EQ(fft_wisdom_path("/x/w"), "/x/w");
+  ::unsetenv("CACHE_DIRECTORY");
 }
 
 TEST(VigildIntegration, CheckConfigExitCodes) {
