@@ -42,6 +42,9 @@ class Graph {
 
   // The block the pipeline converts each chunk into (stream "input").
   Block& input_block() noexcept { return streams_[0].block; }
+  // The CPU stages' worker pool (null: none), which the pipeline thread may also split its own
+  // per-chunk work over between runs (the conversion, the copies into the output slot).
+  WorkerPool* pool() const noexcept { return pool_.get(); }
 
   // Runs every stage on input_block() (frames already set). RT-safe. Returns the first failure.
   // Times every stage (stage_time()) and notes the slowest of this run.

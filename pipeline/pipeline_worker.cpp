@@ -18,8 +18,55 @@ PipelineWorker::PipelineWorker(Graph& graph, const SourceFormat& format, const C
     : graph_(graph), format_(format), capture_(capture), full_chunks_(full_chunks), free_chunks_(free_chunks),
       free_slots_(free_slots), full_slots_(full_slots), events_(events),
       stream_of_output_(std::move(stream_of_output)), decimation_of_output_(std::move(decimation_of_output)),
-      convert_counts_(format.channels) {
+      convert_counts_(size_t(format.channels) * WorkerPool::parts_for(graph.pool(), ~0u)) {
   decimation_of_output_.resize(stream_of_output_.size(), 1);
+}
+
+void PipelineWorker::convert(const Chunk& chunk, Block& in) noexcept {
+  std::fill(convert_counts_.begin(), convert_counts_.end(), ConvertCounts{});
+  const ChunkHeader& h = chunk.header;
+  WorkerPool* pool = graph_.pool();
+  const uint32_t parts =
+      uint64_t(in.frames) * in.channels >= kSplitSamples ? WorkerPool::parts_for(pool, in.frames) : 1;
+  // Each part converts a range of frames of every channel, counting into its own counts.
+  const size_t frame_bytes = size_t(in.channels) * bytes_per_sample(h.format);
+  auto part = [&](uint32_t p) {
+    const WorkerPool::Range r = WorkerPool::range(in.frames, parts, p);
+    convert_to_planar(chunk.data + r.first * frame_bytes, h.format, r.end - r.first,
+                      in.channels, format_.scale, in.data + r.first, in.stride,
+                      convert_counts_.data() + size_t(p) * in.channels);
+  };
+  if (parts > 1)
+    pool->run(parts, part);
+  else
+    part(0);
+}
+
+void PipelineWorker::fill_slot(OutputSlot& slot, uint32_t frames, uint64_t first_frame) noexcept {
+  for (size_t o = 0; o < stream_of_output_.size(); ++o) {
+    if (stream_of_output_[o] < 0) continue;  // hit waveforms travel on their own channel
+    const Block& b = graph_.stream(size_t(stream_of_output_[o])).block;
+    const uint32_t dec = decimation_of_output_[o], lanes = b.bands * b.channels;
+    // Decimating: only the samples the output keeps (it sends them as they are).
+    const KeptSamples kept = dec > 1 ? kept_samples(first_frame, frames, dec) : KeptSamples{0, frames};
+    WorkerPool* pool = graph_.pool();
+    const uint32_t parts = uint64_t(lanes) * kept.count >= kSplitSamples ? WorkerPool::parts_for(pool, lanes) : 1;
+    auto part = [&](uint32_t p) {
+      const WorkerPool::Range r = WorkerPool::range(lanes, parts, p);
+      for (uint32_t lane = r.first; lane < r.end; ++lane) {
+        const float* src = b.data + lane * b.stride + kept.first;
+        float* dst = slot.data[o].data() + lane * slot.stride;
+        if (dec <= 1)
+          std::copy_n(src, kept.count, dst);
+        else
+          for (uint32_t k = 0; k < kept.count; ++k) dst[k] = src[size_t(k) * dec];
+      }
+    };
+    if (parts > 1)
+      pool->run(parts, part);
+    else
+      part(0);
+  }
 }
 
 void PipelineWorker::run() noexcept {
@@ -105,9 +152,7 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   }
   Block& in = graph_.input_block();
   in.frames = std::min<uint32_t>(header.frames, uint32_t(in.stride));
-  std::fill(convert_counts_.begin(), convert_counts_.end(), ConvertCounts{});
-  convert_to_planar(chunk.data, header.format, in.frames, in.channels, format_.scale, in.data, in.stride,
-                    convert_counts_.data());
+  convert(chunk, in);
   if (recorder_) recorder_->offer(chunk);  // the raw chunk, as captured (a copy, or counted as dropped)
   // The samples are ours now: give the chunk back to the capture thread first.
   free_chunks_.push(&chunk);  // cannot fail: the free queue holds every pool chunk
@@ -164,23 +209,7 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
         output_lost_frames_ = 0;
       }
       slot->frames = in.frames;
-      for (size_t o = 0; o < stream_of_output_.size(); ++o) {
-        if (stream_of_output_[o] < 0) continue;  // hit waveforms travel on their own channel
-        const Block& b = graph_.stream(size_t(stream_of_output_[o])).block;
-        const uint32_t dec = decimation_of_output_[o];
-        if (dec <= 1) {
-          for (uint32_t lane = 0; lane < b.bands * b.channels; ++lane)
-            std::copy_n(b.data + lane * b.stride, in.frames, slot->data[o].data() + lane * slot->stride);
-          continue;
-        }
-        // Decimating: only the samples the output keeps (it sends them as they are).
-        const KeptSamples kept = kept_samples(header.first_frame, in.frames, dec);
-        for (uint32_t lane = 0; lane < b.bands * b.channels; ++lane) {
-          const float* src = b.data + lane * b.stride + kept.first;
-          float* dst = slot->data[o].data() + lane * slot->stride;
-          for (uint32_t k = 0; k < kept.count; ++k) dst[k] = src[size_t(k) * dec];
-        }
-      }
+      fill_slot(*slot, in.frames, header.first_frame);
     } else {
       counters_.output_chunks_dropped.fetch_add(1, std::memory_order_relaxed);
       counters_.output_frames_dropped.fetch_add(in.frames, std::memory_order_relaxed);

@@ -78,7 +78,12 @@ class PipelineWorker {
   SpscQueue<EventRecord>& events_;
   std::vector<int> stream_of_output_;
   std::vector<uint32_t> decimation_of_output_;  // one per data output
-  std::vector<ConvertCounts> convert_counts_;
+  std::vector<ConvertCounts> convert_counts_;  // per part of the conversion, channels each
+  // The per-chunk copying work split over the graph's pool when there is this much of it (samples):
+  // below, waking the helpers costs more than it saves.
+  static constexpr uint64_t kSplitSamples = 32768;
+  void convert(const Chunk& chunk, Block& in) noexcept;
+  void fill_slot(OutputSlot& slot, uint32_t frames, uint64_t first_frame) noexcept;
   int64_t stall_after_ns_ = 0;
   bool busy_poll_ = false;
   int64_t chunk_cost_ns_ = 0, chunk_cost_for_ns_ = 0;
