@@ -12,9 +12,13 @@ namespace {
 
 constexpr float kPoison = -12345.0f;
 
-TEST(SampleConvert, Int16DeinterleavesScalesAndCountsClips) {
-  const uint32_t frames = 1000, channels = 3;
-  std::mt19937 rng(11);
+// Channel counts from 3 to 200 and frame counts that are and are not whole tiles of the
+// de-interleaving (about 8 KiB of input a tile).
+class SampleConvertShapes : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
+
+TEST_P(SampleConvertShapes, Int16DeinterleavesScalesAndCountsClips) {
+  const auto [channels, frames] = GetParam();
+  std::mt19937 rng(11 + channels);
   std::uniform_int_distribution<int> dist(-32768, 32767);
   std::vector<int16_t> in(frames * channels);
   for (auto& v : in) v = int16_t(dist(rng));
@@ -40,6 +44,40 @@ TEST(SampleConvert, Int16DeinterleavesScalesAndCountsClips) {
   }
   EXPECT_GE(counts[1].clipped, 2u);
 }
+
+TEST_P(SampleConvertShapes, FloatDeinterleavesScalesAndCountsClipsAndNonFinite) {
+  const auto [channels, frames] = GetParam();
+  std::mt19937 rng(5 + channels);
+  std::uniform_real_distribution<float> dist(-1.2f, 1.2f);
+  std::vector<float> in(size_t(frames) * channels);
+  for (auto& v : in) v = dist(rng);
+  for (size_t i = 7; i < in.size(); i += 97) in[i] = (i % 2) ? std::numeric_limits<float>::quiet_NaN() : -INFINITY;
+  const size_t stride = frames + 3;
+  std::vector<float> out(stride * channels, kPoison);
+  std::vector<ConvertCounts> counts(channels);
+  convert_to_planar(in.data(), SampleFormat::kFloat32, frames, channels, 0.5f, out.data(), stride, counts.data());
+  std::vector<uint64_t> clips(channels, 0), bad(channels, 0);
+  for (uint32_t f = 0; f < frames; ++f)
+    for (uint32_t c = 0; c < channels; ++c) {
+      float x = in[size_t(f) * channels + c];
+      if (!std::isfinite(x)) {
+        ++bad[c];
+        x = 0;
+      }
+      clips[c] += std::fabs(x) >= 1.0f;
+      ASSERT_EQ(out[c * stride + f], x * 0.5f) << "frame " << f << " channel " << c;
+    }
+  for (uint32_t c = 0; c < channels; ++c) {
+    EXPECT_EQ(counts[c].clipped, clips[c]) << c;
+    EXPECT_EQ(counts[c].non_finite, bad[c]) << c;
+    for (size_t pad = frames; pad < stride; ++pad) EXPECT_EQ(out[c * stride + pad], kPoison);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SampleConvertShapes,
+                         ::testing::Values(std::pair<uint32_t, uint32_t>{3, 1000}, std::pair<uint32_t, uint32_t>{64, 1024},
+                                           std::pair<uint32_t, uint32_t>{64, 1000}, std::pair<uint32_t, uint32_t>{200, 77},
+                                           std::pair<uint32_t, uint32_t>{2, 5000}));
 
 TEST(SampleConvert, Int32FullScaleMapsToOne) {
   const std::vector<int32_t> in = {std::numeric_limits<int32_t>::min(), 0, 1 << 30, std::numeric_limits<int32_t>::max()};
