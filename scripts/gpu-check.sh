@@ -79,7 +79,17 @@ if [ "$part" != tests ]; then
   BUILD_DIR="$build" bench/crossover_vs_torch.sh 10000 || status=1
   "$build/bench/streaming_cuda_bench" 40 || status=1
 } 2>&1 | tee "$out/comparisons.txt"
-# Issue 9's end-to-end scenarios with the real vigild on the GPU backend.
-scripts/bench-scenarios.sh --backend cuda --seconds 3 --busy-poll --build "$build" 2>&1 | tee "$out/scenarios.txt" || status=1
+# Issue 9's end-to-end scenarios with the real vigild on the GPU backend; then S1 at 16 channels
+# with each stage's time, as it runs by default and with pipeline.gpu_resident (the AE stage on
+# the GPU reading the denoised chunk there), paced and unpaced.
+{
+  scripts/bench-scenarios.sh --backend cuda --seconds 3 --busy-poll --build "$build" || status=1
+  echo; echo "# S1 probes: scripts/s1_probe.py --build $build --channels C --rate-factor R [--resident]"
+  for r in 1 0; do
+    for resident in "" --resident; do
+      python3 scripts/s1_probe.py --build "$build" --channels 16 --rate-factor $r $resident || status=1
+    done
+  done
+} 2>&1 | tee "$out/scenarios.txt"
 fi
 exit $status
