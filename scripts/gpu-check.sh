@@ -71,25 +71,30 @@ if [ "$part" != tests ]; then
   # 10 minutes (it took 593 s with 5 repetitions and 20000 crossover chunks, 2026-11-22).
   "$build/bench/fir_stage_bench" --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_report_aggregates_only=true 2>&1
 } | tee "$out/bench.txt" | grep -E "median|Run on"
-# Each against its comparison in the same run (CuPy, PyTorch), into one file.
+# Each against its comparison in the same run (CuPy, PyTorch), into one file. (A group piped into
+# tee runs in a subshell: it exits with its own status, which pipefail hands on.)
 {
-  BUILD_DIR="$build" bench/fir_cuda_vs_cupy.sh || status=1
-  BUILD_DIR="$build" bench/spectrum_vs_cupy.sh || status=1
-  BUILD_DIR="$build" bench/denoise_vs_torch.sh || status=1
-  BUILD_DIR="$build" bench/crossover_vs_torch.sh 10000 || status=1
-  "$build/bench/streaming_cuda_bench" 40 || status=1
-} 2>&1 | tee "$out/comparisons.txt"
+  st=0
+  BUILD_DIR="$build" bench/fir_cuda_vs_cupy.sh || st=1
+  BUILD_DIR="$build" bench/spectrum_vs_cupy.sh || st=1
+  BUILD_DIR="$build" bench/denoise_vs_torch.sh || st=1
+  BUILD_DIR="$build" bench/crossover_vs_torch.sh 10000 || st=1
+  "$build/bench/streaming_cuda_bench" 40 || st=1
+  exit $st
+} 2>&1 | tee "$out/comparisons.txt" || status=1
 # Issue 9's end-to-end scenarios with the real vigild on the GPU backend; then S1 at 16 channels
 # with each stage's time, as it runs by default and with pipeline.gpu_resident (the AE stage on
 # the GPU reading the denoised chunk there), paced and unpaced.
 {
-  scripts/bench-scenarios.sh --backend cuda --seconds 3 --busy-poll --build "$build" || status=1
+  st=0
+  scripts/bench-scenarios.sh --backend cuda --seconds 3 --busy-poll --build "$build" || st=1
   echo; echo "# S1 probes: scripts/s1_probe.py --build $build --channels C --rate-factor R [--resident]"
   for r in 1 0; do
     for resident in "" --resident; do
-      python3 scripts/s1_probe.py --build "$build" --channels 16 --rate-factor $r $resident || status=1
+      python3 scripts/s1_probe.py --build "$build" --channels 16 --rate-factor $r $resident || st=1
     done
   done
-} 2>&1 | tee "$out/scenarios.txt"
+  exit $st
+} 2>&1 | tee "$out/scenarios.txt" || status=1
 fi
 exit $status
