@@ -81,6 +81,17 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
   }
 }
 
+Graph::Graph(std::vector<Made> stages, GraphBackend backend)
+    : gpu_resident_(backend.cuda && backend.gpu_resident), mapped_(backend.mapped) {
+  for (Made& m : stages) {
+    Node n;
+    n.name = m.name;
+    n.input = m.input;
+    n.stage = std::move(m.stage);
+    nodes_.push_back(std::move(n));
+  }
+}
+
 Graph::~Graph() = default;
 
 int Graph::find_stream(const std::string& name) const noexcept {

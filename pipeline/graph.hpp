@@ -31,6 +31,12 @@ class Graph {
  public:
   // Builds (but does not prepare) the stages of `settings`. Throws on an unknown kind.
   explicit Graph(const std::vector<StageSettings>& stages, GraphBackend backend = {});
+  // Stages made elsewhere (tests of the graph's own logic): name, input stream, stage, in order.
+  struct Made {
+    std::string name, input;
+    std::unique_ptr<Stage> stage;
+  };
+  Graph(std::vector<Made> stages, GraphBackend backend);
   ~Graph();
 
   // Prepares every stage for `input` and allocates all buffers. Off the real-time path.
