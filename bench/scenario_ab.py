@@ -4,10 +4,10 @@ that the machine's drift hits both alike: each run fills bench/scenarios/<scenar
 0, the given channels, CPU backend), sends the data to a socket that never reads it and the events
 to a socket nobody answers, and prints the input rate from vigild's last line as x real time.
 Usage: bench/scenario_ab.py OLD_VIGILD NEW_VIGILD [--scenario s2] [--channels 64] [--runs 3] [--seconds 6]"""
-import argparse, os, re, socket, subprocess, tempfile
+import argparse, os, re, socket, subprocess, sys, tempfile
 
-RATES = {"s1": 10_000_000, "s2": 51_200, "s3": 48_000}
-FILES = {"s1": "s1-ae.yaml", "s2": "s2-vibration.yaml", "s3": "s3-crossover.yaml"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from bench_scenarios import FILES, RATES  # noqa: E402  (the scenarios' files and sample rates)
 
 p = argparse.ArgumentParser()
 p.add_argument("old")

@@ -92,6 +92,38 @@ class CudaStaging {
     return cudaStreamSynchronize(stream_);
   }
 
+  // Where the last chunk's output is, for a stage's Stage::keep_output_on_device(),
+  // device_output() and make_output_host_valid(). keep_output(): no copy back unless asked
+  // (restore_copy_out() after a chunk that forced one). begin_chunk() at the start of each
+  // process(): the output is on the host only, until output_on_device() says the GPU path wrote
+  // it; that returns whether it was copied back too. RT-safe.
+  void keep_output(bool keep) noexcept {
+    keep_ = keep;
+    copy_out_ = !keep;
+  }
+  bool keeps_output() const noexcept { return keep_; }
+  void restore_copy_out() noexcept { copy_out_ = !keep_; }
+  void begin_chunk(uint32_t frames) noexcept {
+    last_frames_ = frames;
+    device_valid_ = false;
+    host_valid_ = true;
+  }
+  bool output_on_device() noexcept {
+    device_valid_ = true;
+    host_valid_ = !keep_;
+    return host_valid_;
+  }
+  const float* chunk_device_out() const noexcept { return device_valid_ ? device_out() : nullptr; }
+  bool make_output_host_valid(uint32_t frames) noexcept {
+    if (host_valid_) return true;
+    if (fetch_out(frames < last_frames_ ? frames : last_frames_) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    host_valid_ = true;
+    return true;
+  }
+
   // launch() between two events on the stream, then waits for the stream; the GPU time goes into
   // the status when `record` (not for warm-up or priming). RT-safe.
   template <class Launch>
@@ -120,6 +152,9 @@ class CudaStaging {
   uint32_t in_lanes_ = 0, out_lanes_ = 0, max_frames_ = 0;
   bool mapped_ = false;
   bool copy_out_ = true;
+  bool keep_ = false;                          // keep_output()
+  bool device_valid_ = false, host_valid_ = true;  // where the last chunk's output is
+  uint32_t last_frames_ = 0;
   const float* bound_in_ = nullptr;         // bind_input()
   const float* bound_in_device_ = nullptr;  // its device alias (mapped mode)
   cudaStream_t stream_ = nullptr;

@@ -65,16 +65,6 @@ cudaError_t DenoiseCudaStage::run_gpu(const Block& in) noexcept {
       timing_);
 }
 
-bool DenoiseCudaStage::make_output_host_valid(uint32_t frames) noexcept {
-  if (host_valid_) return true;
-  if (staging_.fetch_out(std::min(frames, last_frames_)) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  host_valid_ = true;
-  return true;
-}
-
 void DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
   cudaGetLastError();  // clear a non-sticky error so later CUDA calls (other stages) start clean
   cuda_errors_.fetch_add(1, std::memory_order_relaxed);
@@ -97,9 +87,7 @@ void DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, 
 StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
   out.frames = in.frames;
   ++chunks_;
-  last_frames_ = in.frames;
-  device_valid_ = false;
-  host_valid_ = true;
+  staging_.begin_chunk(in.frames);
   if (on_cpu_.load(std::memory_order_relaxed)) {
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
@@ -112,9 +100,7 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
     fall_back(in, out, exec, e);
     return StageStatus::kOk;
   }
-  device_valid_ = true;
-  host_valid_ = !keep_;
-  if (host_valid_) staging_.unstage(out.data, out.stride, in.frames);
+  if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);
   history_.remember(in.data, in.stride, in.frames);
   total_frames_ += in.frames;
   return StageStatus::kOk;

@@ -49,12 +49,9 @@ class DenoiseCudaStage final : public Stage {
   // history of its input, for the CPU twin: so it needs the host input too), and its own output
   // may stay on the device for a reader that takes it there.
   void bind_producer(Stage* producer) noexcept override { producer_ = producer; }
-  void keep_output_on_device(bool keep) noexcept override {
-    keep_ = keep;
-    staging_.set_copy_out(!keep);
-  }
-  const float* device_output() const noexcept override { return device_valid_ ? staging_.device_out() : nullptr; }
-  bool make_output_host_valid(uint32_t frames) noexcept override;
+  void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
+  const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
+  bool make_output_host_valid(uint32_t frames) noexcept override { return staging_.make_output_host_valid(frames); }
 
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
 
@@ -80,9 +77,6 @@ class DenoiseCudaStage final : public Stage {
   std::atomic<uint64_t> cuda_errors_{0};
   bool timing_ = false;  // not during the warm-up
   Stage* producer_ = nullptr;  // bind_producer
-  bool keep_ = false;
-  bool device_valid_ = false, host_valid_ = true;  // where the last chunk's output is
-  uint32_t last_frames_ = 0;
 };
 
 }  // namespace vigil

@@ -109,16 +109,6 @@ cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank) const
   return nullptr;
 }
 
-bool FirBankCudaStage::make_output_host_valid(uint32_t frames) noexcept {
-  if (host_valid_) return true;
-  if (staging_.fetch_out(std::min(frames, last_frames_)) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  host_valid_ = true;
-  return true;
-}
-
 cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride,
                                       uint32_t frames) noexcept {
   staging_.stage(in, in_stride, frames);
@@ -175,10 +165,7 @@ void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, 
 StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
   out.frames = in.frames;
   ++chunks_;
-  last_frames_ = in.frames;
-  // Where this chunk's bands end up: on the host only unless the plain GPU path below runs.
-  device_valid_ = false;
-  host_valid_ = true;
+  staging_.begin_chunk(in.frames);  // the bands on the host only, unless the plain GPU path below runs
   if (on_cpu_.load(std::memory_order_relaxed)) {
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
@@ -188,7 +175,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
   if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames);
-  if (e == cudaSuccess && next_bank_ && keep_) {  // the crossfade is made on the host: bring the old filter's bands back
+  if (e == cudaSuccess && next_bank_ && staging_.keeps_output()) {  // the crossfade is made on the host: bring the old filter's bands back
     staging_.set_copy_out(true);
     e = staging_.fetch_out(in.frames);
   }
@@ -204,7 +191,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
           const size_t k = lane * max_frames_ + i;
           fade_[k] = (1.0f - w) * fade_[k] + w * h[k];
         }
-      staging_.set_copy_out(!keep_);
+      staging_.restore_copy_out();
       spare_ = std::move(bank_);  // the old filter is the next reload's spare
       bank_ = std::move(next_bank_);
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
@@ -214,14 +201,12 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
     }
   }
   if (e != cudaSuccess) {
-    staging_.set_copy_out(!keep_);
+    staging_.restore_copy_out();
     if (next_bank_) spare_ = std::move(next_bank_);  // the CPU twin already has the new taps (apply_update)
     fall_back(in, out, exec, e);
     return StageStatus::kOk;
   }
-  device_valid_ = true;
-  host_valid_ = !keep_;
-  if (host_valid_) staging_.unstage(out.data, out.stride, in.frames);
+  if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);
   history_.remember(in.data, in.stride, in.frames);
   return StageStatus::kOk;
 }

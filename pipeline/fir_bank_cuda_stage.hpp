@@ -57,12 +57,9 @@ class FirBankCudaStage final : public Stage {
   float* output_buffer() const noexcept override { return staging_.host_out(); }
   float* input_buffer() const noexcept override { return staging_.host_in(); }
   // Device residency (Stage): the bands may stay on the device for a reader that takes them there.
-  void keep_output_on_device(bool keep) noexcept override {
-    keep_ = keep;
-    staging_.set_copy_out(!keep);
-  }
-  const float* device_output() const noexcept override { return device_valid_ ? staging_.device_out() : nullptr; }
-  bool make_output_host_valid(uint32_t frames) noexcept override;
+  void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
+  const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
+  bool make_output_host_valid(uint32_t frames) noexcept override { return staging_.make_output_host_valid(frames); }
 
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
   // Chunks run as a replayed CUDA graph so far.
@@ -113,10 +110,6 @@ class FirBankCudaStage final : public Stage {
   std::atomic<uint64_t> cuda_errors_{0};
   std::atomic<int> last_error_{0};
   bool timing_ = false;  // record GPU time (not during warm-up and priming)
-  bool keep_ = false;           // keep_output_on_device
-  bool device_valid_ = false;   // the last chunk's bands are in staging_.device_out()
-  bool host_valid_ = true;      // ... and in the host output
-  uint32_t last_frames_ = 0;
 };
 
 }  // namespace vigil

@@ -37,6 +37,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def final_status(listen_out):
+    """vigild's final status event and vigil-listen's summary from vigil-listen's --json output
+    (None where missing)."""
+    final, summary = None, None
+    for line in open(listen_out):
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if j.get("kind") == "event" and j["event"].get("type") == "status" and j["event"].get("final"):
+            final = j["event"]
+        if j.get("kind") == "summary":
+            summary = j
+    return final, summary
+
+
 def run_step(args, scen, channels, rate_factor, workdir, discard_data=False):
     """discard_data: the data datagrams go to a socket that never reads them (the kernel drops them
     once its buffer is full), as a null sink would take them; vigil-listen gets the events only."""
@@ -73,16 +89,7 @@ def run_step(args, scen, channels, rate_factor, workdir, discard_data=False):
     listen.wait(timeout=10)
     if sink:
         sink.close()
-    final, summary = None, None
-    for line in open(listen_out):
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
-        if j.get("kind") == "event" and j["event"].get("type") == "status" and j["event"].get("final"):
-            final = j["event"]
-        if j.get("kind") == "summary":
-            summary = j
+    final, summary = final_status(listen_out)
     row = {"scenario": scen, "channels": channels, "rate_factor": rate_factor, "rc": rc, "wall_s": wall}
     if final is None:
         row["error"] = "no final status (" + open(log).read().strip().splitlines()[-1][:200] + ")" if os.path.getsize(log) else "no final status"

@@ -4,7 +4,9 @@ factor (0: unpaced), pool threads and memory given, vigild for --seconds with vi
 Prints one line from vigild's final status: input samples/s, deadline misses, dropped frames,
 latency p50/p99 (us) and each stage's time per chunk p50/p99 (us), plus the stages' backends.
 Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident]"""
-import argparse, json, os, signal, socket, subprocess, tempfile, time
+import argparse, os, signal, subprocess, tempfile, time
+
+from bench_scenarios import final_status, free_port
 
 p = argparse.ArgumentParser()
 p.add_argument("--build", default="build")
@@ -16,12 +18,6 @@ p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
 p.add_argument("--resident", action="store_true", help="pipeline.gpu_resident: AE hits on the GPU, chunk kept there")
 a = p.parse_args()
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -43,14 +39,7 @@ rc = subprocess.call([os.path.join(a.build, "apps/vigild"), "--config", config, 
 time.sleep(0.5)
 listen.send_signal(signal.SIGTERM)
 listen.wait(timeout=10)
-final = None
-for line in open(out):
-    try:
-        j = json.loads(line)
-    except ValueError:
-        continue
-    if j.get("kind") == "event" and j["event"].get("type") == "status" and j["event"].get("final"):
-        final = j["event"]
+final, _ = final_status(out)
 if final is None:
     print(f"{a.channels} {a.rate_factor} rc={rc}: no final status; log in {work}")
     raise SystemExit(1)

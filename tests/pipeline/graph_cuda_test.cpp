@@ -43,6 +43,21 @@ std::vector<StageSettings> stages(double low_hz) {
   return {{"band", "fir_bank", "input", false, fir(low_hz)}, {"den", "wavelet_denoise", "band", false, denoise()}};
 }
 
+// Chunk k of x (kChannels lanes of `total` frames) through the graph, as the pipeline feeds it:
+// converted into the input block (after any reload), then run.
+StageStatus run_chunk(Graph& graph, const std::vector<float>& x, uint32_t total, uint32_t k,
+                      SpscQueue<EventRecord>& events, std::atomic<uint64_t>& dropped) {
+  Block& in = graph.input_block();
+  in.frames = kMaxFrames;
+  for (uint32_t c = 0; c < kChannels; ++c)
+    std::copy_n(&x[size_t(c) * total + size_t(k) * kMaxFrames], kMaxFrames, in.data + c * in.stride);
+  Exec exec;
+  exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
+  exec.events = &events;
+  exec.events_dropped = &dropped;
+  return graph.run(exec);
+}
+
 // resident: pipeline.gpu_resident (the denoiser reads the FIR's bands on the device in copy mode).
 void run_graph_vs_stages(bool mapped, bool resident = false) {
   const std::vector<float> x = test::randn(size_t(kChannels) * kMaxFrames * kChunks, 17);
@@ -62,15 +77,7 @@ void run_graph_vs_stages(bool mapped, bool resident = false) {
   std::vector<float> band(size_t(kChannels) * total), den(size_t(kChannels) * total);
   for (uint32_t k = 0; k < kChunks; ++k) {
     if (k == kReloadAt) graph.apply_update(*update);
-    Block& in = graph.input_block();
-    in.frames = kMaxFrames;
-    for (uint32_t c = 0; c < kChannels; ++c)
-      std::copy_n(&x[size_t(c) * total + size_t(k) * kMaxFrames], kMaxFrames, in.data + c * in.stride);
-    Exec exec;
-    exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
-    exec.events = &events;
-    exec.events_dropped = &dropped;
-    ASSERT_EQ(graph.run(exec), StageStatus::kOk);
+    ASSERT_EQ(run_chunk(graph, x, total, k, events, dropped), StageStatus::kOk);
     for (uint32_t c = 0; c < kChannels; ++c) {
       std::copy_n(graph.stream(1).block.data + c * kMaxFrames, kMaxFrames, &band[size_t(c) * total + size_t(k) * kMaxFrames]);
       std::copy_n(graph.stream(2).block.data + c * kMaxFrames, kMaxFrames, &den[size_t(c) * total + size_t(k) * kMaxFrames]);
@@ -136,15 +143,7 @@ std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_stream
   std::atomic<uint64_t> dropped{0};
   std::vector<EventRecord> got;
   for (uint32_t k = 0; k < kChunks; ++k) {
-    Block& in = graph.input_block();
-    in.frames = kMaxFrames;
-    for (uint32_t c = 0; c < kChannels; ++c)
-      std::copy_n(&x[size_t(c) * total + size_t(k) * kMaxFrames], kMaxFrames, in.data + c * in.stride);
-    Exec exec;
-    exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
-    exec.events = &events;
-    exec.events_dropped = &dropped;
-    EXPECT_EQ(graph.run(exec), StageStatus::kOk);
+    EXPECT_EQ(run_chunk(graph, x, total, k, events, dropped), StageStatus::kOk);
     EventRecord ev;
     while (events.pop(ev)) got.push_back(ev);
   }
