@@ -33,11 +33,12 @@ fi
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck; do
-    for t in "$build"/tests/*cuda_test; do
+    for t in "$build"/tests/*cuda*_test; do
       # racecheck is ~50x slower: it skips the long length-by-chunking sweeps that memcheck covers.
       # The AE sweep is a sequential state machine per warp: both tools run its short twin only.
       # The fault-injection test makes a launch fail on purpose: memcheck would report that API
-      # error, so it runs on its own below with API error reports off (memory checks stay on).
+      # error, so those tests (named *LaunchFailure*) run on their own below with API error
+      # reports off (memory checks stay on).
       filter="--gtest_filter=-*EveryLaneCountAndChunking*:*LaunchFailure*"
       [ "$tool" = racecheck ] && filter="--gtest_filter=-*EveryLengthAndChunking*:*SingleBlockLayout*:*EveryLaneCountAndChunking*:*BothMemoryModes*:*DenoisingEqualsTheCpuTwin*"
       log="$out/sanitizer-$tool.log"
@@ -52,10 +53,13 @@ if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-s
       fi
       tail -3 "$out/sanitizer-$tool.log"
     done
-    if ! "$cs" --tool "$tool" --report-api-errors no --error-exitcode 3 "$build/tests/fir_bank_stage_cuda_test" \
-        --gtest_filter='*LaunchFailure*' >>"$out/sanitizer-$tool.log" 2>&1; then
-      echo "gpu-check: $tool failed on the fault-injection test"; status=1
-    fi
+    for t in "$build"/tests/*cuda*_test; do
+      "$t" --gtest_list_tests --gtest_filter='*LaunchFailure*' | grep -q '^ ' || continue
+      if ! "$cs" --tool "$tool" --report-api-errors no --error-exitcode 3 "$t" \
+          --gtest_filter='*LaunchFailure*' >>"$out/sanitizer-$tool.log" 2>&1; then
+        echo "gpu-check: $tool failed on the fault-injection tests of $t"; status=1
+      fi
+    done
   done
 else
   echo "gpu-check: compute-sanitizer not found" | tee -a "$out/ctest.log"; status=1

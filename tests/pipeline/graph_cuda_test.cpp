@@ -177,7 +177,13 @@ TEST(GraphCuda, HitsReadTheDenoisedLanesOnTheDeviceWhenNothingElseNeedsThem) {
     EXPECT_EQ(resident[i].hit.sum_sq, all_host[i].hit.sum_sq) << i;
     EXPECT_EQ(resident[i].ae_level.sum_sq, all_host[i].ae_level.sum_sq) << i;
   }
-  // A launch failure at chunk 5 in every stage: three hand-overs, and hits on the later chunks too.
+}
+
+// A launch failure at chunk 5 in every stage of the resident graph: three hand-overs, and hits on
+// the later chunks too.
+TEST(GraphCuda, ALaunchFailureInEveryResidentStageHandsOverAndHitsGoOn) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const std::vector<std::string> nothing_sent;
   bool kept_f = false;
   const std::vector<EventRecord> failed = run_s1_like(&nothing_sent, 5, &kept_f);
   size_t fallbacks = 0, late_hits = 0;
