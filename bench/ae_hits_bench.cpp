@@ -1,6 +1,7 @@
 // AE hit engine throughput: CPU (one thread, all lanes in turn) and CUDA (device-resident input,
-// one warp per lane, CUDA events around enqueue after warm-up), 65536-frame chunks of noise
-// with Poisson bursts at 200 hits/s per lane, 2 MS/s. Lanes: 16 (one S1 rig) and 800 (fifty).
+// CUDA events around enqueue after warm-up; second argument 0: one warp per lane, 1: each lane's
+// chunk split into segments; not above 256 lanes), 65536-frame chunks of noise with Poisson bursts at 200 hits/s per
+// lane, 2 MS/s. Lanes: 16 (one S1 rig) and 800 (fifty).
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -71,7 +72,12 @@ void BM_AeHitsCuda(benchmark::State& state) {
   VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
   cudaStream_t stream;
   VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
-  vigil::cuda::AeHitDetectorCuda d(params(), lanes);
+  const bool split = state.range(1) != 0;
+  vigil::cuda::AeHitDetectorCuda d(params(), lanes, 65536, false, false, split ? kFrames : 0);
+  if (d.segmented(kFrames) != split) {
+    state.SkipWithError("the segmented path does not take this call");
+    return;
+  }
   cudaEvent_t start, stop;
   VIGIL_CUDA_CHECK(cudaEventCreate(&start));
   VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
@@ -97,12 +103,21 @@ void BM_AeHitsCuda(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * lanes * kFrames);
   state.counters["hits"] = double(hits.size());
+  const auto seg = d.segment_counts();  // per call
+  const double calls = double(state.iterations() + 5);
+  state.counters["seg_closed"] = double(seg.closed_form) / calls;
+  state.counters["seg_taken"] = double(seg.taken) / calls;
+  state.counters["seg_rerun"] = double(seg.run_again) / calls;
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
   cudaFree(d_x);
 }
-BENCHMARK(BM_AeHitsCuda)->Arg(16)->Arg(800)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AeHitsCuda)
+    ->Args({16, 0})
+    ->Args({16, 1})
+    ->Args({800, 0})
+    ->UseManualTime()->Unit(benchmark::kMicrosecond);
 #endif
 
 }  // namespace

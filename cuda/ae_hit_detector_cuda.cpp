@@ -10,9 +10,10 @@
 namespace vigil::cuda {
 
 AeHitDetectorCuda::AeHitDetectorCuda(const AeSampleParams& params, uint32_t lanes, uint32_t capacity, bool poison,
-                                     bool host_results)
+                                     bool host_results, uint32_t max_frames)
     : params_(params), lanes_(lanes), capacity_(capacity), poison_(poison), host_results_(host_results),
       scratch_(lanes) {
+  seg_capacity_ = ae_seg_capacity(max_frames, lanes);
   if (lanes < 1 || lanes > (1u << 16))
     throw std::invalid_argument("AeHitDetectorCuda: lanes must be 1..65536, got " + std::to_string(lanes));
   if (capacity < 1) throw std::invalid_argument("AeHitDetectorCuda: capacity must be at least 1");
@@ -21,13 +22,19 @@ AeHitDetectorCuda::AeHitDetectorCuda(const AeSampleParams& params, uint32_t lane
     if (host_results) {
       h_hits_ = PinnedBuffer(capacity * sizeof(AeHit), true);
       h_levels_ = PinnedBuffer(capacity * sizeof(AeLevel), true);
-      h_counts_ = PinnedBuffer(2 * sizeof(unsigned int), false);
+      h_counts_ = PinnedBuffer(kCounts * sizeof(unsigned int), false);
       h_state_ = PinnedBuffer(lanes * sizeof(AeChannelState), false);
     } else {
       VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_hits_), capacity * sizeof(AeHit)));
       VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_levels_), capacity * sizeof(AeLevel)));
     }
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_counts_), 2 * sizeof(unsigned int)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_counts_), kCounts * sizeof(unsigned int)));
+    if (seg_capacity_) {
+      const size_t segs = seg_capacity_;
+      VIGIL_CUDA_CHECK(cudaMalloc(&d_seg_meta_, segs * sizeof(AeSegMeta)));
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_seg_hits_), segs * kAeSegHits * sizeof(AeHit)));
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_seg_levels_), segs * kAeSegLevels * sizeof(AeLevel)));
+    }
     reset();
   } catch (...) {
     cudaFree(d_state_);
@@ -36,6 +43,9 @@ AeHitDetectorCuda::AeHitDetectorCuda(const AeSampleParams& params, uint32_t lane
       cudaFree(d_levels_);
     }
     cudaFree(d_counts_);
+    cudaFree(d_seg_meta_);
+    cudaFree(d_seg_hits_);
+    cudaFree(d_seg_levels_);
     throw;
   }
   if (host_results) {  // the kernel writes through the device aliases of the mapped buffers
@@ -51,6 +61,13 @@ AeHitDetectorCuda::~AeHitDetectorCuda() {
     cudaFree(d_levels_);
   }
   cudaFree(d_counts_);
+  cudaFree(d_seg_meta_);
+  cudaFree(d_seg_hits_);
+  cudaFree(d_seg_levels_);
+}
+
+bool AeHitDetectorCuda::segmented(uint32_t frames) const noexcept {
+  return seg_capacity_ && ae_segmented_fits(params_, frames, lanes_, seg_capacity_);
 }
 
 void AeHitDetectorCuda::reset() {
@@ -61,7 +78,7 @@ void AeHitDetectorCuda::reset() {
   VIGIL_CUDA_CHECK(cudaMemcpy(d_state_, init.data(), lanes_ * sizeof(AeChannelState), cudaMemcpyHostToDevice));
   if (host_results_) {
     std::copy(init.begin(), init.end(), h_state_.host<AeChannelState>());
-    std::fill_n(h_counts_.host<unsigned int>(), 2, 0u);
+    std::fill_n(h_counts_.host<unsigned int>(), kCounts, 0u);
   }
   dropped_ = 0;
 }
@@ -89,12 +106,13 @@ AeHitDetectorCuda::Results AeHitDetectorCuda::results() noexcept {
   r.hits_n = std::min(counts[0], capacity_);
   r.levels_n = std::min(counts[1], capacity_);
   dropped_ += (counts[0] - r.hits_n) + (counts[1] - r.levels_n);
+  for (int i = 0; i < 3; ++i) segments_[i] += counts[2 + i];
   return r;
 }
 
 cudaError_t AeHitDetectorCuda::enqueue(const float* d_x, size_t stride, uint32_t frames, uint64_t first_frame,
                                        cudaStream_t stream) noexcept {
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_, 0, 2 * sizeof(unsigned int), stream));
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_, 0, kCounts * sizeof(unsigned int), stream));
   if (poison_) {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_hits_, 0xFF, capacity_ * sizeof(AeHit), stream));
     VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_levels_, 0xFF, capacity_ * sizeof(AeLevel), stream));
@@ -111,9 +129,10 @@ cudaError_t AeHitDetectorCuda::enqueue(const float* d_x, size_t stride, uint32_t
   k.d_levels = d_levels_;
   k.capacity = capacity_;
   k.d_counts = d_counts_;
+  if (seg_capacity_) k.seg = AeSegScratch{static_cast<AeSegMeta*>(d_seg_meta_), d_seg_hits_, d_seg_levels_, seg_capacity_};
   VIGIL_CUDA_RETURN_IF_ERROR(launch_ae_hits(k, stream));
   if (host_results_) {
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_counts_.host(), d_counts_, 2 * sizeof(unsigned int),
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_counts_.host(), d_counts_, kCounts * sizeof(unsigned int),
                                                cudaMemcpyDeviceToHost, stream));
     VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_state_.host(), d_state_, lanes_ * sizeof(AeChannelState),
                                                cudaMemcpyDeviceToHost, stream));
@@ -122,11 +141,12 @@ cudaError_t AeHitDetectorCuda::enqueue(const float* d_x, size_t stride, uint32_t
 }
 
 void AeHitDetectorCuda::collect(std::vector<AeHit>& hits, std::vector<AeLevel>& levels, cudaStream_t stream) {
-  unsigned int counts[2] = {0, 0};
+  unsigned int counts[kCounts] = {};
   VIGIL_CUDA_CHECK(cudaMemcpyAsync(counts, d_counts_, sizeof(counts), cudaMemcpyDeviceToHost, stream));
   VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
   const unsigned nh = std::min(counts[0], capacity_), nl = std::min(counts[1], capacity_);
   dropped_ += (counts[0] - nh) + (counts[1] - nl);
+  for (int i = 0; i < 3; ++i) segments_[i] += counts[2 + i];
   const size_t h0 = hits.size(), l0 = levels.size();
   hits.resize(h0 + nh);
   levels.resize(l0 + nl);

@@ -20,8 +20,10 @@ class AeHitDetectorCuda {
   // (few, small writes), and each enqueue() also copies the counts and every lane's state back:
   // once the stream is synchronised, results() and state() read them with no further copy or
   // wait (RT-safe: the pipeline stage). Without it, collect() copies them.
+  // max_frames: the longest call for which scratch is kept to split each lane's chunk over many
+  // warps (cuda/ae_hits_segmented.cu); 0 = one warp per lane always (longer calls also run so).
   AeHitDetectorCuda(const AeSampleParams& params, uint32_t lanes, uint32_t capacity = 65536, bool poison = false,
-                    bool host_results = false);
+                    bool host_results = false, uint32_t max_frames = 0);
   ~AeHitDetectorCuda();
   AeHitDetectorCuda(const AeHitDetectorCuda&) = delete;
   AeHitDetectorCuda& operator=(const AeHitDetectorCuda&) = delete;
@@ -52,6 +54,14 @@ class AeHitDetectorCuda {
 
   void reset();  // synchronous; allocates nothing. Throws CudaError.
   uint64_t dropped() const noexcept { return dropped_; }
+  // Whether a call of `frames` samples with the current parameters runs segmented.
+  bool segmented(uint32_t frames) const noexcept;
+  // Segments of the calls collected so far that the join settled in closed form (nothing above
+  // threshold), took as run from idle, and ran again (cuda/ae_hits_segmented.cu).
+  struct SegmentCounts {
+    uint64_t closed_form = 0, taken = 0, run_again = 0;
+  };
+  SegmentCounts segment_counts() const noexcept { return {segments_[0], segments_[1], segments_[2]}; }
 
  private:
   AeSampleParams params_;
@@ -61,7 +71,13 @@ class AeHitDetectorCuda {
   AeHit* d_hits_ = nullptr;
   AeLevel* d_levels_ = nullptr;
   unsigned int* d_counts_ = nullptr;
+  void* d_seg_meta_ = nullptr;  // segmented-kernel scratch (cuda/ae_hits.cuh AeSegScratch)
+  AeHit* d_seg_hits_ = nullptr;
+  AeLevel* d_seg_levels_ = nullptr;
+  uint32_t seg_capacity_ = 0;
+  static constexpr int kCounts = 5;  // hits, levels, then the three segment counts
   uint64_t dropped_ = 0;
+  uint64_t segments_[3] = {0, 0, 0};
   bool host_results_ = false;
   PinnedBuffer h_hits_, h_levels_, h_counts_, h_state_;  // host_results (hits and levels mapped)
   std::vector<AeChannelState> scratch_;  // lanes: reset() and set_params() allocate nothing

@@ -26,7 +26,7 @@ StreamFormat AeHitsCudaStage::prepare(const StreamFormat& in, uint32_t max_frame
   lanes_ = in.bands * in.channels;
   max_frames_ = max_frames;
   staging_.prepare(lanes_, 0, max_frames_, options_.mapped);
-  gpu_ = std::make_unique<cuda::AeHitDetectorCuda>(cpu_.detector_params(), lanes_, kCapacity, false, true);
+  gpu_ = std::make_unique<cuda::AeHitDetectorCuda>(cpu_.detector_params(), lanes_, kCapacity, false, true, max_frames_);
   last_state_.assign(gpu_->state(), gpu_->state() + lanes_);
   // Warm-up (module loading) on a chunk of zeros, then a clean state.
   std::fill_n(staging_.host_in(), size_t(lanes_) * max_frames_, 0.0f);

@@ -1,7 +1,8 @@
 // The CUDA AE hit engine against its CPU twin on noisy multi-lane streams with Poisson bursts:
 // identical hit lists (every decision is a float comparison) and level intervals, sums within
 // 1e-9 relative (only the order of double additions differs); results poisoned before each
-// call; chunk sizes 1, 31, 33, odd and large; chunked equals one-shot.
+// call; chunk sizes 1, 31, 33, odd and large; chunked equals one-shot. Chunks of 4096 frames and
+// more run segmented (cuda/ae_hits_segmented.cu) except the one-shot 2^20 and the floating case.
 #include "cuda/ae_hit_detector_cuda.hpp"
 
 #include <gtest/gtest.h>
@@ -44,12 +45,13 @@ Result run_cpu(const AeSampleParams& p, const std::vector<float>& x, uint32_t la
   return r;
 }
 
+// split: keep scratch to run chunks of >= 4096 frames segmented (else one warp per lane).
 Result run_gpu(const AeSampleParams& p, const std::vector<float>& x, uint32_t lanes, uint32_t frames,
-               const std::vector<uint32_t>& chunks) {
+               const std::vector<uint32_t>& chunks, bool split = true) {
   float* d_x = nullptr;
   VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), x.size() * sizeof(float)));
   VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  cuda::AeHitDetectorCuda d(p, lanes, 1u << 18, /*poison=*/true);
+  cuda::AeHitDetectorCuda d(p, lanes, 1u << 18, /*poison=*/true, false, split ? 1u << 17 : 0u);
   std::vector<std::vector<AeHit>> per_lane(lanes);
   std::vector<std::vector<AeLevel>> lv(lanes);
   uint32_t at = 0;
@@ -135,7 +137,12 @@ TEST(AeHitDetectorCuda, SameHitsOnAShortRun) {  // the one compute-sanitizer run
     const AeSampleParams p = ae_sample_params(c.s, kRate);
     const Result want = run_cpu(p, x, lanes, frames, {31, 33, 1, 4097});
     EXPECT_GT(want.hits.size(), 10u);
+    // 4097 frames run segmented, except with the floating threshold (one warp per lane).
+    const cuda::AeHitDetectorCuda probe(p, lanes, 16, false, false, 1u << 17);
+    EXPECT_EQ(probe.segmented(4097), std::string(c.name) != "floating");
+    EXPECT_FALSE(probe.segmented(4095)) << "fewer than two segments";
     expect_same(run_gpu(p, x, lanes, frames, {31, 33, 1, 4097}), want);
+    expect_same(run_gpu(p, x, lanes, frames, {31, 33, 1, 4097}, /*split=*/false), want);
   }
 }
 
