@@ -115,7 +115,7 @@ struct PipelineSettings {
   bool mlockall = false;            // lock all memory (pinned pages: no page faults on the RT path)
   std::string memory = "auto";      // auto | copy | mapped: how the CUDA stages' staging reaches the GPU
   bool busy_poll = false;           // the pipeline, output and pool threads spin instead of sleeping
-  bool gpu_resident = false;        // CUDA: ae_hits on the GPU, reading the chunk where the stage before left it
+  bool gpu_resident = true;         // CUDA: ae_hits on the GPU, reading the chunk where the stage before left it
   std::string fft_wisdom;           // FFTW wisdom file; "": $CACHE_DIRECTORY/fftwf.wisdom under systemd, else none; "off"
   uint32_t threads = 0;             // CPU backend: threads a fir_bank stage splits its channels over (0: one per core)
   uint64_t test_cuda_fail_at_chunk = 0;  // test-only fault: a CUDA launch fails on this chunk (1-based)

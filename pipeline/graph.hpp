@@ -22,8 +22,9 @@ struct GraphBackend {
   bool busy_poll = false;      // the pool's helpers spin between chunks
   uint32_t cpu_threads = 1;    // threads for the CPU stages that split their lanes (fir_bank,
                                // wavelet_denoise, vibration, ae_hits)
-  // pipeline.gpu_resident (experimental): ae_hits on the GPU too, and CUDA stages read each
-  // other's output on the device (Stage::bind_producer, keep_output_on_device).
+  // pipeline.gpu_resident (the service's default; off here unless asked): ae_hits on the GPU too,
+  // and CUDA stages read each other's output on the device (Stage::bind_producer,
+  // keep_output_on_device).
   bool gpu_resident = false;
 };
 

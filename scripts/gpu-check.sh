@@ -87,8 +87,8 @@ if [ "$part" != tests ]; then
   exit $st
 } 2>&1 | tee "$out/comparisons.txt" || status=1
 # Issue 9's end-to-end scenarios with the real vigild on the GPU backend; then S1 at 16 channels
-# with each stage's time, as it runs by default and with pipeline.gpu_resident (the AE stage on
-# the GPU reading the denoised chunk there), paced and unpaced.
+# with each stage's time, with pipeline.gpu_resident off and on (the default: the AE stage on the
+# GPU reading the denoised chunk there), paced and unpaced.
 {
   st=0
   scripts/bench-scenarios.sh --backend cuda --seconds 3 --busy-poll --build "$build" || st=1

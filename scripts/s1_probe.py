@@ -16,7 +16,7 @@ p.add_argument("--threads", type=int, default=8)
 p.add_argument("--memory", default="auto", choices=["auto", "copy", "mapped"])
 p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
-p.add_argument("--resident", action="store_true", help="pipeline.gpu_resident: AE hits on the GPU, chunk kept there")
+p.add_argument("--resident", action="store_true", help="pipeline.gpu_resident true (AE hits on the GPU, chunk kept there); without it false")
 a = p.parse_args()
 
 

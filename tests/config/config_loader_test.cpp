@@ -247,13 +247,13 @@ TEST(ConfigLoader, FftPlanning) {
   EXPECT_EQ(plain.settings->pipeline.fft_wisdom, "");
 }
 
-TEST(ConfigLoader, GpuResidentIsOffUnlessAsked) {
+TEST(ConfigLoader, GpuResidentIsOnUnlessTurnedOff) {
   const ConfigResult plain = parse_config(kValid, "x.yaml");
   ASSERT_TRUE(plain.errors.empty());
-  EXPECT_FALSE(plain.settings->pipeline.gpu_resident);
-  const ConfigResult on = parse_config(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  gpu_resident: true\n"), "x.yaml");
-  ASSERT_TRUE(on.errors.empty()) << format_error("x.yaml", on.errors[0]);
-  EXPECT_TRUE(on.settings->pipeline.gpu_resident);
+  EXPECT_TRUE(plain.settings->pipeline.gpu_resident);
+  const ConfigResult off = parse_config(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  gpu_resident: false\n"), "x.yaml");
+  ASSERT_TRUE(off.errors.empty()) << format_error("x.yaml", off.errors[0]);
+  EXPECT_FALSE(off.settings->pipeline.gpu_resident);
   expect_one_error(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  gpu_resident: maybe\n"), 7, 17,
                    "expected");
 }
