@@ -11,9 +11,10 @@
 //    - nothing above threshold in the segment: an open hit closes where HDT or the maximum
 //      duration runs out (the same rule as ae_step's gaps) or takes the segment's sums; a lockout
 //      runs on; no hit can start.
-//    - else, if the true state is idle before the first above-threshold sample (idle, or a lockout
-//      that has ended by then, also one an open hit's closing just began): the guess was right
-//      from the start, and the segment's hits and end state are taken as they are;
+//    - else, if the true state is idle by the first above-threshold sample (idle, or a lockout
+//      that has ended by then, including one that began where an open hit closed just before):
+//      the guess was right from the start, and the segment's hits and end state are taken as
+//      they are;
 //    - else (a hit still open when samples rise above threshold again, a lockout that ends after
 //      that, or more hits than a segment keeps) the segment is run again with the true state.
 //    Level intervals are completed from the segments' pieces.
