@@ -145,6 +145,10 @@ template <typename OnHit, typename OnLevel, typename OnOpen>
 void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t first_frame, OnHit&& on_hit,
                          OnLevel&& on_level, OnOpen&& on_open) {
   AeChannelState& s = state_[c];
+  // Positions in the floating window and the level interval, advanced per sample: no 64-bit
+  // division per sample (n + 1 ends a window where its position reaches the window's last).
+  uint64_t window_pos = p_.floating_window ? first_frame % p_.floating_window : 0;
+  uint64_t level_pos = p_.level_interval ? first_frame % p_.level_interval : 0;
   for (uint32_t i = 0; i < frames; ++i) {
     const uint64_t n = first_frame + i;
     const float v = x[i];
@@ -197,7 +201,8 @@ void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t f
     s.prev = v;
     if (p_.floating_window) {
       s.noise_sum += a;
-      if ((n + 1) % p_.floating_window == 0) {
+      if (++window_pos == p_.floating_window) {
+        window_pos = 0;
         s.threshold = ae_floating_threshold(p_, s.noise_sum / p_.floating_window);
         s.noise_sum = 0;
       }
@@ -205,7 +210,8 @@ void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t f
     if (p_.level_interval) {
       s.level_sq += double(v) * v;
       s.level_abs += a;
-      if ((n + 1) % p_.level_interval == 0) {
+      if (++level_pos == p_.level_interval) {
+        level_pos = 0;
         on_level(AeLevel{c, n, s.level_sq, s.level_abs, p_.level_interval});
         s.level_sq = s.level_abs = 0;
       }
