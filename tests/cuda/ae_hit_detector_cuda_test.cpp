@@ -9,6 +9,7 @@
 
 #include <random>
 
+#include "../support/ae_compare.hpp"
 #include "../support/ae_lanes.hpp"
 #include "cuda/cuda_check.hpp"
 
@@ -83,23 +84,12 @@ void expect_same(const Result& got, const Result& want) {
                  std::to_string(w.arrival_frame));
     ASSERT_EQ(g.channel, w.channel);
     ASSERT_EQ(g.arrival_frame, w.arrival_frame);
-    EXPECT_EQ(g.peak_frame, w.peak_frame);
-    EXPECT_EQ(g.end_frame, w.end_frame);
-    EXPECT_EQ(g.peak, w.peak);
-    EXPECT_EQ(g.threshold, w.threshold);
-    EXPECT_EQ(g.counts, w.counts);
-    EXPECT_EQ(g.counts_to_peak, w.counts_to_peak);
-    EXPECT_EQ(g.truncated, w.truncated);
-    EXPECT_NEAR(g.sum_sq, w.sum_sq, kSumRel * w.sum_sq);
-    EXPECT_NEAR(g.sum_abs, w.sum_abs, kSumRel * w.sum_abs);
+    test::expect_same_hit_after_arrival(g, w, kSumRel);
   }
   ASSERT_EQ(got.levels.size(), want.levels.size());
   for (size_t i = 0; i < want.levels.size(); ++i) {
     EXPECT_EQ(got.levels[i].channel, want.levels[i].channel);
-    EXPECT_EQ(got.levels[i].end_frame, want.levels[i].end_frame);
-    EXPECT_EQ(got.levels[i].samples, want.levels[i].samples);
-    EXPECT_NEAR(got.levels[i].sum_sq, want.levels[i].sum_sq, kSumRel * want.levels[i].sum_sq);
-    EXPECT_NEAR(got.levels[i].sum_abs, want.levels[i].sum_abs, kSumRel * want.levels[i].sum_abs);
+    test::expect_same_level(got.levels[i], want.levels[i], kSumRel);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/ae_compare.hpp"
 #include "../support/ae_lanes.hpp"
 #include "../support/gpu.hpp"
 #include "../support/stage_run.hpp"
@@ -82,20 +83,9 @@ void expect_same_events(const std::vector<EventRecord>& got_all, const std::vect
     EXPECT_EQ(g.t_utc_ns, w.t_utc_ns);
     if (w.kind == EventKind::kAeHit) {
       EXPECT_EQ(g.hit.arrival_frame, w.hit.arrival_frame);
-      EXPECT_EQ(g.hit.peak_frame, w.hit.peak_frame);
-      EXPECT_EQ(g.hit.end_frame, w.hit.end_frame);
-      EXPECT_EQ(g.hit.peak, w.hit.peak);
-      EXPECT_EQ(g.hit.threshold, w.hit.threshold);
-      EXPECT_EQ(g.hit.counts, w.hit.counts);
-      EXPECT_EQ(g.hit.counts_to_peak, w.hit.counts_to_peak);
-      EXPECT_EQ(g.hit.truncated, w.hit.truncated);
-      EXPECT_NEAR(g.hit.sum_sq, w.hit.sum_sq, kSumRel * w.hit.sum_sq);
-      EXPECT_NEAR(g.hit.sum_abs, w.hit.sum_abs, kSumRel * w.hit.sum_abs);
+      test::expect_same_hit_after_arrival(g.hit, w.hit, kSumRel);
     } else {
-      EXPECT_EQ(g.ae_level.end_frame, w.ae_level.end_frame);
-      EXPECT_EQ(g.ae_level.samples, w.ae_level.samples);
-      EXPECT_NEAR(g.ae_level.sum_sq, w.ae_level.sum_sq, kSumRel * w.ae_level.sum_sq);
-      EXPECT_NEAR(g.ae_level.sum_abs, w.ae_level.sum_abs, kSumRel * w.ae_level.sum_abs);
+      test::expect_same_level(g.ae_level, w.ae_level, kSumRel);
     }
   }
 }
