@@ -130,15 +130,8 @@ __global__ void ae_join_kernel(AeHitsParams k, uint32_t seg_frames, uint32_t seg
       carry_abs = (levels ? 0.0 : carry_abs) + __shfl_sync(kFull, tab_j, j);
 
       if (s.phase == AeChannelState::kHit) {  // closes in the quiet stretch before fa?
-        const uint64_t close_hdt = s.hit.end_frame + p.hdt + 1;
-        const uint64_t close_max = s.hit.arrival_frame + p.max_duration;
-        const uint64_t c = close_hdt < close_max ? close_hdt : close_max;
-        if (c < (fa == kNoneAbove ? end : fa)) {
-          s.hit.truncated = c < close_hdt;
-          emit_hit(out, s.hit, lane);
-          s.phase = AeChannelState::kLockout;
-          s.lockout_end = s.hit.truncated ? c + p.hlt : close_hdt + p.hlt;
-        }
+        const uint64_t c = ae_close_point(p, s.hit);
+        if (c < (fa == kNoneAbove ? end : fa)) ae_close_hit(p, out, s, c, lane);
       }
       const unsigned how = fa == kNoneAbove ? 0
                            : s.phase == AeChannelState::kHit ||

@@ -55,6 +55,23 @@ __device__ __forceinline__ void emit_level(const AeSink& o, const AeLevel& v, un
   if (i < o.level_cap) o.levels[i] = v;
 }
 
+// Where an open hit closes unless a sample above threshold comes first: the sample HDT after its
+// last crossing, or the one the maximum duration after its arrival, whichever is sooner.
+__device__ __forceinline__ uint64_t ae_close_point(const AeSampleParams& p, const AeHit& h) {
+  const uint64_t by_hdt = h.end_frame + p.hdt + 1, by_max = h.arrival_frame + p.max_duration;
+  return by_hdt < by_max ? by_hdt : by_max;
+}
+
+// Closes the open hit at c = ae_close_point(): emitted (truncated when the maximum duration ran out
+// first), then the lockout, which ends HLT after c.
+__device__ __forceinline__ void ae_close_hit(const AeSampleParams& p, const AeSink& k, AeChannelState& s, uint64_t c,
+                                             unsigned lane) {
+  s.hit.truncated = c < s.hit.end_frame + p.hdt + 1;
+  emit_hit(k, s.hit, lane);
+  s.phase = AeChannelState::kLockout;
+  s.lockout_end = c + p.hlt;
+}
+
 // Samples of one step: lane j holds sample n0 + j (valid when j < count).
 // Running sums of the floating-threshold window and the level interval are kept per lane (each
 // lane's share) and reduced across the warp only where an interval ends: the common step has no
@@ -121,14 +138,9 @@ __device__ __forceinline__ void ae_step(const AeSampleParams& p, const AeSink& k
   if (s.phase == AeChannelState::kHit && !mask) {
     // A step below threshold in an open hit (HDT is hundreds of steps): it closes here, or the
     // step's sums join the lanes' shares. No shuffle.
-    const uint64_t close_hdt = s.hit.end_frame + p.hdt + 1;
-    const uint64_t close_max = s.hit.arrival_frame + p.max_duration;
-    const uint64_t c = close_hdt < close_max ? close_hdt : close_max;
+    const uint64_t c = ae_close_point(p, s.hit);
     if (c < n0 + count) {
-      s.hit.truncated = c < close_hdt;
-      emit_hit(k, s.hit, lane);
-      s.phase = AeChannelState::kLockout;
-      s.lockout_end = s.hit.truncated ? c + p.hlt : close_hdt + p.hlt;
+      ae_close_hit(p, k, s, c, lane);
       ls.run_sq = ls.run_abs = 0;
     } else if (valid) {
       ls.run_sq += double(v) * v;
@@ -148,14 +160,9 @@ __device__ __forceinline__ void ae_step(const AeSampleParams& p, const AeSink& k
       const unsigned end = mask ? unsigned(__ffs(mask) - 1) : count;
       // Lanes pos..end-1 are all below threshold: the open hit may only close there.
       if (s.phase == AeChannelState::kHit && end > pos) {
-        const uint64_t close_hdt = s.hit.end_frame + p.hdt + 1;
-        const uint64_t close_max = s.hit.arrival_frame + p.max_duration;
-        const uint64_t c = close_hdt < close_max ? close_hdt : close_max;
+        const uint64_t c = ae_close_point(p, s.hit);
         if (c < n0 + end) {
-          s.hit.truncated = c < close_hdt;
-          emit_hit(k, s.hit, lane);
-          s.phase = AeChannelState::kLockout;
-          s.lockout_end = s.hit.truncated ? c + p.hlt : close_hdt + p.hlt;
+          ae_close_hit(p, k, s, c, lane);
         } else {
           const double sq_end = __shfl_sync(kFull, psq, end - 1), ab_end = __shfl_sync(kFull, pab, end - 1);
           const double sq_pos = pos ? __shfl_sync(kFull, psq, pos - 1) : 0.0;
@@ -270,11 +277,7 @@ __device__ __forceinline__ bool ae_quiet_block(const AeSampleParams& p, AeChanne
   for (unsigned u = 0; u < 8; ++u) above |= 32 * u + lane < n && fabsf(v[u]) >= s.threshold;
   if (__any_sync(kFull, above)) return false;
   const bool hit = s.phase == AeChannelState::kHit;
-  if (hit) {
-    const uint64_t close_hdt = s.hit.end_frame + p.hdt + 1;
-    const uint64_t close_max = s.hit.arrival_frame + p.max_duration;
-    if ((close_hdt < close_max ? close_hdt : close_max) < n0 + n) return false;
-  }
+  if (hit && ae_close_point(p, s.hit) < n0 + n) return false;
   float last = 0;
 #pragma unroll
   for (unsigned u = 0; u < 8; ++u) {

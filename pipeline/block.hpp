@@ -51,6 +51,10 @@ struct Exec {
   SpscQueue<EventRecord>* events = nullptr;  // detectors push here (never block)
   std::atomic<uint64_t>* events_dropped = nullptr;  // bumped when `events` is full
   RtLog* log = nullptr;  // journal lines from the pipeline thread (rare: errors), may be null
+  // Called, when set, by a CUDA stage about to wait for its kernels: the pipeline thread's chance
+  // to take the next chunk meanwhile (PipelineWorker's look-ahead). May come more than once a chunk.
+  void (*on_gpu_wait)(void* arg) = nullptr;
+  void* on_gpu_wait_arg = nullptr;
 };
 
 }  // namespace vigil

@@ -6,14 +6,20 @@ namespace vigil {
 
 CudaStaging::~CudaStaging() {
   if (stream_) cudaStreamSynchronize(stream_);
-  if (d_in_) cudaFree(d_in_);
+  if (copy_stream_) cudaStreamSynchronize(copy_stream_);
+  for (float* d : d_in_)
+    if (d) cudaFree(d);
+  for (cudaEvent_t e : ev_uploaded_)
+    if (e) cudaEventDestroy(e);
+  if (copy_stream_) cudaStreamDestroy(copy_stream_);
   if (d_out_) cudaFree(d_out_);
   if (ev_start_) cudaEventDestroy(ev_start_);
   if (ev_stop_) cudaEventDestroy(ev_stop_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_frames, bool mapped) {
+void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_frames, bool mapped, unsigned input_slots) {
+  slots_ = input_slots == 2 ? 2 : 1;
   in_lanes_ = in_lanes;
   out_lanes_ = out_lanes;
   max_frames_ = max_frames;
@@ -22,7 +28,7 @@ void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_fr
   VIGIL_CUDA_CHECK(cudaEventCreate(&ev_start_));
   VIGIL_CUDA_CHECK(cudaEventCreate(&ev_stop_));
   const size_t in_floats = size_t(in_lanes) * max_frames, out_floats = size_t(out_lanes) * max_frames;
-  h_in_ = cuda::PinnedBuffer(in_floats * sizeof(float), mapped);
+  for (unsigned s = 0; s < slots_; ++s) h_in_[s] = cuda::PinnedBuffer(in_floats * sizeof(float), mapped);
   if (out_floats) h_out_ = cuda::PinnedBuffer(out_floats * sizeof(float), mapped);  // none for a detector
   if (mapped && bound_in_) {
     void* alias = nullptr;
@@ -30,7 +36,12 @@ void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_fr
     bound_in_device_ = static_cast<const float*>(alias);
   }
   if (!mapped) {
-    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in_), in_floats * sizeof(float)));
+    for (unsigned s = 0; s < slots_; ++s)
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in_[s]), in_floats * sizeof(float)));
+    if (slots_ == 2) {
+      VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+      for (cudaEvent_t& e : ev_uploaded_) VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
     if (out_floats) VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), out_floats * sizeof(float)));
   }
 }

@@ -12,6 +12,11 @@
 // take it from there). With pipeline.gpu_resident, a stage may read another's output on the device
 // (enqueue()'s device_in: device_out() of that stage, no copy in), and a stage whose output only
 // such readers take skips its copy back (set_copy_out(false); fetch_out() when one needs it after all).
+//
+// The look-ahead (prepare with two input slots): the graph converts the next chunk into the other
+// staged input while this one's kernels run, and upload() starts its copy to the device on a copy
+// stream of its own, so that it overlaps them; the next chunk's work waits for that copy instead of
+// making its own (take_upload()).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,6 +27,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/pinned_buffer.hpp"
+#include "pipeline/block.hpp"
 #include "pipeline/latency_histogram.hpp"
 
 namespace vigil {
@@ -37,8 +43,9 @@ class CudaStaging {
   // page-locked, mapped in mapped mode: another staging's host_out()) are read from there.
   void bind_input(const float* page_locked) noexcept { bound_in_ = page_locked; }
   // The stream, events and buffers for in_lanes lanes in and out_lanes lanes out of up to
-  // max_frames frames. Throws CudaError.
-  void prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_frames, bool mapped);
+  // max_frames frames; input_slots 2: a second staged input and the copy stream (the look-ahead).
+  // Throws CudaError.
+  void prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_frames, bool mapped, unsigned input_slots = 1);
   // Whether a chunk at `in` is read in place from the bound input.
   bool reads_bound(const float* in) const noexcept { return bound_in_ && in == bound_in_; }
   bool has_bound_input() const noexcept { return bound_in_ != nullptr; }
@@ -46,12 +53,19 @@ class CudaStaging {
   cudaStream_t stream() const noexcept { return stream_; }
   bool mapped() const noexcept { return mapped_; }
   uint32_t stride() const noexcept { return max_frames_; }  // of every staged lane
-  float* host_in() const noexcept { return h_in_.host<float>(); }
+  unsigned input_slots() const noexcept { return slots_; }
+  float* host_in(unsigned slot = 0) const noexcept { return h_in_[slot].host<float>(); }
   float* host_out() const noexcept { return h_out_.host<float>(); }
+  // Which staged input `in` is (0 or 1), or -1 for none.
+  int slot_of(const float* in) const noexcept {
+    for (unsigned s = 0; s < slots_; ++s)
+      if (in == host_in(s)) return int(s);
+    return -1;
+  }
 
-  // Lane l of `in` (in + l * stride) into the staged input; nothing to do when `in` is it. RT-safe.
+  // Lane l of `in` (in + l * stride) into the staged input; nothing to do when `in` is one. RT-safe.
   void stage(const float* in, size_t stride, uint32_t frames) noexcept {
-    if (in == host_in() || reads_bound(in)) return;
+    if (slot_of(in) >= 0 || reads_bound(in)) return;
     for (uint32_t l = 0; l < in_lanes_; ++l)
       std::memcpy(host_in() + size_t(l) * max_frames_, in + l * stride, frames * sizeof(float));
   }
@@ -59,22 +73,56 @@ class CudaStaging {
   // The device part of a chunk, on the stream: the copy in (copy mode), work(d_in, d_out, stride)
   // enqueuing the kernels, the copy out (unless the output stays on the device). Nothing waits: it
   // can be captured as a CUDA graph. from_bound: the chunk is in the bound input (reads_bound),
-  // else in host_in(). device_in: the chunk is already on the device there (another stage's
-  // device_out(), stride max_frames): no copy in.
+  // else in host_in(slot). device_in: the chunk is already on the device there (another stage's
+  // device_out(), stride max_frames): no copy in. copy_in false: the slot's upload (take_upload)
+  // brought it.
   template <class Work>
-  cudaError_t enqueue(uint32_t frames, Work&& work, bool from_bound = false, const float* device_in = nullptr) noexcept {
+  cudaError_t enqueue(uint32_t frames, Work&& work, bool from_bound = false, const float* device_in = nullptr,
+                      unsigned slot = 0, bool copy_in = true) noexcept {
     const size_t s = max_frames_ * sizeof(float);
-    const float* src = from_bound ? bound_in_ : h_in_.host<float>();
-    const float* d_in = device_in ? device_in : mapped_ ? (from_bound ? bound_in_device_ : h_in_.device<float>()) : d_in_;
+    const float* src = from_bound ? bound_in_ : host_in(slot);
+    const float* d_in = device_in ? device_in
+                        : mapped_ ? (from_bound ? bound_in_device_ : h_in_[slot].device<float>())
+                                  : d_in_[from_bound ? 0 : slot];
     float* d_out = mapped_ ? h_out_.device<float>() : d_out_;
-    if (!mapped_ && !device_in)
-      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_, s, src, s, frames * sizeof(float), in_lanes_,
+    if (!mapped_ && !device_in && copy_in)
+      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(const_cast<float*>(d_in), s, src, s, frames * sizeof(float), in_lanes_,
                                                    cudaMemcpyHostToDevice, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(work(d_in, d_out, size_t(max_frames_)));
     if (!mapped_ && copy_out_ && out_lanes_ > 0)
       VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(h_out_.host(), s, d_out_, s, frames * sizeof(float), out_lanes_,
                                                    cudaMemcpyDeviceToHost, stream_));
     return cudaSuccess;
+  }
+
+  // The look-ahead (two input slots, copy mode; in mapped mode the kernels read the slot in place
+  // and neither does anything). upload(): host_in(slot)'s first `frames` frames to the device on
+  // the copy stream. take_upload(), before the chunk in that slot is enqueued: when its upload
+  // was started for the same frames, the stream waits for it and copy_in becomes false (enqueue
+  // then makes no copy of its own); either way the slot's upload is used up. RT-safe.
+  cudaError_t upload(unsigned slot, uint32_t frames) noexcept {
+    if (mapped_ || slot >= slots_ || !copy_stream_) return cudaSuccess;
+    const size_t s = max_frames_ * sizeof(float);
+    uploaded_frames_[slot] = 0;
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_[slot], s, host_in(slot), s, frames * sizeof(float), in_lanes_,
+                                                 cudaMemcpyHostToDevice, copy_stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_uploaded_[slot], copy_stream_));
+    uploaded_frames_[slot] = frames;
+    return cudaSuccess;
+  }
+  cudaError_t take_upload(unsigned slot, uint32_t frames, bool& copy_in) noexcept {
+    copy_in = true;
+    if (slot >= slots_ || uploaded_frames_[slot] == 0) return cudaSuccess;
+    const bool same = uploaded_frames_[slot] == frames;
+    uploaded_frames_[slot] = 0;
+    if (!same) return cudaSuccess;
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ev_uploaded_[slot], 0));
+    copy_in = false;
+    return cudaSuccess;
+  }
+  // Forgets a slot's upload (its chunk runs on the CPU twin). RT-safe.
+  void drop_upload(unsigned slot) noexcept {
+    if (slot < slots_) uploaded_frames_[slot] = 0;
   }
 
   // Device residency (copy mode). device_out(): the output's device copy, which another CUDA stage
@@ -125,12 +173,15 @@ class CudaStaging {
   }
 
   // launch() between two events on the stream, then waits for the stream; the GPU time goes into
-  // the status when `record` (not for warm-up or priming). RT-safe.
+  // the status when `record` (not for warm-up or priming). Before waiting it calls the chunk's
+  // Exec::on_gpu_wait, when there is one: the pipeline thread's chance to take the next chunk
+  // meanwhile. RT-safe.
   template <class Launch>
-  cudaError_t run(Launch&& launch, bool record) noexcept {
+  cudaError_t run(Launch&& launch, bool record, const Exec* exec = nullptr) noexcept {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(launch());
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
+    if (exec && exec->on_gpu_wait) exec->on_gpu_wait(exec->on_gpu_wait_arg);
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     float ms = 0;
     if (record && cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
@@ -151,6 +202,7 @@ class CudaStaging {
  private:
   uint32_t in_lanes_ = 0, out_lanes_ = 0, max_frames_ = 0;
   bool mapped_ = false;
+  unsigned slots_ = 1;  // staged inputs (2: the look-ahead)
   bool copy_out_ = true;
   bool keep_ = false;                          // keep_output()
   bool device_valid_ = false, host_valid_ = true;  // where the last chunk's output is
@@ -159,8 +211,11 @@ class CudaStaging {
   const float* bound_in_device_ = nullptr;  // its device alias (mapped mode)
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
-  cuda::PinnedBuffer h_in_, h_out_;
-  float* d_in_ = nullptr;  // copy mode
+  cudaStream_t copy_stream_ = nullptr;        // the look-ahead's uploads (copy mode, two slots)
+  cudaEvent_t ev_uploaded_[2] = {nullptr, nullptr};
+  uint32_t uploaded_frames_[2] = {0, 0};       // a slot's upload under way (0: none)
+  cuda::PinnedBuffer h_in_[2], h_out_;
+  float* d_in_[2] = {nullptr, nullptr};  // copy mode
   float* d_out_ = nullptr;
   LatencyHistogram gpu_time_;
 };

@@ -38,7 +38,7 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   max_taps_ = 0;
   for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
 
-  staging_.prepare(channels_, bands_ * channels_, max_frames_, options_.mapped);
+  staging_.prepare(channels_, bands_ * channels_, max_frames_, options_.mapped, 2);
   bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream());
   spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream());
   cpu_ = std::make_unique<PartitionedFirBank>(taps, channels_, PartitionedFirBank::uniform(block_));
@@ -61,7 +61,10 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   // nothing; a failure (a driver that cannot capture cuFFT, a debug-sync build) just leaves the
   // launch-by-launch path.
   if (options_.graphs && max_frames_ % block_ == 0)
-    for (cuda::FirBankCuda* bank : {bank_.get(), spare_.get()}) capture(*bank);
+    for (cuda::FirBankCuda* bank : {bank_.get(), spare_.get()})
+      for (unsigned slot = 0; slot < staging_.input_slots(); ++slot)
+        for (const bool copy_in : {true, false})
+          if (copy_in || !options_.mapped) capture(*bank, slot, copy_in);
   timing_ = true;
 
   StreamFormat out = in;
@@ -72,13 +75,24 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   return out;
 }
 
-cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound) noexcept {
+cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound, unsigned slot,
+                                      bool copy_in) noexcept {
   return staging_.enqueue(
       frames, [&](const float* d_in, float* d_out, size_t stride) { return bank.process(d_in, stride, frames, d_out, stride); },
-      from_bound);
+      from_bound, nullptr, slot, copy_in);
 }
 
-bool FirBankCudaStage::capture(cuda::FirBankCuda& bank) noexcept {
+bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames) noexcept {
+  if (on_cpu_.load(std::memory_order_relaxed) || slot >= staging_.input_slots()) return false;
+  if (staging_.upload(slot, frames) != cudaSuccess) {
+    cudaGetLastError();  // the chunk then makes its own copy, where any lasting error shows
+    staging_.drop_upload(slot);
+    return false;
+  }
+  return true;
+}
+
+bool FirBankCudaStage::capture(cuda::FirBankCuda& bank, unsigned slot, bool copy_in) noexcept {
   // Capturing runs nothing, but enqueue() advances the bank's host-side fill count as if it had:
   // a whole-block chunk leaves it as it found it (0).
   if (bank.fill() != 0) return false;
@@ -89,7 +103,7 @@ bool FirBankCudaStage::capture(cuda::FirBankCuda& bank) noexcept {
     return false;
   }
   // The graph reads a chunk where process() will find it: the bound input when there is one.
-  cudaError_t e = enqueue(bank, max_frames_, staging_.has_bound_input());
+  cudaError_t e = enqueue(bank, max_frames_, staging_.has_bound_input(), slot, copy_in);
   const cudaError_t end = cudaStreamEndCapture(staging_.stream(), &graph);
   if (e == cudaSuccess) e = end;
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
@@ -99,29 +113,35 @@ bool FirBankCudaStage::capture(cuda::FirBankCuda& bank) noexcept {
     cudaGetLastError();  // not sticky: leave no error for the next call to find
     return false;
   }
-  graphs_.push_back({&bank, exec, staging_.copy_out()});
+  graphs_.push_back({&bank, exec, staging_.copy_out(), slot, copy_in});
   return true;
 }
 
-cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank) const noexcept {
+cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank, unsigned slot, bool copy_in) const noexcept {
   for (const ChunkGraph& g : graphs_)
-    if (g.bank == &bank && g.copy_out == staging_.copy_out()) return g.exec;
+    if (g.bank == &bank && g.copy_out == staging_.copy_out() && g.slot == slot && g.copy_in == copy_in) return g.exec;
   return nullptr;
 }
 
-cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride,
-                                      uint32_t frames) noexcept {
-  staging_.stage(in, in_stride, frames);
+cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames,
+                                      const Exec* exec) noexcept {
+  staging_.stage(in, in_stride, frames);  // into slot 0, unless `in` is a staged input already
   const bool from_bound = staging_.reads_bound(in);
-  const cudaGraphExec_t graph =
-      frames == max_frames_ && bank.fill() == 0 && from_bound == staging_.has_bound_input() ? graph_for(bank) : nullptr;
+  const int at = staging_.slot_of(in);
+  const unsigned slot = at < 0 ? 0 : unsigned(at);
+  bool copy_in = true;
+  if (!from_bound) VIGIL_CUDA_RETURN_IF_ERROR(staging_.take_upload(slot, frames, copy_in));
+  if (!copy_in && timing_) uploaded_ahead_.fetch_add(1, std::memory_order_relaxed);
+  const cudaGraphExec_t graph = frames == max_frames_ && bank.fill() == 0 && from_bound == staging_.has_bound_input()
+                                    ? graph_for(bank, slot, copy_in)
+                                    : nullptr;
   return staging_.run(
       [&]() -> cudaError_t {
-        if (!graph) return enqueue(bank, frames, from_bound);
+        if (!graph) return enqueue(bank, frames, from_bound, slot, copy_in);
         if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
         return cudaGraphLaunch(graph, staging_.stream());
       },
-      timing_);
+      timing_, exec);
 }
 
 void FirBankCudaStage::unwrap_history() noexcept { history_.newest(history_frames_, prime_.data(), history_frames_); }
@@ -166,7 +186,9 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   out.frames = in.frames;
   ++chunks_;
   staging_.begin_chunk(in.frames);  // the bands on the host only, unless the plain GPU path below runs
+  const int slot = staging_.slot_of(in.data);
   if (on_cpu_.load(std::memory_order_relaxed)) {
+    if (slot >= 0) staging_.drop_upload(unsigned(slot));
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
   }
@@ -174,7 +196,8 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   deferred_error_ = cudaSuccess;
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
-  if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames);
+  if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames, &exec);
+  if (e != cudaSuccess && slot >= 0) staging_.drop_upload(unsigned(slot));  // the CPU twin takes the chunk
   if (e == cudaSuccess && next_bank_ && staging_.keeps_output()) {  // the crossfade is made on the host: bring the old filter's bands back
     staging_.set_copy_out(true);
     e = staging_.fetch_out(in.frames);
@@ -259,6 +282,7 @@ void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& bod
 void FirBankCudaStage::add_status(nlohmann::json& status) const {
   staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   status["graph_chunks"] = graph_chunks();
+  status["uploaded_ahead_chunks"] = uploaded_ahead_chunks();
 }
 
 }  // namespace vigil

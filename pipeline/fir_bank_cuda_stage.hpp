@@ -7,6 +7,10 @@
 // (the running one and the reload spare), and replayed for every full-size chunk that starts on a
 // block boundary: one launch instead of ~5 per block. Other chunks take the same path launch by
 // launch (same results: the filter's state lives on the device either way).
+// The look-ahead: the staging has two input slots; while this chunk's kernels run, the graph may
+// convert the next chunk into the other slot and start its copy to the device on a copy stream
+// (upload_input), and that chunk's work then waits for the copy instead of making it (graphs are
+// captured for each slot, with and without their copy in).
 //
 // A CUDA error on the real-time path is counted, reported once (a `backend` event, state
 // fallback) and the stage carries on on the CPU twin — dsp/PartitionedFirBank with the same
@@ -56,25 +60,35 @@ class FirBankCudaStage final : public Stage {
   void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }
   float* output_buffer() const noexcept override { return staging_.host_out(); }
   float* input_buffer() const noexcept override { return staging_.host_in(); }
+  float* input_slot(unsigned slot) const noexcept override {
+    return slot < staging_.input_slots() ? staging_.host_in(slot) : nullptr;
+  }
+  bool upload_input(unsigned slot, uint32_t frames) noexcept override;
   // Device residency (Stage): the bands may stay on the device for a reader that takes them there.
   void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
   const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
   bool make_output_host_valid(uint32_t frames) noexcept override { return staging_.make_output_host_valid(frames); }
 
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
-  // Chunks run as a replayed CUDA graph so far.
+  // Chunks run as a replayed CUDA graph so far; chunks whose copy in was under way before their
+  // turn (the look-ahead's uploads taken).
   uint64_t graph_chunks() const noexcept { return graph_chunks_.load(std::memory_order_relaxed); }
+  uint64_t uploaded_ahead_chunks() const noexcept { return uploaded_ahead_.load(std::memory_order_relaxed); }
   uint32_t block() const noexcept { return block_; }
 
  private:
   // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands, staged.
-  cudaError_t run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames) noexcept;
-  // The device part of a chunk from the staged input to the staged output, on the stream.
-  // from_bound: the chunk is read in place from the bound input (CudaStaging::bind_input).
-  cudaError_t enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound) noexcept;
-  // Captures enqueue(bank, max_frames_) as a graph for that bank; false (and no graph) on failure.
-  bool capture(cuda::FirBankCuda& bank) noexcept;
-  cudaGraphExec_t graph_for(const cuda::FirBankCuda& bank) const noexcept;
+  // exec: the chunk's (its on_gpu_wait is called while the kernels run); null for priming.
+  cudaError_t run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames,
+                      const Exec* exec = nullptr) noexcept;
+  // The device part of a chunk from the staged input (slot) to the staged output, on the stream.
+  // from_bound: the chunk is read in place from the bound input (CudaStaging::bind_input);
+  // copy_in false: the slot's upload brought it.
+  cudaError_t enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound, unsigned slot = 0,
+                      bool copy_in = true) noexcept;
+  // Captures enqueue(bank, max_frames_, ..., slot, copy_in) as a graph; false (and no graph) on failure.
+  bool capture(cuda::FirBankCuda& bank, unsigned slot, bool copy_in) noexcept;
+  cudaGraphExec_t graph_for(const cuda::FirBankCuda& bank, unsigned slot, bool copy_in) const noexcept;
   // Runs the last history_ frames through `bank` (GPU) or the CPU twin, discarding the output.
   cudaError_t prime_gpu(cuda::FirBankCuda& bank) noexcept;
   void prime_cpu() noexcept;
@@ -96,9 +110,12 @@ class FirBankCudaStage final : public Stage {
     const cuda::FirBankCuda* bank = nullptr;
     cudaGraphExec_t exec = nullptr;
     bool copy_out = true;  // with the copy back (it is skipped while the bands stay on the device)
+    unsigned slot = 0;     // the staged input it reads
+    bool copy_in = true;   // with its copy in (false: the look-ahead's upload made it)
   };
-  std::vector<ChunkGraph> graphs_;           // one per filter (bank_ and spare_ at prepare)
+  std::vector<ChunkGraph> graphs_;           // per filter (bank_ and spare_ at prepare), slot and copy in
   std::atomic<uint64_t> graph_chunks_{0};
+  std::atomic<uint64_t> uploaded_ahead_{0};
   InputHistory history_;                     // the newest history_frames_ input frames
   uint32_t history_frames_ = 0;
   std::vector<float> prime_;                 // unwrapped history, channels x history_frames_

@@ -1,6 +1,7 @@
 #include "pipeline/graph.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 #include "acquisition/clock.hpp"
 
@@ -41,7 +42,8 @@ bool splits_lanes_on_cpu(const StageSettings& s, const GraphBackend& backend) {
 }  // namespace
 
 Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
-    : gpu_resident_(backend.cuda && backend.gpu_resident), mapped_(backend.mapped) {
+    : gpu_resident_(backend.cuda && backend.gpu_resident), mapped_(backend.mapped), cpu_threads_(backend.cpu_threads),
+      busy_poll_(backend.busy_poll) {
   // The worker pool, when some stage will split its lanes over it on the CPU.
   for (const StageSettings& s : stages)
     if (splits_lanes_on_cpu(s, backend) && backend.cpu_threads > 1 && !pool_)
@@ -107,6 +109,10 @@ int Graph::find_stage(const std::string& name) const noexcept {
 }
 
 void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::vector<std::string>* host_streams) {
+  // Every stage on the GPU: a pool for the pipeline thread's own work (the conversion above all),
+  // when chunks are large enough to split.
+  if (!pool_ && cpu_threads_ > 1 && uint64_t(input.channels) * max_frames >= kSplitSamples)
+    pool_ = std::make_unique<WorkerPool>(cpu_threads_, busy_poll_);
   streams_.clear();
   buffers_.clear();
   // A stream's buffer: the stage's own output buffer where it offers one, else allocated here.
@@ -153,13 +159,32 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
     }
   }
   // The chunk is converted straight into the staged input of the first stage that reads it and
-  // offers one (a CUDA stage); the others read it there.
-  for (Node& n : nodes_)
-    if (n.input_stream == 0)
-      if (float* staged = n.stage->input_buffer()) {
+  // offers one (a CUDA stage); the others read it there. Where that stage has a second one, the
+  // next chunk may be converted there while this one runs (the look-ahead).
+  look_ahead_stage_ = -1;
+  input_slot_ = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].input_stream == 0)
+      if (float* staged = nodes_[i].stage->input_buffer()) {
         streams_[0].block.data = staged;
+        if (float* second = nodes_[i].stage->input_slot(1)) {
+          look_ahead_stage_ = int(i);
+          next_input_ = streams_[0].block;
+          next_input_.data = second;
+        }
         break;
       }
+}
+
+bool Graph::upload_next_input() noexcept {
+  if (look_ahead_stage_ < 0) return false;
+  return nodes_[size_t(look_ahead_stage_)].stage->upload_input(input_slot_ ^ 1u, next_input_.frames);
+}
+
+void Graph::advance_input() noexcept {
+  if (look_ahead_stage_ < 0) return;
+  std::swap(streams_[0].block, next_input_);
+  input_slot_ ^= 1u;
 }
 
 StageStatus Graph::run(const Exec& exec) noexcept {

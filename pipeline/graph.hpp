@@ -49,9 +49,20 @@ class Graph {
 
   // The block the pipeline converts each chunk into (stream "input").
   Block& input_block() noexcept { return streams_[0].block; }
+  // The look-ahead, where the stage reading the input offers a second staged input
+  // (Stage::input_slot): while a chunk runs, the pipeline may convert the next one into
+  // next_input_block() and start its upload (upload_next_input()); advance_input() then makes that
+  // block the input for the next run(). Off the path of run(); pipeline thread.
+  bool look_ahead() const noexcept { return look_ahead_stage_ >= 0; }
+  Block& next_input_block() noexcept { return next_input_; }
+  bool upload_next_input() noexcept;
+  void advance_input() noexcept;
   // The CPU stages' worker pool (null: none), which the pipeline thread may also split its own
-  // per-chunk work over between runs (the conversion, the copies into the output slot).
+  // per-chunk work over between runs (the conversion, the copies into the output slot). Where no
+  // stage splits its lanes on the CPU, prepare() makes one for that work alone when a chunk holds
+  // kSplitSamples samples or more (below, waking the helpers costs more than it saves).
   WorkerPool* pool() const noexcept { return pool_.get(); }
+  static constexpr uint64_t kSplitSamples = 32768;
 
   // Runs every stage on input_block() (frames already set). RT-safe. Returns the first failure.
   // Times every stage (stage_time()) and notes the slowest of this run.
@@ -124,6 +135,11 @@ class Graph {
   std::unique_ptr<WorkerPool> pool_;  // before nodes_: the stages hold it, so it must outlive them
   bool shed_ = false;
   bool gpu_resident_ = false, mapped_ = false;
+  uint32_t cpu_threads_ = 1;
+  bool busy_poll_ = false;
+  int look_ahead_stage_ = -1;  // the stage whose second input slot the look-ahead fills
+  unsigned input_slot_ = 0;    // the slot input_block() is now
+  Block next_input_;           // the other slot
   int64_t test_optional_cost_ns_ = 0;
   Slowest slowest_;
   std::vector<Node> nodes_;

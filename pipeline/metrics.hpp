@@ -22,6 +22,7 @@ struct PipelineCounters {
   std::atomic<bool> shedding{false};               // optional stages skipped now
   std::atomic<uint64_t> shed_episodes{0};
   std::atomic<uint64_t> chunks_shed{0};            // chunks processed without the optional stages
+  std::atomic<uint64_t> look_ahead_chunks{0};      // taken and converted while the GPU ran the chunk before
 };
 
 struct OutputCounters {

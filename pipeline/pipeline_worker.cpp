@@ -78,6 +78,13 @@ void PipelineWorker::run() noexcept {
       while (!capture_.finished()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       break;
     }
+    if (has_ahead_) {  // taken while the GPU ran the chunk before: its turn now
+      has_ahead_ = false;
+      graph_.advance_input();
+      run_taken(ahead_, mono_now_ns());
+      idle = 0;
+      continue;
+    }
     Chunk* chunk = nullptr;
     if (full_chunks_.pop(chunk)) {
       process(*chunk);
@@ -138,30 +145,54 @@ void PipelineWorker::watch_overload(int64_t t_done, int64_t t_capture, const Exe
   window_start_ = t_done;
 }
 
-void PipelineWorker::process(Chunk& chunk) noexcept {
-  const int64_t t0 = mono_now_ns();
-  if (t_first_chunk_ == 0) t_first_chunk_ = t0;
-  ChunkHeader header = chunk.header;
-  // A reload first: applying it may use a CUDA stage's staged input (priming a new filter), which
-  // can be the input block itself (Stage::input_buffer()), so the chunk is converted after it.
-  if (Graph::Update* u = pending_update_.load(std::memory_order_acquire)) {
-    graph_.apply_update(*u);  // between chunks: every sample goes through one filter or the crossfade
-    pending_update_.store(nullptr, std::memory_order_release);
-    last_update_frame_.store(header.first_frame, std::memory_order_release);
-    applied_updates_.fetch_add(1, std::memory_order_acq_rel);
-  }
-  Block& in = graph_.input_block();
-  in.frames = std::min<uint32_t>(header.frames, uint32_t(in.stride));
+void PipelineWorker::take(Chunk& chunk, Block& in, Taken& taken) noexcept {
+  taken.t_taken = mono_now_ns();
+  taken.header = chunk.header;
+  in.frames = std::min<uint32_t>(chunk.header.frames, uint32_t(in.stride));
   convert(chunk, in);
   if (recorder_) recorder_->offer(chunk);  // the raw chunk, as captured (a copy, or counted as dropped)
   // The samples are ours now: give the chunk back to the capture thread first.
   free_chunks_.push(&chunk);  // cannot fail: the free queue holds every pool chunk
-
-  uint64_t clipped = 0, non_finite = 0;
+  taken.clipped = taken.non_finite = 0;
   for (const ConvertCounts& c : convert_counts_) {
-    clipped += c.clipped;
-    non_finite += c.non_finite;
+    taken.clipped += c.clipped;
+    taken.non_finite += c.non_finite;
   }
+}
+
+void PipelineWorker::on_gpu_wait(void* self) noexcept { static_cast<PipelineWorker*>(self)->look_ahead(); }
+
+void PipelineWorker::look_ahead() noexcept {
+  if (has_ahead_ || pending_update_.load(std::memory_order_acquire) || !graph_.look_ahead()) return;
+  Chunk* next = nullptr;
+  if (!full_chunks_.pop(next)) return;
+  take(*next, graph_.next_input_block(), ahead_);
+  graph_.upload_next_input();  // false: that chunk makes its own copy
+  has_ahead_ = true;
+  counters_.look_ahead_chunks.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PipelineWorker::process(Chunk& chunk) noexcept {
+  const int64_t t0 = mono_now_ns();
+  // A reload first: applying it may use a CUDA stage's staged input (priming a new filter), which
+  // can be the input block itself (Stage::input_buffer()), so the chunk is converted after it.
+  // (No look-ahead is taken while one is pending: no chunk waits in a staged input meanwhile.)
+  if (Graph::Update* u = pending_update_.load(std::memory_order_acquire)) {
+    graph_.apply_update(*u);  // between chunks: every sample goes through one filter or the crossfade
+    pending_update_.store(nullptr, std::memory_order_release);
+    last_update_frame_.store(chunk.header.first_frame, std::memory_order_release);
+    applied_updates_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  Taken taken;
+  take(chunk, graph_.input_block(), taken);
+  run_taken(taken, t0);
+}
+
+void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
+  if (t_first_chunk_ == 0) t_first_chunk_ = t0;
+  ChunkHeader header = taken.header;
+  Block& in = graph_.input_block();
+  const uint64_t clipped = taken.clipped, non_finite = taken.non_finite;
   if (clipped) header.flags |= chunk_flags::kClipped;
   if (non_finite) header.flags |= chunk_flags::kNonFinite;
   counters_.clipped_samples.fetch_add(clipped, std::memory_order_relaxed);
@@ -184,6 +215,8 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   exec.events = &events_;
   exec.events_dropped = &counters_.events_dropped;
   exec.log = &log_;
+  exec.on_gpu_wait = &PipelineWorker::on_gpu_wait;
+  exec.on_gpu_wait_arg = this;
   if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
   const bool failed = graph_.run(exec) != StageStatus::kOk;
   if (failed) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);
@@ -222,7 +255,7 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   counters_.frames_processed.fetch_add(in.frames, std::memory_order_relaxed);
   if (slot) {
     slot->t_processed_mono_ns = t1;
-    slot->t_dequeued_mono_ns = t0;
+    slot->t_dequeued_mono_ns = taken.t_taken;
     slot->slowest_stage = graph_.slowest_of_last_run().stage;
     slot->slowest_stage_ns = graph_.slowest_of_last_run().ns;
     full_slots_.push(slot);  // cannot fail: the queue holds every slot

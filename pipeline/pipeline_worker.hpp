@@ -1,6 +1,11 @@
 // PipelineWorker: the pipeline thread's body. Pops captured chunks, converts them to planar
 // float, returns the chunk to the pool at once, runs the graph, and hands the requested streams
 // to the output thread in a preallocated slot (dropped and counted when none is free).
+// The look-ahead (Graph::look_ahead(): the first CUDA stage has a second staged input): while the
+// GPU runs a chunk, the next one, when it is already waiting, is taken, converted into the other
+// slot and its copy to the device started, so that two chunks are in flight; it is then
+// processed as soon as this one is done. A chunk still runs alone when none waits (no latency is
+// added), and no look-ahead is taken while a reload is pending (it applies between chunks).
 #pragma once
 
 #include <atomic>
@@ -65,7 +70,19 @@ class PipelineWorker {
   void set_recorder(Recorder* recorder) noexcept { recorder_ = recorder; }
 
  private:
+  // A chunk taken off the capture queue and converted into an input block.
+  struct Taken {
+    ChunkHeader header;
+    uint64_t clipped = 0, non_finite = 0;
+    int64_t t_taken = 0;
+  };
   void process(Chunk& chunk) noexcept;
+  void take(Chunk& chunk, Block& in, Taken& taken) noexcept;  // converts it and gives the chunk back
+  void run_taken(const Taken& taken, int64_t t0) noexcept;     // the graph, events and output slot
+  static void on_gpu_wait(void* self) noexcept;
+  void look_ahead() noexcept;
+  bool has_ahead_ = false;  // a chunk taken by the look-ahead, in Graph::next_input_block()
+  Taken ahead_;
 
   Graph& graph_;
   Recorder* recorder_ = nullptr;
@@ -79,9 +96,8 @@ class PipelineWorker {
   std::vector<int> stream_of_output_;
   std::vector<uint32_t> decimation_of_output_;  // one per data output
   std::vector<ConvertCounts> convert_counts_;  // per part of the conversion, channels each
-  // The per-chunk copying work split over the graph's pool when there is this much of it (samples):
-  // below, waking the helpers costs more than it saves.
-  static constexpr uint64_t kSplitSamples = 32768;
+  // The per-chunk copying work split over the graph's pool when there is this much of it (samples).
+  static constexpr uint64_t kSplitSamples = Graph::kSplitSamples;
   void convert(const Chunk& chunk, Block& in) noexcept;
   void fill_slot(OutputSlot& slot, uint32_t frames, uint64_t first_frame) noexcept;
   int64_t stall_after_ns_ = 0;

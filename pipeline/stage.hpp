@@ -62,6 +62,13 @@ class Stage {
   virtual void bind_input(const float* /*page_locked*/) noexcept {}
   virtual float* output_buffer() const noexcept { return nullptr; }
   virtual float* input_buffer() const noexcept { return nullptr; }
+  // The look-ahead: a stage whose input_buffer() the graph converts the chunk into may offer a
+  // second one, input_slot(1) (input_slot(0) is input_buffer()), for the graph to convert the next
+  // chunk into while this one runs; upload_input(slot, frames) then starts that chunk's way to the
+  // device (a copy on a stream of its own), and the next process() finds its block at that slot
+  // and the copy under way. False: the upload could not be started (the chunk goes the usual way).
+  virtual float* input_slot(unsigned slot) const noexcept { return slot == 0 ? input_buffer() : nullptr; }
+  virtual bool upload_input(unsigned /*slot*/, uint32_t /*frames*/) noexcept { return false; }
   // Device residency (copy-mode CUDA stages; see pipeline/cuda_staging.hpp), to spare the copies
   // between two CUDA stages. Before prepare(): bind_producer(p): the input stream is stage p's
   // output; while p->device_output() is non-null, read the chunk there instead of copying it in.

@@ -2,7 +2,8 @@
 """One S1 load point with each stage's time: bench/scenarios/s1-ae.yaml with the channels, rate
 factor (0: unpaced), pool threads and memory given, vigild for --seconds with vigil-listen counting.
 Prints one line from vigild's final status: input samples/s, deadline misses, dropped frames,
-latency p50/p99 (us) and each stage's time per chunk p50/p99 (us), plus the stages' backends.
+latency p50/p99 (us), the pipeline's time per chunk p50/p99 (us: conversion, stages, hand-over) and each
+stage's time per chunk p50/p99 (us), with its GPU time p50 (CUDA events) and backend.
 Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident]"""
 import argparse, os, signal, subprocess, tempfile, time
 
@@ -44,8 +45,11 @@ if final is None:
     print(f"{a.channels} {a.rate_factor} rc={rc}: no final status; log in {work}")
     raise SystemExit(1)
 rate = final["frames_in"] * a.channels / max(final["uptime_s"], 1e-9)
-stages = " ".join(f"{name} {s['time_us']['p50']}/{s['time_us']['p99']} ({s.get('backend', 'cpu')})"
-                  for name, s in final.get("stages", {}).items() if "time_us" in s)
+def stage_text(name, s):
+    gpu = f" gpu {s['gpu_us']['p50']}" if "gpu_us" in s else ""
+    return f"{name} {s['time_us']['p50']}/{s['time_us']['p99']}{gpu} ({s.get('backend', 'cpu')})"
+stages = " ".join(stage_text(name, s) for name, s in final.get("stages", {}).items() if "time_us" in s)
+proc = final.get("processing_us", {})
 print(f"{a.channels} ch x{a.rate_factor} threads={a.threads} mem={a.memory} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} dropped {final['dropped_frames']} | lat p50/p99 "
-      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | stage p50/p99 us: {stages}", flush=True)
+      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} | stage p50/p99 us: {stages}", flush=True)

@@ -3,6 +3,9 @@
 // reads that in place. The outputs are bit-identical to the same stages run on their own (every
 // copy made), in copy and mapped memory, across a reload (which primes a new filter through the
 // staged input, before the next chunk is converted into it). Skipped where no GPU answers.
+// With the look-ahead (the pipeline's: while the GPU runs chunk k, chunk k + 1 is converted into
+// the FIR's second staged input and its copy started on the copy stream) the outputs and events
+// are the same to the bit.
 #include "pipeline/graph.hpp"
 
 #include <gtest/gtest.h>
@@ -43,15 +46,47 @@ std::vector<StageSettings> stages(double low_hz) {
   return {{"band", "fir_bank", "input", false, fir(low_hz)}, {"den", "wavelet_denoise", "band", false, denoise()}};
 }
 
-// Chunk k of x (kChannels lanes of `total` frames) through the graph, as the pipeline feeds it:
-// converted into the input block (after any reload), then run.
-StageStatus run_chunk(Graph& graph, const std::vector<float>& x, uint32_t total, uint32_t k,
-                      SpscQueue<EventRecord>& events, std::atomic<uint64_t>& dropped) {
-  Block& in = graph.input_block();
+// Chunk k of x (kChannels lanes of `total` frames) into an input block, as the conversion would.
+void fill(Block& in, const std::vector<float>& x, uint32_t total, uint32_t k) {
   in.frames = kMaxFrames;
   for (uint32_t c = 0; c < kChannels; ++c)
     std::copy_n(&x[size_t(c) * total + size_t(k) * kMaxFrames], kMaxFrames, in.data + c * in.stride);
+}
+
+// The pipeline's look-ahead (PipelineWorker): while the GPU runs a chunk, the next one goes into
+// the graph's other input slot and its upload starts; none is taken for the chunk a reload
+// applies to (skip_at).
+struct LookAhead {
+  Graph* graph = nullptr;
+  const std::vector<float>* x = nullptr;
+  uint32_t total = 0, next = 0, skip_at = ~0u;
+  bool taken = false;
+  uint32_t uploads = 0;  // upload_next_input() said true
+  static void on_gpu_wait(void* self) {
+    LookAhead& a = *static_cast<LookAhead*>(self);
+    if (a.taken || a.next >= kChunks || a.next == a.skip_at) return;
+    fill(a.graph->next_input_block(), *a.x, a.total, a.next);
+    a.uploads += a.graph->upload_next_input();
+    a.taken = true;
+  }
+};
+
+// Chunk k of x through the graph, as the pipeline feeds it: converted into the input block (after
+// any reload), then run; with a look-ahead, taken from it when it was converted ahead.
+StageStatus run_chunk(Graph& graph, const std::vector<float>& x, uint32_t total, uint32_t k,
+                      SpscQueue<EventRecord>& events, std::atomic<uint64_t>& dropped, LookAhead* ahead = nullptr) {
   Exec exec;
+  if (ahead && ahead->taken) {
+    graph.advance_input();
+    ahead->taken = false;
+  } else {
+    fill(graph.input_block(), x, total, k);
+  }
+  if (ahead) {
+    ahead->next = k + 1;
+    exec.on_gpu_wait = &LookAhead::on_gpu_wait;
+    exec.on_gpu_wait_arg = ahead;
+  }
   exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
   exec.events = &events;
   exec.events_dropped = &dropped;
@@ -59,7 +94,8 @@ StageStatus run_chunk(Graph& graph, const std::vector<float>& x, uint32_t total,
 }
 
 // resident: pipeline.gpu_resident (the denoiser reads the FIR's bands on the device in copy mode).
-void run_graph_vs_stages(bool mapped, bool resident = false) {
+// look_ahead: the chunks fed as the pipeline's look-ahead does.
+void run_graph_vs_stages(bool mapped, bool resident = false, bool look_ahead = false) {
   const std::vector<float> x = test::randn(size_t(kChannels) * kMaxFrames * kChunks, 17);
   const uint32_t total = kMaxFrames * kChunks;
   // The graph: conversion stand-in writes each chunk into the input block, after any reload.
@@ -67,6 +103,13 @@ void run_graph_vs_stages(bool mapped, bool resident = false) {
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames);
   ASSERT_EQ(graph.stream_count(), 3u);
   EXPECT_EQ(graph.input_block().data, graph.stage(0).input_buffer()) << "the chunk is not converted into the staging";
+  ASSERT_TRUE(graph.look_ahead()) << "the FIR stage offers no second staged input";
+  EXPECT_EQ(graph.next_input_block().data, graph.stage(0).input_slot(1));
+  LookAhead ahead;
+  ahead.graph = &graph;
+  ahead.x = &x;
+  ahead.total = total;
+  ahead.skip_at = kReloadAt;
   EXPECT_EQ(graph.stream(1).block.data, graph.stage(0).output_buffer());
   EXPECT_EQ(graph.stream(2).block.data, graph.stage(1).output_buffer());
   std::string why;
@@ -77,7 +120,7 @@ void run_graph_vs_stages(bool mapped, bool resident = false) {
   std::vector<float> band(size_t(kChannels) * total), den(size_t(kChannels) * total);
   for (uint32_t k = 0; k < kChunks; ++k) {
     if (k == kReloadAt) graph.apply_update(*update);
-    ASSERT_EQ(run_chunk(graph, x, total, k, events, dropped), StageStatus::kOk);
+    ASSERT_EQ(run_chunk(graph, x, total, k, events, dropped, look_ahead ? &ahead : nullptr), StageStatus::kOk);
     for (uint32_t c = 0; c < kChannels; ++c) {
       std::copy_n(graph.stream(1).block.data + c * kMaxFrames, kMaxFrames, &band[size_t(c) * total + size_t(k) * kMaxFrames]);
       std::copy_n(graph.stream(2).block.data + c * kMaxFrames, kMaxFrames, &den[size_t(c) * total + size_t(k) * kMaxFrames]);
@@ -85,6 +128,15 @@ void run_graph_vs_stages(bool mapped, bool resident = false) {
   }
   EventRecord ev;
   while (events.pop(ev)) EXPECT_NE(ev.kind, EventKind::kBackendFallback) << "a stage fell back to the CPU";
+  if (look_ahead) {
+    // Every chunk after the first was taken ahead but the reload's; in copy mode each of them
+    // went up on the copy stream and its work took that copy (in mapped mode there is none).
+    EXPECT_EQ(ahead.uploads, kChunks - 2);
+    nlohmann::json status;
+    graph.stage(0).add_status(status);
+    EXPECT_EQ(status["uploaded_ahead_chunks"], mapped ? 0u : kChunks - 2) << status.dump();
+    EXPECT_GT(status["graph_chunks"].get<uint64_t>(), 0u) << status.dump();
+  }
   // The same stages on their own, fed through their own buffers (the copying path).
   FirBankCudaStage fir_alone(fir(50e3), 0, CudaStageOptions{mapped, 0});
   fir_alone.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames);
@@ -118,6 +170,21 @@ TEST(GraphCuda, ResidentCudaStagesReadEachOthersDeviceOutputAndGiveTheSameOutput
   run_graph_vs_stages(false, true);
 }
 
+TEST(GraphCuda, TheLookAheadGivesTheSameOutputCopyMode) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  run_graph_vs_stages(false, false, true);
+}
+
+TEST(GraphCuda, TheLookAheadGivesTheSameOutputMappedMode) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  run_graph_vs_stages(true, false, true);
+}
+
+TEST(GraphCuda, TheLookAheadGivesTheSameOutputResident) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  run_graph_vs_stages(false, true, true);
+}
+
 // FIR -> denoise -> AE hits, all on the GPU (pipeline.gpu_resident), with nothing sent (the events only): the hits read
 // the denoised lanes on the device, and the denoiser skips its copy back (its stream is kept on the
 // device); the FIR's bands still come back (the denoiser keeps a host history of its input). The
@@ -132,7 +199,8 @@ std::vector<StageSettings> s1_like() {
   return s;
 }
 
-std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_streams, uint64_t fail_at, bool* on_device) {
+std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_streams, uint64_t fail_at, bool* on_device,
+                                     bool look_ahead = false) {
   const uint32_t total = kMaxFrames * kChunks;
   const std::vector<float> x = test::ae_lanes(kRate, kChannels, total, 23, 23);  // bursts in noise
   Graph graph(s1_like(), GraphBackend{true, false, fail_at, false, 1, true});
@@ -142,8 +210,12 @@ std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_stream
   SpscQueue<EventRecord> events(1 << 16);
   std::atomic<uint64_t> dropped{0};
   std::vector<EventRecord> got;
+  LookAhead ahead;
+  ahead.graph = &graph;
+  ahead.x = &x;
+  ahead.total = total;
   for (uint32_t k = 0; k < kChunks; ++k) {
-    EXPECT_EQ(run_chunk(graph, x, total, k, events, dropped), StageStatus::kOk);
+    EXPECT_EQ(run_chunk(graph, x, total, k, events, dropped, look_ahead ? &ahead : nullptr), StageStatus::kOk);
     EventRecord ev;
     while (events.pop(ev)) got.push_back(ev);
   }
@@ -157,6 +229,19 @@ std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_stream
   return got;
 }
 
+// The same events, bit for bit (the same computation on the same data).
+void expect_same_events(const std::vector<EventRecord>& got, const std::vector<EventRecord>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].kind, want[i].kind) << i;
+    ASSERT_EQ(got[i].channel, want[i].channel) << i;
+    ASSERT_EQ(got[i].frame, want[i].frame) << i;
+    EXPECT_EQ(got[i].hit.peak, want[i].hit.peak) << i;
+    EXPECT_EQ(got[i].hit.sum_sq, want[i].hit.sum_sq) << i;
+    EXPECT_EQ(got[i].ae_level.sum_sq, want[i].ae_level.sum_sq) << i;
+  }
+}
+
 TEST(GraphCuda, HitsReadTheDenoisedLanesOnTheDeviceWhenNothingElseNeedsThem) {
   VIGIL_SKIP_WITHOUT_GPU();
   const std::vector<std::string> nothing_sent;
@@ -168,15 +253,11 @@ TEST(GraphCuda, HitsReadTheDenoisedLanesOnTheDeviceWhenNothingElseNeedsThem) {
   size_t hits = 0;
   for (const EventRecord& e : all_host) hits += e.kind == EventKind::kAeHit;
   EXPECT_GT(hits, 20u);
-  ASSERT_EQ(resident.size(), all_host.size());
-  for (size_t i = 0; i < all_host.size(); ++i) {  // the same computation on the same data: bit for bit
-    ASSERT_EQ(resident[i].kind, all_host[i].kind) << i;
-    ASSERT_EQ(resident[i].channel, all_host[i].channel) << i;
-    ASSERT_EQ(resident[i].frame, all_host[i].frame) << i;
-    EXPECT_EQ(resident[i].hit.peak, all_host[i].hit.peak) << i;
-    EXPECT_EQ(resident[i].hit.sum_sq, all_host[i].hit.sum_sq) << i;
-    EXPECT_EQ(resident[i].ae_level.sum_sq, all_host[i].ae_level.sum_sq) << i;
-  }
+  expect_same_events(resident, all_host);
+  bool kept_ahead = false;
+  const std::vector<EventRecord> ahead = run_s1_like(&nothing_sent, 0, &kept_ahead, true);
+  EXPECT_TRUE(kept_ahead);
+  expect_same_events(ahead, all_host);
 }
 
 // A launch failure at chunk 5 in every stage of the resident graph: three hand-overs, and hits on
@@ -193,6 +274,9 @@ TEST(GraphCuda, ALaunchFailureInEveryResidentStageHandsOverAndHitsGoOn) {
   }
   EXPECT_EQ(fallbacks, 3u);
   EXPECT_GT(late_hits, 5u);
+  // With the look-ahead (chunk 6 converted and on its way up while chunk 5 fails): the same events.
+  const std::vector<EventRecord> failed_ahead = run_s1_like(&nothing_sent, 5, &kept_f, true);
+  expect_same_events(failed_ahead, failed);
 }
 
 }  // namespace
