@@ -55,6 +55,10 @@ struct Exec {
   // to take the next chunk meanwhile (PipelineWorker's look-ahead). May come more than once a chunk.
   void (*on_gpu_wait)(void* arg) = nullptr;
   void* on_gpu_wait_arg = nullptr;
+  // The chunk's interleaved samples as captured, when the graph takes its input raw
+  // (Graph::take_raw_input): the stage reading the input converts them on the GPU, and the input
+  // block is not filled on the host.
+  const void* raw_input = nullptr;
 };
 
 }  // namespace vigil

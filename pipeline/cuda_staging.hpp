@@ -106,6 +106,13 @@ class CudaStaging {
     uploaded_frames_[slot] = 0;
     VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_in_[slot], s, host_in(slot), s, frames * sizeof(float), in_lanes_,
                                                  cudaMemcpyHostToDevice, copy_stream_));
+    return mark_uploaded(slot, frames);
+  }
+  // A stage's own upload: it enqueued what fills device_in(slot) on copy_stream(), then marks it
+  // (copy mode, two slots).
+  cudaStream_t copy_stream() const noexcept { return copy_stream_; }
+  float* device_in(unsigned slot) const noexcept { return mapped_ ? nullptr : d_in_[slot]; }
+  cudaError_t mark_uploaded(unsigned slot, uint32_t frames) noexcept {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_uploaded_[slot], copy_stream_));
     uploaded_frames_[slot] = frames;
     return cudaSuccess;

@@ -9,6 +9,7 @@
 
 #include "acquisition/rt_log.hpp"
 #include "cuda/fault_injection.hpp"
+#include "cuda/sample_convert.cuh"
 #include "pipeline/cuda_stage_events.hpp"
 #include "pipeline/event_record.hpp"
 #include "pipeline/fir_bank_stage.hpp"
@@ -22,6 +23,11 @@ FirBankCudaStage::FirBankCudaStage(FirBankSettings settings, uint16_t index, Cud
 FirBankCudaStage::~FirBankCudaStage() {
   if (staging_.stream()) cudaStreamSynchronize(staging_.stream());
   for (const ChunkGraph& g : graphs_) cudaGraphExecDestroy(g.exec);
+  if (staging_.copy_stream()) cudaStreamSynchronize(staging_.copy_stream());
+  for (void* d : d_raw_)
+    if (d) cudaFree(d);
+  for (unsigned long long* d : d_counts_)
+    if (d) cudaFree(d);
   // The filters go before the staging (a later member): its stream outlives them.
 }
 
@@ -48,7 +54,13 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   // Rounded up to whole blocks, so a primed filter (a reload's spare) is left on a block boundary
   // like the running one, and its chunks replay as a graph too.
   history_frames_ = uint32_t((block_ + max_taps_ - 1 + block_ - 1) / block_ * block_);
-  history_.assign(channels_, history_frames_);
+  if (options_.mapped) {
+    history_.assign(channels_, history_frames_);
+  } else {  // room for the chunk being copied in beside the history it must not touch
+    const uint32_t ring = history_frames_ + max_frames_;
+    h_history_ = cuda::PinnedBuffer(size_t(channels_) * ring * sizeof(float), false);
+    history_.assign(channels_, ring, h_history_.host<float>());
+  }
   prime_.assign(size_t(channels_) * history_frames_, 0.0f);
   scratch_.assign(out_floats, 0.0f);
   fade_.assign(out_floats, 0.0f);
@@ -82,9 +94,97 @@ cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames, 
       from_bound, nullptr, slot, copy_in);
 }
 
-bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames) noexcept {
+bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale) {
+  if (options_.mapped || staging_.input_slots() < 2 || !staging_.copy_stream() || channels_ > 1024) return false;
+  raw_format_ = format;
+  raw_scale_ = scale;
+  const size_t bytes = size_t(max_frames_) * channels_ * bytes_per_sample(format), counts = 2 * size_t(channels_);
+  for (unsigned s = 0; s < 2; ++s) {
+    VIGIL_CUDA_CHECK(cudaMalloc(&d_raw_[s], bytes));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_counts_[s]), counts * sizeof(unsigned long long)));
+    VIGIL_CUDA_CHECK(cudaMemset(d_raw_[s], 0, bytes));
+  }
+  h_counts_ = cuda::PinnedBuffer(2 * counts * sizeof(unsigned long long), false);
+  host_counts_.assign(channels_, ConvertCounts{});
+  // Warm-up: the conversion kernel's module loads here, not on the first chunk. (Slot 0's device
+  // input is written over by every chunk.)
+  VIGIL_CUDA_CHECK(enqueue_raw(0, h_counts_.host(), 1, staging_.stream()));
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(staging_.stream()));
+  raw_ = true;
+  return true;
+}
+
+cudaError_t FirBankCudaStage::enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream) noexcept {
+  const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_[slot], 0, counts, stream));
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_raw_[slot], raw, size_t(frames) * channels_ * bytes_per_sample(raw_format_),
+                                             cudaMemcpyHostToDevice, stream));
+  cuda::ConvertParams p;
+  p.d_in = d_raw_[slot];
+  p.format = raw_format_;
+  p.frames = frames;
+  p.channels = channels_;
+  p.scale = raw_scale_;
+  p.d_out = staging_.device_in(slot);
+  p.out_stride_frames = max_frames_;
+  p.d_counts = d_counts_[slot];
+  VIGIL_CUDA_RETURN_IF_ERROR(cuda::launch_convert_to_planar(p, stream));
+  return cudaMemcpyAsync(h_counts_.host<unsigned long long>() + slot * 2 * size_t(channels_), d_counts_[slot], counts,
+                         cudaMemcpyDeviceToHost, stream);
+}
+
+void FirBankCudaStage::read_counts(unsigned slot) noexcept {
+  const unsigned long long* c = h_counts_.host<unsigned long long>() + slot * 2 * size_t(channels_);
+  last_clipped_ = last_non_finite_ = 0;
+  for (uint32_t ch = 0; ch < channels_; ++ch) {
+    last_clipped_ += c[2 * ch];
+    last_non_finite_ += c[2 * ch + 1];
+  }
+}
+
+void FirBankCudaStage::convert_on_host(const void* raw, const Block& in) noexcept {
+  std::fill(host_counts_.begin(), host_counts_.end(), ConvertCounts{});
+  convert_to_planar(raw, raw_format_, in.frames, channels_, raw_scale_, in.data, in.stride, host_counts_.data());
+  last_clipped_ = last_non_finite_ = 0;
+  for (const ConvertCounts& c : host_counts_) {
+    last_clipped_ += c.clipped;
+    last_non_finite_ += c.non_finite;
+  }
+}
+
+cudaError_t FirBankCudaStage::enqueue_history(unsigned slot, uint32_t frames) noexcept {
+  InputHistory::Piece p[2];
+  const unsigned count = history_.pieces(frames, p);
+  const size_t ring_pitch = size_t(history_.frames()) * sizeof(float), in_pitch = size_t(max_frames_) * sizeof(float);
+  for (unsigned i = 0; i < count; ++i)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(history_.data() + p[i].dst, ring_pitch, staging_.device_in(slot) + p[i].src,
+                                                 in_pitch, p[i].count * sizeof(float), channels_, cudaMemcpyDeviceToHost,
+                                                 staging_.stream()));
+  history_pending_ = frames;
+  return cudaSuccess;
+}
+
+void FirBankCudaStage::commit_history(const Block& in) noexcept {
+  if (history_pending_)
+    history_.advance(history_pending_);
+  else
+    history_.remember(in.data, in.stride, in.frames);
+  history_pending_ = 0;
+}
+
+bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames, const void* raw) noexcept {
   if (on_cpu_.load(std::memory_order_relaxed) || slot >= staging_.input_slots()) return false;
-  if (staging_.upload(slot, frames) != cudaSuccess) {
+  cudaError_t e = cudaSuccess;
+  if (raw && raw_) {
+    if (!staging_.copy_stream()) return false;
+    e = enqueue_raw(slot, raw, frames, staging_.copy_stream());
+    if (e == cudaSuccess) e = staging_.mark_uploaded(slot, frames);
+  } else if (raw) {
+    return false;
+  } else {
+    e = staging_.upload(slot, frames);
+  }
+  if (e != cudaSuccess) {
     cudaGetLastError();  // the chunk then makes its own copy, where any lasting error shows
     staging_.drop_upload(slot);
     return false;
@@ -124,7 +224,7 @@ cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank, unsig
 }
 
 cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames,
-                                      const Exec* exec) noexcept {
+                                      const Exec* exec, const void* raw) noexcept {
   staging_.stage(in, in_stride, frames);  // into slot 0, unless `in` is a staged input already
   const bool from_bound = staging_.reads_bound(in);
   const int at = staging_.slot_of(in);
@@ -132,14 +232,24 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, 
   bool copy_in = true;
   if (!from_bound) VIGIL_CUDA_RETURN_IF_ERROR(staging_.take_upload(slot, frames, copy_in));
   if (!copy_in && timing_) uploaded_ahead_.fetch_add(1, std::memory_order_relaxed);
+  // Raw input without an upload ahead: the chunk goes up and is converted on this stream first;
+  // either way the float input is then on the device, and the work makes no copy in.
+  const bool convert_here = raw && copy_in;
+  if (raw) copy_in = false;
   const cudaGraphExec_t graph = frames == max_frames_ && bank.fill() == 0 && from_bound == staging_.has_bound_input()
                                     ? graph_for(bank, slot, copy_in)
                                     : nullptr;
   return staging_.run(
       [&]() -> cudaError_t {
-        if (!graph) return enqueue(bank, frames, from_bound, slot, copy_in);
-        if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
-        return cudaGraphLaunch(graph, staging_.stream());
+        if (convert_here) VIGIL_CUDA_RETURN_IF_ERROR(enqueue_raw(slot, raw, frames, staging_.stream()));
+        if (!graph) {
+          VIGIL_CUDA_RETURN_IF_ERROR(enqueue(bank, frames, from_bound, slot, copy_in));
+        } else {
+          if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
+          VIGIL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph, staging_.stream()));
+        }
+        // A chunk's (not a priming's) newest input frames back into the history, in copy mode.
+        return exec && !options_.mapped ? enqueue_history(from_bound ? 0 : slot, frames) : cudaSuccess;
       },
       timing_, exec);
 }
@@ -169,8 +279,10 @@ void FirBankCudaStage::prime_cpu() noexcept {
   }
 }
 
-void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
+void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error,
+                                 const void* raw) noexcept {
   cudaGetLastError();  // clear a non-sticky error so later CUDA calls (other stages) start clean
+  if (raw) convert_on_host(raw, in);  // the twin reads the chunk on the host
   cuda_errors_.fetch_add(1, std::memory_order_relaxed);
   last_error_.store(int(error), std::memory_order_relaxed);
   on_cpu_.store(true, std::memory_order_relaxed);
@@ -187,8 +299,12 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   ++chunks_;
   staging_.begin_chunk(in.frames);  // the bands on the host only, unless the plain GPU path below runs
   const int slot = staging_.slot_of(in.data);
+  const void* raw = raw_ && slot >= 0 ? exec.raw_input : nullptr;  // the chunk as captured: in.data not filled
+  last_clipped_ = last_non_finite_ = 0;
+  history_pending_ = 0;
   if (on_cpu_.load(std::memory_order_relaxed)) {
     if (slot >= 0) staging_.drop_upload(unsigned(slot));
+    if (raw) convert_on_host(raw, in);
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
   }
@@ -196,7 +312,12 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   deferred_error_ = cudaSuccess;
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
-  if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames, &exec);
+  if (raw && (e != cudaSuccess || next_bank_)) {  // the CPU twin or the crossfade read the chunk on the host
+    staging_.drop_upload(unsigned(slot));
+    convert_on_host(raw, in);
+    raw = nullptr;
+  }
+  if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames, &exec, raw);
   if (e != cudaSuccess && slot >= 0) staging_.drop_upload(unsigned(slot));  // the CPU twin takes the chunk
   if (e == cudaSuccess && next_bank_ && staging_.keeps_output()) {  // the crossfade is made on the host: bring the old filter's bands back
     staging_.set_copy_out(true);
@@ -219,18 +340,19 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
       bank_ = std::move(next_bank_);
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
         std::memcpy(out.data + lane * out.stride, fade_.data() + lane * max_frames_, in.frames * sizeof(float));
-      history_.remember(in.data, in.stride, in.frames);
+      commit_history(in);
       return StageStatus::kOk;
     }
   }
   if (e != cudaSuccess) {
     staging_.restore_copy_out();
     if (next_bank_) spare_ = std::move(next_bank_);  // the CPU twin already has the new taps (apply_update)
-    fall_back(in, out, exec, e);
+    fall_back(in, out, exec, e, raw);
     return StageStatus::kOk;
   }
   if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);
-  history_.remember(in.data, in.stride, in.frames);
+  if (raw) read_counts(unsigned(slot));
+  commit_history(in);
   return StageStatus::kOk;
 }
 
@@ -283,6 +405,7 @@ void FirBankCudaStage::add_status(nlohmann::json& status) const {
   staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   status["graph_chunks"] = graph_chunks();
   status["uploaded_ahead_chunks"] = uploaded_ahead_chunks();
+  status["input_converted_on_gpu"] = raw_;
 }
 
 }  // namespace vigil

@@ -11,6 +11,13 @@
 // convert the next chunk into the other slot and start its copy to the device on a copy stream
 // (upload_input), and that chunk's work then waits for the copy instead of making it (graphs are
 // captured for each slot, with and without their copy in).
+// Raw input (accept_raw_input, where the graph allows it): each chunk comes as captured, its
+// interleaved samples are copied up as they are (half the bytes for int16) and converted on the
+// device into the slot's staged input by cuda/sample_convert, which counts clipped and non-finite
+// samples; the host converts the chunk only when the CPU twin or a reload's crossfade needs it.
+// In copy mode the input history comes back from the device: each chunk's newest frames are
+// copied into a page-locked ring after its kernels (one chunk more than the history, so a copy
+// under way never touches the frames a fallback primes from), and the host copies nothing.
 //
 // A CUDA error on the real-time path is counted, reported once (a `backend` event, state
 // fallback) and the stage carries on on the CPU twin — dsp/PartitionedFirBank with the same
@@ -31,7 +38,9 @@
 
 #include "config/settings.hpp"
 #include "cuda/fir_bank_cuda.hpp"
+#include "cuda/pinned_buffer.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
+#include "dsp/sample_convert.hpp"
 #include "pipeline/cuda_staging.hpp"
 #include "pipeline/input_history.hpp"
 #include "pipeline/stage.hpp"
@@ -63,7 +72,12 @@ class FirBankCudaStage final : public Stage {
   float* input_slot(unsigned slot) const noexcept override {
     return slot < staging_.input_slots() ? staging_.host_in(slot) : nullptr;
   }
-  bool upload_input(unsigned slot, uint32_t frames) noexcept override;
+  bool upload_input(unsigned slot, uint32_t frames, const void* raw) noexcept override;
+  bool accept_raw_input(SampleFormat format, float scale) override;
+  void input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept override {
+    clipped = last_clipped_;
+    non_finite = last_non_finite_;
+  }
   // Device residency (Stage): the bands may stay on the device for a reader that takes them there.
   void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
   const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
@@ -79,8 +93,20 @@ class FirBankCudaStage final : public Stage {
  private:
   // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands, staged.
   // exec: the chunk's (its on_gpu_wait is called while the kernels run); null for priming.
+  // raw: the chunk as captured (raw input): it goes up and is converted on the device first,
+  // unless its upload already did that.
   cudaError_t run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames,
-                      const Exec* exec = nullptr) noexcept;
+                      const Exec* exec = nullptr, const void* raw = nullptr) noexcept;
+  // Raw input: the chunk's samples to the slot's device input on `stream` (copy, conversion,
+  // counts back to the host); the host-side conversion into a block's lanes (with the counts);
+  // the newest frames into the history; the counts of the slot's last device conversion.
+  cudaError_t enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream) noexcept;
+  void convert_on_host(const void* raw, const Block& in) noexcept;
+  void read_counts(unsigned slot) noexcept;
+  // The chunk's newest input frames from the slot's device input into the history ring, on the
+  // stream (copy mode); commit_history() after the chunk: those, or the host block's, are in.
+  cudaError_t enqueue_history(unsigned slot, uint32_t frames) noexcept;
+  void commit_history(const Block& in) noexcept;
   // The device part of a chunk from the staged input (slot) to the staged output, on the stream.
   // from_bound: the chunk is read in place from the bound input (CudaStaging::bind_input);
   // copy_in false: the slot's upload brought it.
@@ -93,7 +119,8 @@ class FirBankCudaStage final : public Stage {
   cudaError_t prime_gpu(cuda::FirBankCuda& bank) noexcept;
   void prime_cpu() noexcept;
   void unwrap_history() noexcept;                // ring -> prime_ (oldest first)
-  void fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
+  // raw: the chunk as captured when its input block was not filled (raw input).
+  void fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error, const void* raw = nullptr) noexcept;
 
   FirBankSettings settings_;
   uint16_t index_;
@@ -116,7 +143,9 @@ class FirBankCudaStage final : public Stage {
   std::vector<ChunkGraph> graphs_;           // per filter (bank_ and spare_ at prepare), slot and copy in
   std::atomic<uint64_t> graph_chunks_{0};
   std::atomic<uint64_t> uploaded_ahead_{0};
-  InputHistory history_;                     // the newest history_frames_ input frames
+  InputHistory history_;                     // the newest history_frames_ input frames (and more)
+  cuda::PinnedBuffer h_history_;             // its ring in copy mode: filled from the device
+  uint32_t history_pending_ = 0;             // frames enqueue_history() copied this chunk
   uint32_t history_frames_ = 0;
   std::vector<float> prime_;                 // unwrapped history, channels x history_frames_
   std::vector<float> scratch_;               // CPU priming output: bands x channels x max_frames
@@ -127,6 +156,15 @@ class FirBankCudaStage final : public Stage {
   std::atomic<uint64_t> cuda_errors_{0};
   std::atomic<int> last_error_{0};
   bool timing_ = false;  // record GPU time (not during warm-up and priming)
+  // Raw input (accept_raw_input).
+  bool raw_ = false;
+  SampleFormat raw_format_ = SampleFormat::kInt16;
+  float raw_scale_ = 1.0f;
+  void* d_raw_[2] = {nullptr, nullptr};                  // per slot: the chunk as captured
+  unsigned long long* d_counts_[2] = {nullptr, nullptr};  // per slot: clipped, non-finite per channel
+  cuda::PinnedBuffer h_counts_;                           // the same, back on the host (2 slots)
+  std::vector<ConvertCounts> host_counts_;
+  uint64_t last_clipped_ = 0, last_non_finite_ = 0;
 };
 
 }  // namespace vigil

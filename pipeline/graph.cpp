@@ -109,6 +109,10 @@ int Graph::find_stage(const std::string& name) const noexcept {
 }
 
 void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::vector<std::string>* host_streams) {
+  input_on_host_ = !host_streams;
+  if (host_streams)
+    for (const std::string& name : *host_streams) input_on_host_ = input_on_host_ || name == "input";
+  raw_input_ = false;
   // Every stage on the GPU: a pool for the pipeline thread's own work (the conversion above all),
   // when chunks are large enough to split.
   if (!pool_ && cpu_threads_ > 1 && uint64_t(input.channels) * max_frames >= kSplitSamples)
@@ -176,9 +180,22 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
       }
 }
 
-bool Graph::upload_next_input() noexcept {
+bool Graph::upload_next_input(const void* raw) noexcept {
   if (look_ahead_stage_ < 0) return false;
-  return nodes_[size_t(look_ahead_stage_)].stage->upload_input(input_slot_ ^ 1u, next_input_.frames);
+  return nodes_[size_t(look_ahead_stage_)].stage->upload_input(input_slot_ ^ 1u, next_input_.frames, raw);
+}
+
+bool Graph::take_raw_input(SampleFormat format, float scale) {
+  if (look_ahead_stage_ < 0 || input_on_host_ || mapped_) return false;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].input_stream == 0 && int(i) != look_ahead_stage_) return false;  // another reads it on the host
+  raw_input_ = nodes_[size_t(look_ahead_stage_)].stage->accept_raw_input(format, scale);
+  return raw_input_;
+}
+
+void Graph::input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept {
+  clipped = non_finite = 0;
+  if (raw_input_) nodes_[size_t(look_ahead_stage_)].stage->input_counts(clipped, non_finite);
 }
 
 void Graph::advance_input() noexcept {

@@ -55,8 +55,18 @@ class Graph {
   // block the input for the next run(). Off the path of run(); pipeline thread.
   bool look_ahead() const noexcept { return look_ahead_stage_ >= 0; }
   Block& next_input_block() noexcept { return next_input_; }
-  bool upload_next_input() noexcept;
+  // raw: the next chunk's interleaved samples in raw-input mode (next_input_block() is then only
+  // its frame count), else null.
+  bool upload_next_input(const void* raw = nullptr) noexcept;
   void advance_input() noexcept;
+  // Raw input (main thread, after prepare): where the only reader of the input is a CUDA stage
+  // that converts on the device (Stage::accept_raw_input), no output sends the input and the
+  // memory is copy mode, each chunk goes to the graph as captured (Exec::raw_input): no conversion
+  // on the host, half the bytes over the bus for int16. Returns whether it is on.
+  bool take_raw_input(SampleFormat format, float scale);
+  bool raw_input() const noexcept { return raw_input_; }
+  // The last run's clipped and non-finite input samples, counted by that conversion (raw input).
+  void input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept;
   // The CPU stages' worker pool (null: none), which the pipeline thread may also split its own
   // per-chunk work over between runs (the conversion, the copies into the output slot). Where no
   // stage splits its lanes on the CPU, prepare() makes one for that work alone when a chunk holds
@@ -138,6 +148,8 @@ class Graph {
   uint32_t cpu_threads_ = 1;
   bool busy_poll_ = false;
   int look_ahead_stage_ = -1;  // the stage whose second input slot the look-ahead fills
+  bool input_on_host_ = true;  // prepare(): something outside the graph reads the input stream
+  bool raw_input_ = false;
   unsigned input_slot_ = 0;    // the slot input_block() is now
   Block next_input_;           // the other slot
   int64_t test_optional_cost_ns_ = 0;

@@ -20,6 +20,7 @@ PipelineWorker::PipelineWorker(Graph& graph, const SourceFormat& format, const C
       stream_of_output_(std::move(stream_of_output)), decimation_of_output_(std::move(decimation_of_output)),
       convert_counts_(size_t(format.channels) * WorkerPool::parts_for(graph.pool(), ~0u)) {
   decimation_of_output_.resize(stream_of_output_.size(), 1);
+  raw_ = graph_.raw_input();
 }
 
 void PipelineWorker::convert(const Chunk& chunk, Block& in) noexcept {
@@ -149,11 +150,17 @@ void PipelineWorker::take(Chunk& chunk, Block& in, Taken& taken) noexcept {
   taken.t_taken = mono_now_ns();
   taken.header = chunk.header;
   in.frames = std::min<uint32_t>(chunk.header.frames, uint32_t(in.stride));
+  taken.clipped = taken.non_finite = 0;
+  taken.raw = nullptr;
+  if (raw_) {  // the graph converts it on the GPU: it goes back once the graph has run
+    if (recorder_) recorder_->offer(chunk);
+    taken.raw = &chunk;
+    return;
+  }
   convert(chunk, in);
   if (recorder_) recorder_->offer(chunk);  // the raw chunk, as captured (a copy, or counted as dropped)
   // The samples are ours now: give the chunk back to the capture thread first.
   free_chunks_.push(&chunk);  // cannot fail: the free queue holds every pool chunk
-  taken.clipped = taken.non_finite = 0;
   for (const ConvertCounts& c : convert_counts_) {
     taken.clipped += c.clipped;
     taken.non_finite += c.non_finite;
@@ -167,7 +174,7 @@ void PipelineWorker::look_ahead() noexcept {
   Chunk* next = nullptr;
   if (!full_chunks_.pop(next)) return;
   take(*next, graph_.next_input_block(), ahead_);
-  graph_.upload_next_input();  // false: that chunk makes its own copy
+  graph_.upload_next_input(ahead_.raw ? ahead_.raw->data : nullptr);  // false: that chunk makes its own copy
   has_ahead_ = true;
   counters_.look_ahead_chunks.fetch_add(1, std::memory_order_relaxed);
 }
@@ -192,11 +199,6 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   if (t_first_chunk_ == 0) t_first_chunk_ = t0;
   ChunkHeader header = taken.header;
   Block& in = graph_.input_block();
-  const uint64_t clipped = taken.clipped, non_finite = taken.non_finite;
-  if (clipped) header.flags |= chunk_flags::kClipped;
-  if (non_finite) header.flags |= chunk_flags::kNonFinite;
-  counters_.clipped_samples.fetch_add(clipped, std::memory_order_relaxed);
-  counters_.non_finite_samples.fetch_add(non_finite, std::memory_order_relaxed);
 
   if (const uint32_t acks = ack_requests_.load(std::memory_order_relaxed); acks != acks_done_) {
     acks_done_ = acks;
@@ -217,8 +219,19 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   exec.log = &log_;
   exec.on_gpu_wait = &PipelineWorker::on_gpu_wait;
   exec.on_gpu_wait_arg = this;
+  exec.raw_input = taken.raw ? taken.raw->data : nullptr;
   if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
   const bool failed = graph_.run(exec) != StageStatus::kOk;
+  // The conversion's counts: the host's, or with raw input the GPU's (and the chunk goes back now).
+  uint64_t clipped = taken.clipped, non_finite = taken.non_finite;
+  if (taken.raw) {
+    graph_.input_counts(clipped, non_finite);
+    free_chunks_.push(taken.raw);  // cannot fail: the free queue holds every pool chunk
+  }
+  if (clipped) header.flags |= chunk_flags::kClipped;
+  if (non_finite) header.flags |= chunk_flags::kNonFinite;
+  counters_.clipped_samples.fetch_add(clipped, std::memory_order_relaxed);
+  counters_.non_finite_samples.fetch_add(non_finite, std::memory_order_relaxed);
   if (failed) counters_.stage_failures.fetch_add(1, std::memory_order_relaxed);
   if (failed != failing_) {  // log the edges, not every chunk
     log_.printf(failed ? 3 : 5, failed ? "pipeline: a stage failed on chunk %llu (counted in stage_failures)"

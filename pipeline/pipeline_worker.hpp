@@ -6,6 +6,8 @@
 // slot and its copy to the device started, so that two chunks are in flight; it is then
 // processed as soon as this one is done. A chunk still runs alone when none waits (no latency is
 // added), and no look-ahead is taken while a reload is pending (it applies between chunks).
+// Raw input (Graph::take_raw_input): the chunk is not converted on the host but handed to the
+// graph as captured, and given back to the capture thread once the graph has run.
 #pragma once
 
 #include <atomic>
@@ -75,6 +77,7 @@ class PipelineWorker {
     ChunkHeader header;
     uint64_t clipped = 0, non_finite = 0;
     int64_t t_taken = 0;
+    Chunk* raw = nullptr;  // raw input: the chunk itself, held until the graph has run
   };
   void process(Chunk& chunk) noexcept;
   void take(Chunk& chunk, Block& in, Taken& taken) noexcept;  // converts it and gives the chunk back
@@ -82,6 +85,7 @@ class PipelineWorker {
   static void on_gpu_wait(void* self) noexcept;
   void look_ahead() noexcept;
   bool has_ahead_ = false;  // a chunk taken by the look-ahead, in Graph::next_input_block()
+  bool raw_ = false;        // Graph::raw_input()
   Taken ahead_;
 
   Graph& graph_;

@@ -27,6 +27,27 @@
 #include "dsp/real_fft.hpp"
 
 namespace vigil {
+namespace {
+
+// Chunk memory the GPU copies from directly (raw input); plain host memory in a build without CUDA
+// (where raw input never happens).
+HostAllocator page_locked_allocator() {
+#if VIGIL_HAVE_CUDA
+  return {[](size_t bytes) -> void* {
+            void* p = nullptr;
+            if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+              cudaGetLastError();
+              return nullptr;
+            }
+            return p;
+          },
+          [](void* p) { cudaFreeHost(p); }, "page-locked"};
+#else
+  return aligned_host_allocator();
+#endif
+}
+
+}  // namespace
 
 std::string fft_wisdom_path(const std::string& setting) {
   if (setting == "off") return "";
@@ -79,11 +100,6 @@ Service::Service(const Settings& settings) : settings_(settings) {
     source_ = std::make_unique<SyntheticSource>(settings_.synthetic);
   format_ = source_->format();
   const size_t chunk_bytes = size_t(format_.chunk_frames) * format_.channels * bytes_per_sample(format_.format);
-  const uint32_t pool_chunks = settings_.pipeline.pool_chunks;
-  pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes);
-  free_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
-  full_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
-  for (uint32_t i = 0; i < pool_chunks; ++i) free_chunks_->push(&pool_->chunk(i));
 
   // FFTW wisdom: plans chosen on an earlier start (fft_planning measure or patient) load at once,
   // and what this start planned is saved for the next.
@@ -101,6 +117,14 @@ Service::Service(const Settings& settings) : settings_(settings) {
   std::vector<std::string> sent;
   for (const DataOutputSettings& d : settings_.data_outputs) sent.push_back(d.stream);
   graph_->prepare(input, format_.chunk_frames, &sent);
+  // Nothing reads the input on the host and the first stage converts on the GPU: chunks go there
+  // as captured, from page-locked chunks (the copy then runs on its own, at full speed).
+  const bool raw_input = graph_->take_raw_input(format_.format, format_.scale);
+  const uint32_t pool_chunks = settings_.pipeline.pool_chunks;
+  pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes, raw_input ? page_locked_allocator() : aligned_host_allocator());
+  free_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
+  full_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
+  for (uint32_t i = 0; i < pool_chunks; ++i) free_chunks_->push(&pool_->chunk(i));
   if (!wisdom.empty()) {
     std::string why;
     if (!fft_export_wisdom(wisdom, why)) wisdom_notes_.push_back("fftw wisdom: not saved (" + why + ")");

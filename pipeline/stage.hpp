@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
+#include "dsp/sample_format.hpp"
 #include "pipeline/block.hpp"
 
 namespace vigil {
@@ -68,7 +69,15 @@ class Stage {
   // device (a copy on a stream of its own), and the next process() finds its block at that slot
   // and the copy under way. False: the upload could not be started (the chunk goes the usual way).
   virtual float* input_slot(unsigned slot) const noexcept { return slot == 0 ? input_buffer() : nullptr; }
-  virtual bool upload_input(unsigned /*slot*/, uint32_t /*frames*/) noexcept { return false; }
+  // raw: the chunk's interleaved samples when the input is taken raw (below), else null.
+  virtual bool upload_input(unsigned /*slot*/, uint32_t /*frames*/, const void* /*raw*/) noexcept { return false; }
+  // Raw input: the stage reading the input (no other stage or output reading it on the host) may
+  // take each chunk's interleaved samples as captured (Exec::raw_input) and convert them on the
+  // device. Main thread, after prepare(); false: it does not (the input block is converted on
+  // the host as usual). May throw (allocation). input_counts(): the last chunk's clipped and
+  // non-finite samples from that conversion.
+  virtual bool accept_raw_input(SampleFormat /*format*/, float /*scale*/) { return false; }
+  virtual void input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept { clipped = non_finite = 0; }
   // Device residency (copy-mode CUDA stages; see pipeline/cuda_staging.hpp), to spare the copies
   // between two CUDA stages. Before prepare(): bind_producer(p): the input stream is stage p's
   // output; while p->device_output() is non-null, read the chunk there instead of copying it in.

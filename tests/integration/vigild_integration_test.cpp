@@ -880,6 +880,67 @@ TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
   }
 }
 
+// Nothing reads the input on the host (only the bands are sent): the chunks go to the GPU as
+// captured, from page-locked chunk memory, and are converted there; unpaced, with the look-ahead.
+TEST(VigildCuda, TheInputGoesToTheGpuRawWhenOnlyTheBandsAreSent) {
+#if VIGIL_HAVE_CUDA
+  std::string why;
+  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
+#else
+  GTEST_SKIP() << "this build has no CUDA";
+#endif
+  const fs::path dir = fs::temp_directory_path() / ("vigil-raw-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  Received r;
+  std::atomic<bool> stop{false};
+  std::thread rx([&] { receive(data, events, r, stop); });
+  std::string source = kSyntheticSource;
+  source.replace(source.find("rate_factor: 10"), 15, "rate_factor: 0\n  duration_s: 1.0\n  loop_s: 0.1");
+  const std::string config = (dir / "raw.yaml").string();
+  std::ofstream(config) << source << kSignals << "pipeline: {backend: cuda, memory: copy}\n" << R"(stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 63
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 1000}
+      - {name: high, type: highpass, cutoff_hz: 1000}
+outputs:
+  - kind: vita49
+    stream: bands
+    destination: 127.0.0.1:)" << data.port << R"(
+  - kind: events
+    destination: 127.0.0.1:)" << events.port << R"(
+    status_interval_s: 0.5
+)";
+  const std::string log = (dir / "vigild.log").string();
+  test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + config + " --log-interval 0 2>" + log});
+  const int st = vigild.wait(std::chrono::seconds(30));
+  stop = true;
+  rx.join();
+  const std::string log_text = test::read_text(log);
+  fs::remove_all(dir);
+  ASSERT_NE(st, -1);
+  EXPECT_EQ(WEXITSTATUS(st), 0) << log_text;
+  EXPECT_NE(log_text.find("chunks (page-locked)"), std::string::npos) << log_text;
+  json last_status;
+  for (const json& e : r.events)
+    if (e["type"] == "status") last_status = e;
+  ASSERT_FALSE(last_status.is_null());
+  EXPECT_EQ(last_status["stages"]["bands"]["input_converted_on_gpu"], true) << last_status.dump();
+  EXPECT_EQ(last_status["stages"]["bands"]["backend"], "cuda");
+  EXPECT_GT(last_status["look_ahead_chunks"].get<uint64_t>(), 0u) << last_status.dump();
+  EXPECT_EQ(last_status["dropped_chunks"], 0);
+  EXPECT_EQ(last_status["chunks_processed"], 100);
+  ASSERT_EQ(r.monitor.streams().size(), 4u);  // 2 bands x 2 channels
+  for (const auto& [id, s] : r.monitor.streams()) {
+    EXPECT_EQ(s.samples, 51200u) << std::hex << id;
+    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
+    EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
+  }
+}
+
 // Unpaced (the source waits for the pipeline, so chunks queue up): while the GPU filters a chunk
 // the pipeline takes the next one, converts it into the FIR's second staged input and starts its
 // copy (the look-ahead). Every sample still arrives, in order, with no gap.

@@ -19,6 +19,7 @@
 #include "../support/signals.hpp"
 #include "../support/stage_run.hpp"
 #include "acquisition/spsc_queue.hpp"
+#include "dsp/sample_convert.hpp"
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/event_record.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
@@ -227,6 +228,122 @@ std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_stream
     EXPECT_EQ(status["device_input_chunks"], kChunks) << "the hits did not read the denoiser's device output";
   }
   return got;
+}
+
+// Raw input: int16 chunks (interleaved, as captured, with full-scale samples among them) handed to
+// the graph as they are (Exec::raw_input) and converted on the GPU, with the look-ahead's uploads
+// when `ahead`, a reload at kReloadAt and optionally a launch failure: the bands and the denoised
+// lanes equal, bit for bit, those of the same graph fed the chunks converted on the host, and the
+// clipped counts equal the host conversion's.
+struct RawRun {
+  std::vector<float> band, den;
+  std::vector<uint64_t> clipped;  // per chunk
+  bool raw = false;
+  uint64_t uploaded_ahead = 0;
+};
+
+RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
+  const uint32_t total = kMaxFrames * kChunks;
+  constexpr float kScale = 1.0f / 32768;
+  std::vector<int16_t> x(size_t(total) * kChannels);
+  std::mt19937 rng(31);
+  std::normal_distribution<float> n(0.0f, 12000.0f);  // 2.7 sigma to full scale: about 0.7 % clip
+  for (int16_t& v : x) v = int16_t(std::clamp(n(rng), -32768.0f, 32767.0f));  // a few clip at full scale
+  const std::vector<std::string> nothing_sent;
+  Graph graph(stages(50e3), GraphBackend{true, false, fail_at, false, 1, false});
+  graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, &nothing_sent);
+  RawRun r;
+  r.raw = raw && graph.take_raw_input(SampleFormat::kInt16, kScale);
+  std::string why;
+  const std::unique_ptr<Graph::Update> update = graph.plan_update(stages(50e3), stages(80e3), why);
+  EXPECT_TRUE(update) << why;
+  SpscQueue<EventRecord> events(1024);
+  std::atomic<uint64_t> dropped{0};
+  auto chunk = [&](uint32_t k) { return x.data() + size_t(k) * kMaxFrames * kChannels; };
+  struct Ahead {
+    Graph* graph;
+    const int16_t* next = nullptr;  // the chunk to take, null: none
+    bool taken = false;
+  } look{&graph};
+  auto on_wait = [](void* p) {
+    Ahead& a = *static_cast<Ahead*>(p);
+    if (a.taken || !a.next) return;
+    a.graph->next_input_block().frames = kMaxFrames;
+    a.graph->upload_next_input(a.next);
+    a.taken = true;
+  };
+  r.band.resize(size_t(kChannels) * total);
+  r.den.resize(size_t(kChannels) * total);
+  std::vector<ConvertCounts> counts(kChannels);
+  for (uint32_t k = 0; k < kChunks; ++k) {
+    if (k == kReloadAt) graph.apply_update(*update);
+    if (look.taken) {
+      graph.advance_input();
+      look.taken = false;
+    } else {
+      graph.input_block().frames = kMaxFrames;
+    }
+    Exec exec;
+    uint64_t clipped = 0, non_finite = 0;
+    if (r.raw) {
+      exec.raw_input = chunk(k);
+    } else {  // the host's conversion, as the pipeline makes it
+      std::fill(counts.begin(), counts.end(), ConvertCounts{});
+      Block& in = graph.input_block();
+      convert_to_planar(chunk(k), SampleFormat::kInt16, kMaxFrames, kChannels, kScale, in.data, in.stride, counts.data());
+      for (const ConvertCounts& c : counts) clipped += c.clipped;
+    }
+    look.next = r.raw && ahead && k + 1 < kChunks && k + 1 != kReloadAt ? chunk(k + 1) : nullptr;
+    exec.on_gpu_wait = on_wait;
+    exec.on_gpu_wait_arg = &look;
+    exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
+    exec.events = &events;
+    exec.events_dropped = &dropped;
+    EXPECT_EQ(graph.run(exec), StageStatus::kOk);
+    if (r.raw) graph.input_counts(clipped, non_finite);
+    EXPECT_EQ(non_finite, 0u);
+    r.clipped.push_back(clipped);
+    for (uint32_t c = 0; c < kChannels; ++c) {
+      std::copy_n(graph.stream(1).block.data + c * kMaxFrames, kMaxFrames, &r.band[size_t(c) * total + size_t(k) * kMaxFrames]);
+      std::copy_n(graph.stream(2).block.data + c * kMaxFrames, kMaxFrames, &r.den[size_t(c) * total + size_t(k) * kMaxFrames]);
+    }
+  }
+  nlohmann::json status;
+  graph.stage(0).add_status(status);
+  EXPECT_EQ(status["input_converted_on_gpu"], r.raw) << status.dump();
+  r.uploaded_ahead = status["uploaded_ahead_chunks"].get<uint64_t>();
+  return r;
+}
+
+void expect_same_raw_run(const RawRun& got, const RawRun& want) {
+  ASSERT_EQ(got.clipped, want.clipped);
+  for (size_t i = 0; i < want.band.size(); ++i) ASSERT_EQ(got.band[i], want.band[i]) << "band sample " << i;
+  for (size_t i = 0; i < want.den.size(); ++i) ASSERT_EQ(got.den[i], want.den[i]) << "den sample " << i;
+}
+
+TEST(GraphCuda, TheInputTakenRawIsConvertedOnTheGpuWithTheSameOutput) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const RawRun host = run_raw(false, false, 0);
+  uint64_t clipped = 0;
+  for (uint64_t c : host.clipped) clipped += c;
+  EXPECT_GT(clipped, 0u) << "no full-scale sample: the counts are not exercised";
+  const RawRun gpu = run_raw(true, false, 0);
+  ASSERT_TRUE(gpu.raw) << "the graph did not take its input raw";
+  expect_same_raw_run(gpu, host);
+  const RawRun gpu_ahead = run_raw(true, true, 0);
+  expect_same_raw_run(gpu_ahead, host);
+  EXPECT_EQ(gpu_ahead.uploaded_ahead, kChunks - 2) << "every chunk after the first but the reload's went up ahead";
+}
+
+// A launch failure on the eighth chunk (which went up and was converted ahead while the seventh
+// ran): the FIR's CPU twin takes that chunk and the later ones converted on the host, and every
+// output is the same as with host conversion.
+TEST(GraphCuda, ALaunchFailureWithRawInputConvertsTheChunkOnTheHostForTheCpuTwin) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const RawRun host = run_raw(false, false, 8);
+  const RawRun gpu = run_raw(true, true, 8);
+  ASSERT_TRUE(gpu.raw);
+  expect_same_raw_run(gpu, host);
 }
 
 // The same events, bit for bit (the same computation on the same data).
