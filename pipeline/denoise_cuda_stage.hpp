@@ -9,7 +9,10 @@
 // with the CPU twin, primed from the input it keeps (enough whole hops to rebuild every window the
 // GPU had pending, in the same phase), so the failing chunk and all later ones come out as if the
 // CPU had run from the start: no chunk lost. Windows up to 4096 samples (Graph picks the CPU stage
-// for longer ones). Only built with CUDA (VIGIL_HAVE_CUDA).
+// for longer ones). In copy mode that input comes back from the device: each chunk's newest frames
+// are copied into a page-locked ring after its kernels (one chunk larger than what priming reads),
+// so the host copies nothing, and a CUDA producer's bands (pipeline.gpu_resident) need not come
+// back at all. Only built with CUDA (VIGIL_HAVE_CUDA).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -45,10 +48,11 @@ class DenoiseCudaStage final : public Stage {
   void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }
   float* output_buffer() const noexcept override { return staging_.host_out(); }
   float* input_buffer() const noexcept override { return staging_.host_in(); }
-  // Device residency (Stage): reads a CUDA producer's bands on the device (it still keeps a host
-  // history of its input, for the CPU twin: so it needs the host input too), and its own output
-  // may stay on the device for a reader that takes it there.
+  // Device residency (Stage): reads a CUDA producer's bands on the device (in copy mode its history
+  // of them comes from there too, so it needs them on the host only on its CPU twin), and its own
+  // output may stay on the device for a reader that takes it there.
   void bind_producer(Stage* producer) noexcept override { producer_ = producer; }
+  bool needs_host_input() const noexcept override { return on_cpu() || options_.mapped; }
   void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
   const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
   bool make_output_host_valid(uint32_t frames) noexcept override { return staging_.make_output_host_valid(frames); }
@@ -56,8 +60,8 @@ class DenoiseCudaStage final : public Stage {
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
 
  private:
-  cudaError_t run_gpu(const Block& in) noexcept;  // in -> the staged output
-  void fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
+  cudaError_t run_gpu(const Block& in) noexcept;  // in -> the staged output (and the history, copy mode)
+  StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
 
   DenoiseStageSettings settings_;
   uint16_t index_;
@@ -69,6 +73,9 @@ class DenoiseCudaStage final : public Stage {
   // The newest input: priming the CPU twin replays the last (base + total mod hop) frames of it,
   // base a multiple of the hop >= 2 windows + a hop.
   InputHistory history_;
+  cuda::PinnedBuffer h_history_;   // its ring in copy mode, filled from the device input
+  uint32_t history_pending_ = 0;   // frames run_gpu() copied into it this chunk
+  uint32_t prime_frames_ = 0;      // the most priming replays: base + a hop
   uint32_t prime_base_ = 0;
   uint64_t total_frames_ = 0;
   std::vector<float> prime_in_, prime_out_;
