@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "acquisition/file_source.hpp"
+#include "acquisition/out_of_memory.hpp"
 #if VIGIL_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
 #include "cuda/pinned_buffer.hpp"
@@ -118,10 +119,20 @@ Service::Service(const Settings& settings) : settings_(settings) {
   for (const DataOutputSettings& d : settings_.data_outputs) sent.push_back(d.stream);
   graph_->prepare(input, format_.chunk_frames, &sent);
   // Nothing reads the input on the host and the first stage converts on the GPU: chunks go there
-  // as captured, from page-locked chunks (the copy then runs on its own, at full speed).
-  const bool raw_input = graph_->take_raw_input(format_.format, format_.scale);
+  // as captured. On the CUDA backend the chunks are page-locked, so that copy runs on its own at
+  // full speed; where that much memory cannot be locked, plain host memory (slower copies, the
+  // same results; the start-up line names the memory).
+  // The pipeline then holds a chunk until the graph has run, and the look-ahead a second one: only
+  // with a pool that leaves the capture thread room beside them.
   const uint32_t pool_chunks = settings_.pipeline.pool_chunks;
-  pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes, raw_input ? page_locked_allocator() : aligned_host_allocator());
+  if (pool_chunks >= 4) graph_->take_raw_input(format_.format, format_.scale);
+  if (graph_backend.cuda) {
+    try {
+      pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes, page_locked_allocator());
+    } catch (const OutOfMemory&) {
+    }
+  }
+  if (!pool_) pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes);
   free_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
   full_chunks_ = std::make_unique<SpscQueue<Chunk*>>(pool_chunks);
   for (uint32_t i = 0; i < pool_chunks; ++i) free_chunks_->push(&pool_->chunk(i));

@@ -336,6 +336,28 @@ TEST(GraphCuda, TheInputTakenRawIsConvertedOnTheGpuWithTheSameOutput) {
   EXPECT_EQ(gpu_ahead.uploaded_ahead, kChunks - 2) << "every chunk after the first but the reload's went up ahead";
 }
 
+// Raw input only where the FIR stage is the input's one reader: not when an output sends the
+// input, when every stream is kept on the host, when another stage reads the input too, or in
+// mapped memory (there the kernels read the converted input in place).
+TEST(GraphCuda, TheInputIsTakenRawOnlyWhereNothingElseReadsIt) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const StreamFormat in{kRate, kChannels, 1, {""}, 0};
+  auto raw = [&](const std::vector<StageSettings>& st, bool mapped, const std::vector<std::string>* sent) {
+    Graph graph(st, GraphBackend{true, mapped, 0, false, 1, false});
+    graph.prepare(in, kMaxFrames, sent);
+    return graph.take_raw_input(SampleFormat::kInt16, 1.0f / 32768);
+  };
+  const std::vector<std::string> nothing, input_sent{"input"}, band_sent{"band"};
+  EXPECT_TRUE(raw(stages(50e3), false, &nothing));
+  EXPECT_TRUE(raw(stages(50e3), false, &band_sent));
+  EXPECT_FALSE(raw(stages(50e3), false, &input_sent));
+  EXPECT_FALSE(raw(stages(50e3), false, nullptr));
+  EXPECT_FALSE(raw(stages(50e3), true, &nothing));
+  std::vector<StageSettings> two_readers = stages(50e3);
+  two_readers.push_back({"den_in", "wavelet_denoise", "input", false, denoise()});
+  EXPECT_FALSE(raw(two_readers, false, &nothing));
+}
+
 // A launch failure on the eighth chunk (which went up and was converted ahead while the seventh
 // ran): the FIR's CPU twin takes that chunk and the later ones converted on the host, and every
 // output is the same as with host conversion.
