@@ -35,12 +35,7 @@ StreamFormat DenoiseCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   // Every window the GPU still owes output from lies in the last 2 windows + a hop of input.
   prime_base_ = (2 * settings_.window + hop_ + hop_ - 1) / hop_ * hop_;
   prime_frames_ = prime_base_ + hop_;
-  if (options_.mapped) {
-    history_.assign(lanes_, prime_frames_);
-  } else {  // room for the chunk being copied in beside the frames priming reads
-    h_history_ = cuda::PinnedBuffer(size_t(lanes_) * (prime_frames_ + max_frames_) * sizeof(float), false);
-    history_.assign(lanes_, prime_frames_ + max_frames_, h_history_.host<float>());
-  }
+  history_.assign(lanes_, prime_frames_, max_frames_, !options_.mapped);
   prime_in_.assign(size_t(lanes_) * prime_frames_, 0.0f);
   prime_out_.assign(size_t(lanes_) * prime_frames_, 0.0f);
   // Warm-up (module loading), then a clean state.
@@ -61,25 +56,15 @@ cudaError_t DenoiseCudaStage::run_gpu(const Block& in) noexcept {
   const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
   if (!device_in) staging_.stage(in.data, in.stride, in.frames);
   const bool from_bound = staging_.reads_bound(in.data);
-  history_pending_ = 0;
   return staging_.run(
       [&]() -> cudaError_t {
         VIGIL_CUDA_RETURN_IF_ERROR(staging_.enqueue(
             in.frames,
             [&](const float* d_in, float* d_out, size_t stride) { return gpu_->process(d_in, stride, in.frames, d_out, stride); },
             from_bound, device_in));
-        if (options_.mapped || !timing_) return cudaSuccess;  // (the warm-up is no chunk)
-        // The chunk's newest frames, from where the kernels read it, into the history ring.
-        const float* src = device_in ? device_in : staging_.device_in(0);
-        InputHistory::Piece p[2];
-        const unsigned count = history_.pieces(in.frames, p);
-        const size_t ring_pitch = size_t(history_.frames()) * sizeof(float), pitch = size_t(max_frames_) * sizeof(float);
-        for (unsigned i = 0; i < count; ++i)
-          VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(history_.data() + p[i].dst, ring_pitch, src + p[i].src, pitch,
-                                                       p[i].count * sizeof(float), lanes_, cudaMemcpyDeviceToHost,
-                                                       staging_.stream()));
-        history_pending_ = in.frames;
-        return cudaSuccess;
+        if (!history_.from_device() || !timing_) return cudaSuccess;  // (the warm-up is no chunk)
+        // The chunk's newest frames, from where the kernels read it, into the history.
+        return history_.enqueue(device_in ? device_in : staging_.device_in(0), in.frames, staging_.stream());
       },
       timing_);
 }
@@ -88,7 +73,7 @@ StageStatus DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec&
   cudaGetLastError();  // clear a non-sticky error so later CUDA calls (other stages) start clean
   cuda_errors_.fetch_add(1, std::memory_order_relaxed);
   on_cpu_.store(true, std::memory_order_relaxed);
-  history_pending_ = 0;
+  history_.discard();
   // Replay the last (base + total mod hop) frames into a fresh twin: the same phase as the GPU's,
   // every pending window rebuilt (frames before the stream's start are zeros, as they were).
   const uint32_t k = prime_base_ + uint32_t(total_frames_ % hop_);
@@ -122,10 +107,7 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
   if (e == cudaSuccess) e = run_gpu(in);
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
   if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);
-  if (history_pending_)
-    history_.advance(history_pending_);
-  else
-    history_.remember(in.data, in.stride, in.frames);
+  history_.commit(in);
   total_frames_ += in.frames;
   return StageStatus::kOk;
 }

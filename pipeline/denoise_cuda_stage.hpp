@@ -26,7 +26,7 @@
 #include "dsp/wavelet_denoiser.hpp"
 #include "pipeline/cuda_staging.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"  // CudaStageOptions
-#include "pipeline/input_history.hpp"
+#include "pipeline/staged_input_history.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -72,9 +72,7 @@ class DenoiseCudaStage final : public Stage {
   std::unique_ptr<StreamingDenoiser> cpu_;  // the fallback twin
   // The newest input: priming the CPU twin replays the last (base + total mod hop) frames of it,
   // base a multiple of the hop >= 2 windows + a hop.
-  InputHistory history_;
-  cuda::PinnedBuffer h_history_;   // its ring in copy mode, filled from the device input
-  uint32_t history_pending_ = 0;   // frames run_gpu() copied into it this chunk
+  StagedInputHistory history_;
   uint32_t prime_frames_ = 0;      // the most priming replays: base + a hop
   uint32_t prime_base_ = 0;
   uint64_t total_frames_ = 0;

@@ -54,13 +54,7 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   // Rounded up to whole blocks, so a primed filter (a reload's spare) is left on a block boundary
   // like the running one, and its chunks replay as a graph too.
   history_frames_ = uint32_t((block_ + max_taps_ - 1 + block_ - 1) / block_ * block_);
-  if (options_.mapped) {
-    history_.assign(channels_, history_frames_);
-  } else {  // room for the chunk being copied in beside the history it must not touch
-    const uint32_t ring = history_frames_ + max_frames_;
-    h_history_ = cuda::PinnedBuffer(size_t(channels_) * ring * sizeof(float), false);
-    history_.assign(channels_, ring, h_history_.host<float>());
-  }
+  history_.assign(channels_, history_frames_, max_frames_, !options_.mapped);
   prime_.assign(size_t(channels_) * history_frames_, 0.0f);
   scratch_.assign(out_floats, 0.0f);
   fade_.assign(out_floats, 0.0f);
@@ -152,35 +146,13 @@ void FirBankCudaStage::convert_on_host(const void* raw, const Block& in) noexcep
   }
 }
 
-cudaError_t FirBankCudaStage::enqueue_history(unsigned slot, uint32_t frames) noexcept {
-  InputHistory::Piece p[2];
-  const unsigned count = history_.pieces(frames, p);
-  const size_t ring_pitch = size_t(history_.frames()) * sizeof(float), in_pitch = size_t(max_frames_) * sizeof(float);
-  for (unsigned i = 0; i < count; ++i)
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(history_.data() + p[i].dst, ring_pitch, staging_.device_in(slot) + p[i].src,
-                                                 in_pitch, p[i].count * sizeof(float), channels_, cudaMemcpyDeviceToHost,
-                                                 staging_.stream()));
-  history_pending_ = frames;
-  return cudaSuccess;
-}
-
-void FirBankCudaStage::commit_history(const Block& in) noexcept {
-  if (history_pending_)
-    history_.advance(history_pending_);
-  else
-    history_.remember(in.data, in.stride, in.frames);
-  history_pending_ = 0;
-}
-
 bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames, const void* raw) noexcept {
   if (on_cpu_.load(std::memory_order_relaxed) || slot >= staging_.input_slots()) return false;
+  if (raw && !raw_) return false;
   cudaError_t e = cudaSuccess;
-  if (raw && raw_) {
-    if (!staging_.copy_stream()) return false;
+  if (raw) {  // raw_: the copy stream is there (accept_raw_input)
     e = enqueue_raw(slot, raw, frames, staging_.copy_stream());
     if (e == cudaSuccess) e = staging_.mark_uploaded(slot, frames);
-  } else if (raw) {
-    return false;
   } else {
     e = staging_.upload(slot, frames);
   }
@@ -249,7 +221,9 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, 
           VIGIL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph, staging_.stream()));
         }
         // A chunk's (not a priming's) newest input frames back into the history, in copy mode.
-        return exec && !options_.mapped ? enqueue_history(from_bound ? 0 : slot, frames) : cudaSuccess;
+        return exec && history_.from_device()
+                   ? history_.enqueue(staging_.device_in(from_bound ? 0 : slot), frames, staging_.stream())
+                   : cudaSuccess;
       },
       timing_, exec);
 }
@@ -301,7 +275,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   const int slot = staging_.slot_of(in.data);
   const void* raw = raw_ && slot >= 0 ? exec.raw_input : nullptr;  // the chunk as captured: in.data not filled
   last_clipped_ = last_non_finite_ = 0;
-  history_pending_ = 0;
+  history_.discard();
   if (on_cpu_.load(std::memory_order_relaxed)) {
     if (slot >= 0) staging_.drop_upload(unsigned(slot));
     if (raw) convert_on_host(raw, in);
@@ -340,7 +314,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
       bank_ = std::move(next_bank_);
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
         std::memcpy(out.data + lane * out.stride, fade_.data() + lane * max_frames_, in.frames * sizeof(float));
-      commit_history(in);
+      history_.commit(in);
       return StageStatus::kOk;
     }
   }
@@ -352,7 +326,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   }
   if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);
   if (raw) read_counts(unsigned(slot));
-  commit_history(in);
+  history_.commit(in);
   return StageStatus::kOk;
 }
 

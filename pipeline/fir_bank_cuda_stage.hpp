@@ -42,7 +42,7 @@
 #include "dsp/partitioned_fir_bank.hpp"
 #include "dsp/sample_convert.hpp"
 #include "pipeline/cuda_staging.hpp"
-#include "pipeline/input_history.hpp"
+#include "pipeline/staged_input_history.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -103,10 +103,6 @@ class FirBankCudaStage final : public Stage {
   cudaError_t enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream) noexcept;
   void convert_on_host(const void* raw, const Block& in) noexcept;
   void read_counts(unsigned slot) noexcept;
-  // The chunk's newest input frames from the slot's device input into the history ring, on the
-  // stream (copy mode); commit_history() after the chunk: those, or the host block's, are in.
-  cudaError_t enqueue_history(unsigned slot, uint32_t frames) noexcept;
-  void commit_history(const Block& in) noexcept;
   // The device part of a chunk from the staged input (slot) to the staged output, on the stream.
   // from_bound: the chunk is read in place from the bound input (CudaStaging::bind_input);
   // copy_in false: the slot's upload brought it.
@@ -143,9 +139,7 @@ class FirBankCudaStage final : public Stage {
   std::vector<ChunkGraph> graphs_;           // per filter (bank_ and spare_ at prepare), slot and copy in
   std::atomic<uint64_t> graph_chunks_{0};
   std::atomic<uint64_t> uploaded_ahead_{0};
-  InputHistory history_;                     // the newest history_frames_ input frames (and more)
-  cuda::PinnedBuffer h_history_;             // its ring in copy mode: filled from the device
-  uint32_t history_pending_ = 0;             // frames enqueue_history() copied this chunk
+  StagedInputHistory history_;               // the newest history_frames_ input frames
   uint32_t history_frames_ = 0;
   std::vector<float> prime_;                 // unwrapped history, channels x history_frames_
   std::vector<float> scratch_;               // CPU priming output: bands x channels x max_frames

@@ -12,7 +12,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -30,7 +32,7 @@
 #include "pipeline/service.hpp"
 #include "pipeline/vita49.hpp"
 #if VIGIL_HAVE_CUDA
-#include "cuda/cuda_check.hpp"
+#include "../support/gpu.hpp"
 #endif
 
 namespace vigil {
@@ -81,10 +83,11 @@ SyntheticSpec integration_spec() {
   return spec;
 }
 
-// source_block: the whole `source:` mapping; the stages and outputs are always the same.
+// source_block: the whole `source:` mapping; the stages and outputs are always the same, but for
+// send_input false: the input stream is then not sent (only the bands and the events).
 std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event_port, const std::string& extra_source,
                          const std::string& source_block = "", const std::string& name = "vigil-test.yaml",
-                         const std::string& extra_stages = "") {
+                         const std::string& extra_stages = "", bool send_input = true) {
   const fs::path p = dir / name;
   std::ofstream(p) << (source_block.empty() ? std::string(kSyntheticSource) + extra_source + kSignals : source_block)
                    << R"(stages:
@@ -100,11 +103,10 @@ std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event
     input: bands
     window_s: 0.05
     threshold: 0.2
-)" << extra_stages << R"(outputs:
-  - kind: vita49
-    stream: input
-    destination: 127.0.0.1:)" << data_port << R"(
-  - kind: vita49
+)" << extra_stages << "outputs:\n"
+                   << (send_input ? "  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:" + std::to_string(data_port) + "\n"
+                                  : std::string())
+                   << R"(  - kind: vita49
     stream: bands
     destination: 127.0.0.1:)" << data_port << R"(
   - kind: events
@@ -830,37 +832,76 @@ TEST(VigildRealtime, CaptureThreadGetsFifoAndAffinityOrOneWarning) {
 namespace vigil {
 namespace {
 
-TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
+// The CUDA tests skip with the reason where no GPU answers (and in a build without CUDA).
 #if VIGIL_HAVE_CUDA
-  std::string why;
-  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
+#define SKIP_WITHOUT_CUDA() VIGIL_SKIP_WITHOUT_GPU()
 #else
-  GTEST_SKIP() << "this build has no CUDA";
+#define SKIP_WITHOUT_CUDA() GTEST_SKIP() << "this build has no CUDA"
 #endif
-  const fs::path dir = fs::temp_directory_path() / ("vigil-cuda-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  UdpSocket data, events;
-  Received r;
-  std::atomic<bool> stop{false};
-  std::thread rx([&] { receive(data, events, r, stop); });
+
+// One vigild run until its source ends (test::VigildRun, in a directory of its own): write(dir,
+// data port, event port) writes the config and returns its path; keep_samples: every sample too.
+class RunToEnd {
+ public:
+  using Write = std::function<std::string(const fs::path& dir, uint16_t data_port, uint16_t event_port)>;
+  RunToEnd(const std::string& name, const Write& write, bool keep_samples = false)
+      : dir_(fs::temp_directory_path() / ("vigil-" + name + "-" + std::to_string(getpid()))) {
+    fs::create_directories(dir_);
+    run_ = std::make_unique<test::VigildRun>(data_, events_, write(dir_, data_.port, events_.port),
+                                             (dir_ / "vigild.log").string(), true, keep_samples);
+    status = run_->wait_exit(std::chrono::seconds(30));
+  }
+  ~RunToEnd() { fs::remove_all(dir_); }
+  const Received& received() const { return run_->received; }
+  const std::string& log() const { return run_->log; }
+  // The last status event (null: none arrived).
+  json last_status() const {
+    json last;
+    for (const json& e : run_->received.events)
+      if (e["type"] == "status") last = e;
+    return last;
+  }
+  int status = -1;  // the raw wait status (-1: still running after 30 s)
+
+ private:
+  fs::path dir_;
+  UdpSocket data_, events_;
+  std::unique_ptr<test::VigildRun> run_;
+};
+
+// Every stream complete: `samples` each, no gap, no loss flag.
+void expect_streams_complete(const Received& r, size_t streams, uint64_t samples) {
+  ASSERT_EQ(r.monitor.streams().size(), streams);
+  for (const auto& [id, s] : r.monitor.streams()) {
+    EXPECT_EQ(s.samples, samples) << std::hex << id;
+    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
+    EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
+  }
+}
+
+// kSyntheticSource unpaced for 1 s, the signal computed once and repeated (loop_s): the source then
+// only copies, and outruns the pipeline.
+std::string unpaced_source() {
+  std::string source = kSyntheticSource;
+  source.replace(source.find("rate_factor: 10"), 15, "rate_factor: 0\n  duration_s: 1.0\n  loop_s: 0.1");
+  return source + kSignals;
+}
+
+TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
+  SKIP_WITHOUT_CUDA();
   // The 20th chunk's launch fails (a real invalid launch on the GPU): the fir_bank continues on
   // its CPU twin from that very chunk.
-  const std::string source = std::string(kSyntheticSource) + "  duration_s: 1.0\n" + kSignals +
-                             "pipeline: {backend: cuda, test_cuda_fail_at_chunk: 20}\n";
-  const std::string config = write_config(dir, data.port, events.port, "", source);
-  test::Process vigild({kVigild, "--config", config, "--log-interval", "0"});
-  const int st = vigild.wait(std::chrono::seconds(30));
-  stop = true;
-  rx.join();
-  fs::remove_all(dir);
-  ASSERT_NE(st, -1);
-  EXPECT_EQ(WEXITSTATUS(st), 0);
+  const RunToEnd run("cuda", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    const std::string source = std::string(kSyntheticSource) + "  duration_s: 1.0\n" + kSignals +
+                               "pipeline: {backend: cuda, test_cuda_fail_at_chunk: 20}\n";
+    return write_config(dir, data, events, "", source);
+  });
+  ASSERT_NE(run.status, -1);
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.log();
   std::vector<json> backend_events;
-  json last_status;
-  for (const json& e : r.events) {
+  for (const json& e : run.received().events)
     if (e["type"] == "backend") backend_events.push_back(e);
-    if (e["type"] == "status") last_status = e;
-  }
+  const json last_status = run.last_status();
   ASSERT_EQ(backend_events.size(), 1u);
   EXPECT_EQ(backend_events[0]["state"], "fallback");
   EXPECT_EQ(backend_events[0]["stage"], "bands");
@@ -872,118 +913,48 @@ TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
   EXPECT_EQ(last_status["stage_failures"], 0);
   EXPECT_EQ(last_status["dropped_chunks"], 0);
   // Every stream complete: no chunk was lost to the failure.
-  ASSERT_EQ(r.monitor.streams().size(), 6u);
-  for (const auto& [id, s] : r.monitor.streams()) {
-    EXPECT_EQ(s.samples, 51200u) << std::hex << id;
-    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
-    EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
-  }
+  expect_streams_complete(run.received(), 6, 51200);
 }
 
 // Nothing reads the input on the host (only the bands are sent): the chunks go to the GPU as
 // captured, from page-locked chunk memory, and are converted there; unpaced, with the look-ahead.
 TEST(VigildCuda, TheInputGoesToTheGpuRawWhenOnlyTheBandsAreSent) {
-#if VIGIL_HAVE_CUDA
-  std::string why;
-  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
-#else
-  GTEST_SKIP() << "this build has no CUDA";
-#endif
-  const fs::path dir = fs::temp_directory_path() / ("vigil-raw-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  UdpSocket data, events;
-  Received r;
-  std::atomic<bool> stop{false};
-  std::thread rx([&] { receive(data, events, r, stop); });
-  std::string source = kSyntheticSource;
-  source.replace(source.find("rate_factor: 10"), 15, "rate_factor: 0\n  duration_s: 1.0\n  loop_s: 0.1");
-  const std::string config = (dir / "raw.yaml").string();
-  std::ofstream(config) << source << kSignals << "pipeline: {backend: cuda, memory: copy}\n" << R"(stages:
-  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 63
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 1000}
-      - {name: high, type: highpass, cutoff_hz: 1000}
-outputs:
-  - kind: vita49
-    stream: bands
-    destination: 127.0.0.1:)" << data.port << R"(
-  - kind: events
-    destination: 127.0.0.1:)" << events.port << R"(
-    status_interval_s: 0.5
-)";
-  const std::string log = (dir / "vigild.log").string();
-  test::Process vigild({"/bin/sh", "-c", "exec " + kVigild + " --config " + config + " --log-interval 0 2>" + log});
-  const int st = vigild.wait(std::chrono::seconds(30));
-  stop = true;
-  rx.join();
-  const std::string log_text = test::read_text(log);
-  fs::remove_all(dir);
-  ASSERT_NE(st, -1);
-  EXPECT_EQ(WEXITSTATUS(st), 0) << log_text;
-  EXPECT_NE(log_text.find("chunks (page-locked)"), std::string::npos) << log_text;
-  json last_status;
-  for (const json& e : r.events)
-    if (e["type"] == "status") last_status = e;
+  SKIP_WITHOUT_CUDA();
+  const RunToEnd run("raw", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return write_config(dir, data, events, "", unpaced_source() + "pipeline: {backend: cuda, memory: copy}\n",
+                        "vigil-test.yaml", "", false);
+  });
+  ASSERT_NE(run.status, -1);
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  EXPECT_NE(run.log().find("chunks (page-locked)"), std::string::npos) << run.log();
+  const json last_status = run.last_status();
   ASSERT_FALSE(last_status.is_null());
   EXPECT_EQ(last_status["stages"]["bands"]["input_converted_on_gpu"], true) << last_status.dump();
   EXPECT_EQ(last_status["stages"]["bands"]["backend"], "cuda");
   EXPECT_GT(last_status["look_ahead_chunks"].get<uint64_t>(), 0u) << last_status.dump();
   EXPECT_EQ(last_status["dropped_chunks"], 0);
   EXPECT_EQ(last_status["chunks_processed"], 100);
-  ASSERT_EQ(r.monitor.streams().size(), 4u);  // 2 bands x 2 channels
-  for (const auto& [id, s] : r.monitor.streams()) {
-    EXPECT_EQ(s.samples, 51200u) << std::hex << id;
-    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
-    EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
-  }
+  expect_streams_complete(run.received(), 4, 51200);  // 2 bands x 2 channels
 }
 
 // Unpaced (the source waits for the pipeline, so chunks queue up): while the GPU filters a chunk
 // the pipeline takes the next one, converts it into the FIR's second staged input and starts its
 // copy (the look-ahead). Every sample still arrives, in order, with no gap.
 TEST(VigildCuda, UnpacedChunksAreTakenAheadWithNothingLost) {
-#if VIGIL_HAVE_CUDA
-  std::string why;
-  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
-#else
-  GTEST_SKIP() << "this build has no CUDA";
-#endif
-  const fs::path dir = fs::temp_directory_path() / ("vigil-ahead-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  UdpSocket data, events;
-  Received r;
-  std::atomic<bool> stop{false};
-  std::thread rx([&] { receive(data, events, r, stop); });
-  std::string source = kSyntheticSource;
-  // The signal computed once and repeated (loop_s): the source then only copies, and outruns the pipeline.
-  source.replace(source.find("rate_factor: 10"), 15, "rate_factor: 0\n  duration_s: 1.0\n  loop_s: 0.1");
-  source += std::string(kSignals) + "pipeline: {backend: cuda, memory: copy}\n";
-  const std::string config = write_config(dir, data.port, events.port, "", source);
-  test::Process vigild({kVigild, "--config", config, "--log-interval", "0"});
-  const int st = vigild.wait(std::chrono::seconds(30));
-  stop = true;
-  rx.join();
-  fs::remove_all(dir);
-  ASSERT_NE(st, -1);
-  EXPECT_EQ(WEXITSTATUS(st), 0);
-  json last_status;
-  for (const json& e : r.events)
-    if (e["type"] == "status") last_status = e;
+  SKIP_WITHOUT_CUDA();
+  const RunToEnd run("ahead", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return write_config(dir, data, events, "", unpaced_source() + "pipeline: {backend: cuda, memory: copy}\n");
+  });
+  ASSERT_NE(run.status, -1);
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  const json last_status = run.last_status();
   ASSERT_FALSE(last_status.is_null());
   EXPECT_GT(last_status["look_ahead_chunks"].get<uint64_t>(), 0u) << last_status.dump();
   EXPECT_GT(last_status["stages"]["bands"]["uploaded_ahead_chunks"].get<uint64_t>(), 0u) << last_status.dump();
   EXPECT_EQ(last_status["stages"]["bands"]["backend"], "cuda");
   EXPECT_EQ(last_status["dropped_chunks"], 0);
   EXPECT_EQ(last_status["chunks_processed"], 100);
-  ASSERT_EQ(r.monitor.streams().size(), 6u);
-  for (const auto& [id, s] : r.monitor.streams()) {
-    EXPECT_EQ(s.samples, 51200u) << std::hex << id;
-    EXPECT_EQ(s.gaps, 0u) << std::hex << id;
-    EXPECT_EQ(s.sample_loss_flags, 0u) << std::hex << id;
-  }
+  expect_streams_complete(run.received(), 6, 51200);
 }
 
 }  // namespace
@@ -995,20 +966,20 @@ namespace {
 // Runs vigild on `config` (a template whose @DATA@ and @EVENTS@ become the receiving ports) until
 // its source ends, keeping every sample; fails the test unless it exits 0.
 void run_to_end(const std::string& name, std::string config, Received& out) {
-  const fs::path dir = fs::temp_directory_path() / ("vigil-" + name + "-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  UdpSocket data, events;
-  for (const auto& [key, port] : {std::pair<std::string, uint16_t>{"@DATA@", data.port}, {"@EVENTS@", events.port}})
-    for (size_t at; (at = config.find(key)) != std::string::npos;) config.replace(at, key.size(), std::to_string(port));
-  std::ofstream(dir / "vigil.yaml") << config;
-  test::VigildRun run(data, events, (dir / "vigil.yaml").string(), (dir / "vigild.log").string(), true, true);
-  const int status = run.wait_exit(std::chrono::seconds(30));
-  fs::remove_all(dir);
-  ASSERT_NE(status, -1);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << run.log;
-  out.timestamps = run.received.timestamps;
-  out.samples = run.received.samples;
-  out.monitor = run.received.monitor;
+  const RunToEnd run(
+      name,
+      [&](const fs::path& dir, uint16_t data, uint16_t events) {
+        for (const auto& [key, port] : {std::pair<std::string, uint16_t>{"@DATA@", data}, {"@EVENTS@", events}})
+          for (size_t at; (at = config.find(key)) != std::string::npos;) config.replace(at, key.size(), std::to_string(port));
+        std::ofstream(dir / "vigil.yaml") << config;
+        return (dir / "vigil.yaml").string();
+      },
+      true);
+  ASSERT_NE(run.status, -1);
+  ASSERT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  out.timestamps = run.received().timestamps;
+  out.samples = run.received().samples;
+  out.monitor = run.received().monitor;
 }
 
 // Every received sample of stream `id`, keyed by its time as an index on the 51.2 kHz grid from

@@ -56,18 +56,26 @@ void fill(Block& in, const std::vector<float>& x, uint32_t total, uint32_t k) {
 
 // The pipeline's look-ahead (PipelineWorker): while the GPU runs a chunk, the next one goes into
 // the graph's other input slot and its upload starts; none is taken for the chunk a reload
-// applies to (skip_at).
+// applies to (skip_at). With `raw` (raw input: kChannels interleaved int16 per frame) the chunk
+// goes up as it is, else it is filled from x.
 struct LookAhead {
   Graph* graph = nullptr;
   const std::vector<float>* x = nullptr;
+  const int16_t* raw = nullptr;
   uint32_t total = 0, next = 0, skip_at = ~0u;
   bool taken = false;
   uint32_t uploads = 0;  // upload_next_input() said true
   static void on_gpu_wait(void* self) {
     LookAhead& a = *static_cast<LookAhead*>(self);
     if (a.taken || a.next >= kChunks || a.next == a.skip_at) return;
-    fill(a.graph->next_input_block(), *a.x, a.total, a.next);
-    a.uploads += a.graph->upload_next_input();
+    Block& next = a.graph->next_input_block();
+    if (a.raw) {
+      next.frames = kMaxFrames;
+      a.uploads += a.graph->upload_next_input(a.raw + size_t(a.next) * kMaxFrames * kChannels);
+    } else {
+      fill(next, *a.x, a.total, a.next);
+      a.uploads += a.graph->upload_next_input();
+    }
     a.taken = true;
   }
 };
@@ -261,18 +269,10 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
   SpscQueue<EventRecord> events(1024);
   std::atomic<uint64_t> dropped{0};
   auto chunk = [&](uint32_t k) { return x.data() + size_t(k) * kMaxFrames * kChannels; };
-  struct Ahead {
-    Graph* graph;
-    const int16_t* next = nullptr;  // the chunk to take, null: none
-    bool taken = false;
-  } look{&graph};
-  auto on_wait = [](void* p) {
-    Ahead& a = *static_cast<Ahead*>(p);
-    if (a.taken || !a.next) return;
-    a.graph->next_input_block().frames = kMaxFrames;
-    a.graph->upload_next_input(a.next);
-    a.taken = true;
-  };
+  LookAhead look;
+  look.graph = &graph;
+  look.raw = x.data();
+  look.skip_at = kReloadAt;
   r.band.resize(size_t(kChannels) * total);
   r.den.resize(size_t(kChannels) * total);
   std::vector<ConvertCounts> counts(kChannels);
@@ -294,9 +294,11 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
       convert_to_planar(chunk(k), SampleFormat::kInt16, kMaxFrames, kChannels, kScale, in.data, in.stride, counts.data());
       for (const ConvertCounts& c : counts) clipped += c.clipped;
     }
-    look.next = r.raw && ahead && k + 1 < kChunks && k + 1 != kReloadAt ? chunk(k + 1) : nullptr;
-    exec.on_gpu_wait = on_wait;
-    exec.on_gpu_wait_arg = &look;
+    if (r.raw && ahead) {
+      look.next = k + 1;
+      exec.on_gpu_wait = &LookAhead::on_gpu_wait;
+      exec.on_gpu_wait_arg = &look;
+    }
     exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
     exec.events = &events;
     exec.events_dropped = &dropped;
