@@ -5,12 +5,14 @@
 // bench/denoise_torch.py, which does the same in PyTorch).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/streaming_denoiser_cuda.hpp"
 #include "cuda/wavelet_denoiser_cuda.hpp"
 
 namespace {
@@ -58,6 +60,53 @@ void BM_DenoiseDb8(benchmark::State& state) {
 }
 
 BENCHMARK(BM_DenoiseDb8)->ArgName("log2n")->DenseRange(16, 26, 2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// S1's denoise stage (issue 9): db8, 4096-sample windows, one 65536-frame chunk per lane and call,
+// device-resident; lanes = the rig's channels.
+void BM_StreamingDenoiseS1(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const uint32_t lanes = uint32_t(state.range(0)), frames = 65536;
+  const size_t n = size_t(lanes) * frames;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> d;
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = 0.01f * d(rng) + (i % 7919 < 300 ? 0.3f * float(std::sin(0.3 * double(i))) : 0.0f);
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  vigil::DenoiseSpec spec;  // db8, deepest level, soft, finest
+  vigil::cuda::StreamingDenoiserCuda den(spec, 4096, lanes, frames, stream);
+  float *d_x = nullptr, *d_y = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), n * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_y), n * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  cudaEvent_t start, stop;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 5; ++i) VIGIL_CUDA_CHECK(den.process(d_x, frames, frames, d_y, frames));
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (auto _ : state) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
+    VIGIL_CUDA_CHECK(den.process(d_x, frames, frames, d_y, frames));
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(double(ms) / 1e3);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(n));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(d_x);
+  cudaFree(d_y);
+  cudaStreamDestroy(stream);
+}
+
+BENCHMARK(BM_StreamingDenoiseS1)->ArgName("lanes")->Arg(16)->Arg(64)->Arg(256)->UseManualTime()->Unit(
+    benchmark::kMicrosecond);
 
 }  // namespace
 

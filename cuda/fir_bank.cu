@@ -57,10 +57,95 @@ __global__ void copy_output_kernel(const float* __restrict__ full, uint32_t bloc
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < frames; i += gridDim.x * blockDim.x) dst[i] = src[i];
 }
 
+// The batched chunk (one partition, k whole blocks from a block boundary): window j of channel c
+// is [block j - 1 | block j] of the chunk, block -1 being the current block kept in `time`.
+__global__ void batch_windows_kernel(const float* __restrict__ in, size_t in_stride, const float* __restrict__ time,
+                                     uint32_t block, uint32_t k, float* __restrict__ win) {
+  const uint32_t c = blockIdx.y, n = 2 * block;
+  const float* x = in + size_t(c) * in_stride;
+  const float* t = time + size_t(c) * n;
+  float* w = win + size_t(c) * k * n;
+  for (uint32_t at = blockIdx.x * blockDim.x + threadIdx.x; at < k * n; at += gridDim.x * blockDim.x) {
+    const long src = long(at / n) * block + long(at % n) - long(block);  // in chunk frames
+    w[at] = src < 0 ? t[n + src] : x[src];
+  }
+}
+
+// acc[b][c][j] = fresh[c][j] * taps[b] (one partition).
+__global__ void batch_multiply_kernel(const float2* __restrict__ fresh, const float2* __restrict__ taps,
+                                      uint32_t channels, uint32_t k, uint32_t bins, float2* __restrict__ acc) {
+  const uint32_t lane = blockIdx.y, b = lane / channels, c = lane % channels;
+  const float2* x = fresh + size_t(c) * k * bins;
+  const float2* h = taps + size_t(b) * bins;
+  float2* y = acc + size_t(lane) * k * bins;
+  for (uint32_t at = blockIdx.x * blockDim.x + threadIdx.x; at < k * bins; at += gridDim.x * blockDim.x) {
+    const float2 v = x[at], g = h[at % bins];
+    y[at] = make_float2(v.x * g.x - v.y * g.y, v.x * g.y + v.y * g.x);
+  }
+}
+
+// The chunk's output, one block late as block by block: block j is window j - 1's result, block 0
+// the previous chunk's last (kept in `full`).
+__global__ void batch_output_kernel(const float* __restrict__ full, const float* __restrict__ wout, uint32_t block,
+                                    uint32_t k, float* __restrict__ out, size_t out_stride) {
+  const uint32_t lane = blockIdx.y, n = 2 * block;
+  for (uint32_t at = blockIdx.x * blockDim.x + threadIdx.x; at < k * block; at += gridDim.x * blockDim.x) {
+    const uint32_t j = at / block, i = at % block;
+    out[size_t(lane) * out_stride + at] =
+        j == 0 ? full[size_t(lane) * n + block + i] : wout[(size_t(lane) * k + j - 1) * n + block + i];
+  }
+}
+
+// The state block by block would have left: `full` the last window's result, `time` the chunk's
+// last two blocks, k more blocks begun.
+__global__ void batch_carry_kernel(const float* __restrict__ in, size_t in_stride, const float* __restrict__ wout,
+                                   uint32_t channels, uint32_t block, uint32_t k, float* __restrict__ time,
+                                   float* __restrict__ full, uint32_t* __restrict__ blocks_started) {
+  const uint32_t lane = blockIdx.y, n = 2 * block;
+  if (lane == 0 && blockIdx.x == 0 && threadIdx.x == 0) *blocks_started += k;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    full[size_t(lane) * n + i] = wout[(size_t(lane) * k + k - 1) * n + i];
+    if (lane < channels) time[size_t(lane) * n + i] = in[size_t(lane) * in_stride + size_t(k - 2) * block + i];
+  }
+}
+
 unsigned blocks_for(uint32_t n) { return unsigned((n + kThreads - 1) / kThreads < 1 ? 1 : (n + kThreads - 1) / kThreads); }
 
 
 }  // namespace
+
+cudaError_t launch_fir_batch_windows(const float* d_in, size_t in_stride, const float* d_time, uint32_t channels,
+                                     uint32_t block, uint32_t k, float* d_win, cudaStream_t stream) noexcept {
+  if (channels == 0 || channels > 65535 || k < 2) return cudaErrorInvalidValue;
+  batch_windows_kernel<<<dim3(grid_for(size_t(k) * 2 * block), channels), kThreads, 0, stream>>>(d_in, in_stride,
+                                                                                              d_time, block, k, d_win);
+  return after_launch(stream);
+}
+
+cudaError_t launch_fir_batch_multiply(const float2* d_fresh, const float2* d_taps, uint32_t bands, uint32_t channels,
+                                      uint32_t k, uint32_t bins, float2* d_acc, cudaStream_t stream) noexcept {
+  if (bands == 0 || channels == 0 || bands * channels > 65535) return cudaErrorInvalidValue;
+  batch_multiply_kernel<<<dim3(grid_for(size_t(k) * bins), bands * channels), kThreads, 0, stream>>>(
+      d_fresh, d_taps, channels, k, bins, d_acc);
+  return after_launch(stream);
+}
+
+cudaError_t launch_fir_batch_output(const float* d_full, const float* d_wout, uint32_t lanes, uint32_t block,
+                                    uint32_t k, float* d_out, size_t out_stride, cudaStream_t stream) noexcept {
+  if (lanes == 0 || lanes > 65535) return cudaErrorInvalidValue;
+  batch_output_kernel<<<dim3(grid_for(size_t(k) * block), lanes), kThreads, 0, stream>>>(d_full, d_wout, block, k,
+                                                                                        d_out, out_stride);
+  return after_launch(stream);
+}
+
+cudaError_t launch_fir_batch_carry(const float* d_in, size_t in_stride, const float* d_wout, uint32_t lanes,
+                                   uint32_t channels, uint32_t block, uint32_t k, float* d_time, float* d_full,
+                                   uint32_t* d_blocks_started, cudaStream_t stream) noexcept {
+  if (lanes < channels || lanes > 65535 || k < 2) return cudaErrorInvalidValue;
+  batch_carry_kernel<<<dim3(grid_for(2 * size_t(block)), lanes), kThreads, 0, stream>>>(
+      d_in, in_stride, d_wout, channels, block, k, d_time, d_full, d_blocks_started);
+  return after_launch(stream);
+}
 
 cudaError_t launch_fir_stage_input(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
                                    uint32_t block, uint32_t fill, float* d_time, uint32_t* d_blocks_started,

@@ -12,7 +12,7 @@
 namespace vigil::cuda {
 
 FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t block,
-                         cudaStream_t stream)
+                         cudaStream_t stream, uint32_t batch_frames)
     : bands_(uint32_t(band_taps.size())), channels_(channels), block_(block), bins_(block + 1), stream_(stream) {
   if (band_taps.empty() || band_taps.size() > 256)
     throw std::invalid_argument("FirBankCuda: bands must be 1..256, got " + std::to_string(band_taps.size()));
@@ -68,6 +68,25 @@ FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint3
     plan_inverse_ = int(inv);
     check_cufft(cufftSetStream(fwd, stream_), "set stream");
     check_cufft(cufftSetStream(inv, stream_), "set stream");
+    if (parts_ == 1 && batch_frames >= 2 * block && batch_frames % block == 0) {
+      const uint32_t k = batch_frames / block;
+      batch_blocks_ = k;
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_win_), size_t(channels_) * k * n * sizeof(float)));
+      VIGIL_CUDA_CHECK(cudaMalloc(&d_bfresh_, size_t(channels_) * k * bins_ * sizeof(float2)));
+      VIGIL_CUDA_CHECK(cudaMalloc(&d_bacc_, size_t(bands_) * channels_ * k * bins_ * sizeof(float2)));
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_wout_), size_t(bands_) * channels_ * k * n * sizeof(float)));
+      cufftHandle bfwd = 0, binv = 0;
+      check_cufft(cufftPlanMany(&bfwd, 1, dims, in_embed, 1, int(n), out_embed, 1, int(bins_), CUFFT_R2C,
+                                int(channels_ * k)),
+                  "plan (batched forward)");
+      plan_bforward_ = int(bfwd);
+      check_cufft(cufftPlanMany(&binv, 1, dims, out_embed, 1, int(bins_), in_embed, 1, int(n), CUFFT_C2R,
+                                int(bands_ * channels_ * k)),
+                  "plan (batched inverse)");
+      plan_binverse_ = int(binv);
+      check_cufft(cufftSetStream(bfwd, stream_), "set stream");
+      check_cufft(cufftSetStream(binv, stream_), "set stream");
+    }
     reset();
   } catch (...) {
     release();
@@ -81,10 +100,15 @@ void FirBankCuda::release() noexcept {
   if (plan_forward_) cufftDestroy(cufftHandle(plan_forward_));
   if (plan_inverse_) cufftDestroy(cufftHandle(plan_inverse_));
   if (plan_taps_) cufftDestroy(cufftHandle(plan_taps_));
-  plan_forward_ = plan_inverse_ = plan_taps_ = 0;
+  if (plan_bforward_) cufftDestroy(cufftHandle(plan_bforward_));
+  if (plan_binverse_) cufftDestroy(cufftHandle(plan_binverse_));
+  plan_forward_ = plan_inverse_ = plan_taps_ = plan_bforward_ = plan_binverse_ = 0;
   for (void* p : {static_cast<void*>(d_time_), d_fdl_, d_fresh_, d_taps_, d_acc_, static_cast<void*>(d_full_),
-                  static_cast<void*>(d_parts_), d_frames_, static_cast<void*>(d_blocks_started_)})
+                  static_cast<void*>(d_parts_), d_frames_, static_cast<void*>(d_blocks_started_),
+                  static_cast<void*>(d_win_), d_bfresh_, d_bacc_, static_cast<void*>(d_wout_)})
     cudaFree(p);
+  d_win_ = d_wout_ = nullptr;
+  d_bfresh_ = d_bacc_ = nullptr;
   d_fresh_ = nullptr;
   d_blocks_started_ = nullptr;
   d_frames_ = nullptr;
@@ -132,8 +156,30 @@ cudaError_t FirBankCuda::run_block() noexcept {
   return cudaSuccess;
 }
 
+uint32_t FirBankCuda::preferred_block(size_t taps) noexcept {
+  uint32_t block = 4096;  // FFT 8192: one pass of cuFFT
+  while (block < taps && block < 65536) block *= 2;
+  return block;
+}
+
+cudaError_t FirBankCuda::run_batch(const float* d_in, size_t in_stride, float* d_out, size_t out_stride) noexcept {
+  const uint32_t k = batch_blocks_, lanes = bands_ * channels_;
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_batch_windows(d_in, in_stride, d_time_, channels_, block_, k, d_win_, stream_));
+  if (cufftExecR2C(cufftHandle(plan_bforward_), d_win_, static_cast<cufftComplex*>(d_bfresh_)) != CUFFT_SUCCESS)
+    return cudaErrorLaunchFailure;
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_batch_multiply(static_cast<const float2*>(d_bfresh_),
+                                                       static_cast<const float2*>(d_taps_), bands_, channels_, k, bins_,
+                                                       static_cast<float2*>(d_bacc_), stream_));
+  if (cufftExecC2R(cufftHandle(plan_binverse_), static_cast<cufftComplex*>(d_bacc_), d_wout_) != CUFFT_SUCCESS)
+    return cudaErrorLaunchFailure;
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_batch_output(d_full_, d_wout_, lanes, block_, k, d_out, out_stride, stream_));
+  return launch_fir_batch_carry(d_in, in_stride, d_wout_, lanes, channels_, block_, k, d_time_, d_full_,
+                                d_blocks_started_, stream_);
+}
+
 cudaError_t FirBankCuda::process(const float* d_in, size_t in_stride, uint32_t frames, float* d_out,
                                  size_t out_stride) noexcept {
+  if (batch_blocks_ && fill_ == 0 && frames == batch_blocks_ * block_) return run_batch(d_in, in_stride, d_out, out_stride);
   uint32_t done = 0;
   while (done < frames) {
     const uint32_t k = std::min(block_ - fill_, frames - done);

@@ -3,6 +3,10 @@
 // channel per block shared by every band, one batched inverse cuFFT over all bands x channels.
 // Output equals lfilter(h, 1, x) delayed by B (the CPU class's latency). Host C++ only.
 //
+// A filter of one partition (taps <= B) given batch_frames >= 2B takes a call of exactly
+// batch_frames / B whole blocks from a block boundary (the pipeline's full chunk) in one batch:
+// every block's FFT in one transform, the same output and state as block by block.
+//
 // Tap swap: set_taps() (the crossfade is FirBankCudaStage's). Every launch uses the same pointers
 // and the delay line's position is kept on the device, so a call that starts and ends on block
 // boundaries (fill() == 0 before and after) can be captured once as a CUDA graph and replayed.
@@ -17,10 +21,16 @@ namespace vigil::cuda {
 
 class FirBankCuda {
  public:
-  // band_taps: 1..256 bands of 1..2^20 taps; channels: 1..4096; block: a power of two 16..65536.
-  // All device memory and cuFFT plans are made here. Throws std::invalid_argument or CudaError.
+  // band_taps: 1..256 bands of 1..2^20 taps; channels: 1..4096; block: a power of two 16..65536;
+  // batch_frames: the calls to take in one batch (above; 0: none). All device memory and cuFFT
+  // plans are made here. Throws std::invalid_argument or CudaError.
   FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t block,
-              cudaStream_t stream = nullptr);
+              cudaStream_t stream = nullptr, uint32_t batch_frames = 0);
+
+  // The block the GPU runs best for a filter of `taps` (most): one partition, its FFT small
+  // enough for cuFFT to do in one pass (2B <= 8192) where the taps allow. The caller caps it by
+  // its latency.
+  static uint32_t preferred_block(size_t taps) noexcept;
   ~FirBankCuda();
   FirBankCuda(const FirBankCuda&) = delete;
   FirBankCuda& operator=(const FirBankCuda&) = delete;
@@ -45,9 +55,12 @@ class FirBankCuda {
   uint32_t latency_frames() const noexcept { return block_; }
   // Frames of the current block received so far (0: the next call starts on a block boundary).
   uint32_t fill() const noexcept { return fill_; }
+  // Blocks a batched call takes (0: no batching).
+  uint32_t batch_blocks() const noexcept { return batch_blocks_; }
 
  private:
   cudaError_t run_block() noexcept;
+  cudaError_t run_batch(const float* d_in, size_t in_stride, float* d_out, size_t out_stride) noexcept;
   void release() noexcept;  // frees everything (destructor, and a constructor that fails)
 
   uint32_t bands_, channels_, block_, parts_ = 0, bins_;
@@ -65,6 +78,13 @@ class FirBankCuda {
   std::vector<uint32_t> band_parts_;
   int plan_forward_ = 0, plan_inverse_ = 0, plan_taps_ = 0;  // cufftHandle
   uint32_t fill_ = 0;
+  // The batched chunk (fir_bank.cuh's layout), when batch_blocks_ > 0.
+  uint32_t batch_blocks_ = 0;
+  float* d_win_ = nullptr;
+  void* d_bfresh_ = nullptr;  // float2
+  void* d_bacc_ = nullptr;    // float2
+  float* d_wout_ = nullptr;
+  int plan_bforward_ = 0, plan_binverse_ = 0;
 };
 
 }  // namespace vigil::cuda

@@ -7,34 +7,93 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Shared memory of one window's block: two DWT buffers, the coefficients, the sort scratch.
-size_t window_shared_bytes(uint32_t n) { return (3 * size_t(n) + n / 2) * sizeof(float); }
+// Shared memory of one window's block: two DWT buffers and the coefficients.
+size_t window_shared_bytes(uint32_t n) { return 3 * size_t(n) * sizeof(float); }
 
-// numpy's median of |v[0, count)|, count a power of two (or 1), by a bitonic sort in `scratch`.
-// Every thread gets the value; ends synchronised.
-__device__ float block_median_abs(const float* v, uint32_t count, float* scratch) {
-  for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) scratch[i] = fabsf(v[i]);
-  __syncthreads();
-  for (uint32_t k = 2; k <= count; k <<= 1) {
-    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-      for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) {
-        const uint32_t partner = i ^ j;
-        if (partner > i) {
-          const bool ascending = (i & k) == 0;
-          const float a = scratch[i], b = scratch[partner];
-          if ((a > b) == ascending) {
-            scratch[i] = b;
-            scratch[partner] = a;
+// The select's scratch: a count per 8-bit digit and the digit found.
+struct BlockSelect {
+  uint32_t count[256];
+  uint32_t digit, rank, less, max_less;
+};
+
+__device__ __forceinline__ uint32_t abs_bits(float x) { return __float_as_uint(x) & 0x7fffffffu; }
+
+// The bit pattern of the rank-th smallest |v[i]|, i < count (for non-negative floats the pattern
+// orders as the value): a radix select, 8 bits a pass, counted in shared memory. Every thread gets
+// it; ends synchronised.
+__device__ uint32_t block_select_abs(const float* v, uint32_t count, uint32_t rank, BlockSelect& s) {
+  const uint32_t lane = threadIdx.x % 32;
+  uint32_t prefix = 0, mask = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (uint32_t i = threadIdx.x; i < 256; i += blockDim.x) s.count[i] = 0;
+    __syncthreads();
+    // Uniform trip count, so whole warps meet at the vote: equal digits are counted by one atomic
+    // (|details| share their top bits: one counter would otherwise take every add).
+    for (uint32_t i0 = 0; i0 < count; i0 += blockDim.x) {
+      const uint32_t i = i0 + threadIdx.x;
+      const uint32_t b = i < count ? abs_bits(v[i]) : 0;
+      const bool mine = i < count && (b & mask) == prefix;
+      const unsigned voters = __ballot_sync(0xffffffffu, mine);
+      if (mine) {
+        const uint32_t digit = (b >> shift) & 255u;
+        const unsigned peers = __match_any_sync(voters, digit);
+        if (lane == uint32_t(__ffs(peers) - 1)) atomicAdd(&s.count[digit], uint32_t(__popc(peers)));
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {  // one warp finds the digit: 8 counts a lane, a prefix sum over lanes
+      uint32_t c[8], sum = 0;
+      for (int q = 0; q < 8; ++q) sum += c[q] = s.count[lane * 8 + q];
+      uint32_t upto = sum;
+      for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t t = __shfl_up_sync(0xffffffffu, upto, o);
+        if (lane >= uint32_t(o)) upto += t;
+      }
+      uint32_t before = upto - sum;
+      if (rank >= before && rank < upto) {
+        for (int q = 0; q < 8; before += c[q], ++q) {
+          if (rank < before + c[q]) {
+            s.digit = lane * 8 + q;
+            s.rank = rank - before;
+            break;
           }
         }
       }
-      __syncthreads();
+    }
+    __syncthreads();
+    prefix |= s.digit << shift;
+    mask |= 255u << shift;
+    rank = s.rank;
+  }
+  __syncthreads();  // s is reused at once
+  return prefix;
+}
+
+// numpy's median of |v[0, count)|: the middle value, or for an even count the mean of the two
+// middle ones (the lower is the upper itself, or the largest value below it). Every thread gets
+// it; ends synchronised.
+__device__ float block_median_abs(const float* v, uint32_t count, BlockSelect& s) {
+  const uint32_t mid = count / 2;
+  const uint32_t upper = block_select_abs(v, count, mid, s);
+  if (count % 2) return __uint_as_float(upper);
+  if (threadIdx.x == 0) s.less = s.max_less = 0;
+  __syncthreads();
+  uint32_t less = 0, max_less = 0;
+  for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) {
+    const uint32_t b = abs_bits(v[i]);
+    if (b < upper) {
+      ++less;
+      max_less = max(max_less, b);
     }
   }
-  const uint32_t mid = count / 2;
-  const float m = count % 2 ? scratch[mid] : 0.5f * (scratch[mid - 1] + scratch[mid]);
-  __syncthreads();  // the scratch may be reused at once
-  return m;
+  if (less) {
+    atomicAdd(&s.less, less);
+    atomicMax(&s.max_less, max_less);
+  }
+  __syncthreads();
+  const uint32_t lower = s.less >= mid ? s.max_less : upper;
+  __syncthreads();
+  return 0.5f * (__uint_as_float(lower) + __uint_as_float(upper));
 }
 
 __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
@@ -43,7 +102,7 @@ __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
   float* a = smem;
   float* b = smem + n;
   float* coeffs = smem + 2 * n;
-  float* scratch = smem + 3 * n;
+  __shared__ BlockSelect select;
   const float* hist = p.hist + size_t(lane) * n;
   const float* in = p.in + size_t(lane) * p.in_stride;
   const size_t start = size_t(p.first_end) + size_t(j) * p.hop;  // in the line: hist, then the chunk
@@ -54,11 +113,11 @@ __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
   __syncthreads();
   analyse_levels_in_block(p.filters, a, b, n, p.levels, coeffs);
   // Level j's details sit at coeffs + (n >> j), n >> j of them (1 = finest).
-  const float sigma_finest = block_median_abs(coeffs + n / 2, n / 2, scratch) / 0.6745f;
+  const float sigma_finest = block_median_abs(coeffs + n / 2, n / 2, select) / 0.6745f;
   for (unsigned level = 1; level <= p.levels; ++level) {
     float* d = coeffs + (n >> level);
     const uint32_t len = n >> level;
-    const float sigma = p.per_level && level > 1 ? block_median_abs(d, len, scratch) / 0.6745f : sigma_finest;
+    const float sigma = p.per_level && level > 1 ? block_median_abs(d, len, select) / 0.6745f : sigma_finest;
     const float thr = float(double(sigma) * p.universal);
     for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
       const float c = d[i];

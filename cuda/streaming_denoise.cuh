@@ -39,7 +39,7 @@ struct DenoiseWindowsParams {
 
 // Sets the kernel's shared-memory allowance for windows up to n (once, before launches).
 cudaError_t prepare_denoise_windows(uint32_t n) noexcept;
-// One block per (window, lane): load, DWT, median |detail| by an in-block sort, VisuShrink
+// One block per (window, lane): load, DWT, median |detail| by an in-block radix select, VisuShrink
 // threshold, inverse DWT, weight.
 cudaError_t launch_denoise_windows(const DenoiseWindowsParams& p, cudaStream_t stream) noexcept;
 

@@ -2,7 +2,7 @@
 // on overlapped windows of N samples (hop N/2, weights sin²(π(n + ½)/N) that sum to one),
 // overlap-added, the output delayed by exactly N — for many lanes, device memory in and out.
 // Every window that completes in a call is denoised in one launch (a block per window and lane:
-// the whole DWT, the median |detail| by an in-block sort, the threshold, the inverse, in shared
+// the whole DWT, the median |detail| by an in-block radix select, the threshold, the inverse, in shared
 // memory), then one launch emits the chunk's output and one carries the state to the next call.
 // Windows of 4 … 4096 samples. Thread: one caller at a time.
 #pragma once

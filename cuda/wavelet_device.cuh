@@ -16,6 +16,14 @@ __device__ __forceinline__ int wavelet_wrap(long v, long m) {
   return int(r < 0 ? r + m : r);
 }
 
+// v mod m for the in-block loops: most taps land inside [0, m) and the edges one
+// period off, so the 64-bit modulo above is left to signals shorter than the filter.
+__device__ __forceinline__ int wrap_in_block(int v, int m) {
+  if (unsigned(v) < unsigned(m)) return v;
+  const int w = v < 0 ? v + m : v - m;
+  return unsigned(w) < unsigned(m) ? w : wavelet_wrap(v, m);
+}
+
 // The m samples in cur[0, m) go through `levels` analysis levels, using cur and other as ping-pong
 // buffers (m floats each): the details of level j (1 = the first done here) go to
 // coeffs + (m >> j), and the last approximation to coeffs[0, m >> levels). Ends synchronised.
@@ -27,7 +35,7 @@ __device__ __forceinline__ void analyse_levels_in_block(const WaveletFilters& f,
     for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) {
       float lo = 0.0f, hi = 0.0f;
       for (int k = 0; k < len; ++k) {
-        const float v = cur[wavelet_wrap(long(2 * i) + s - k, m)];
+        const float v = cur[wrap_in_block(int(2 * i) + s - k, int(m))];
         lo = fmaf(f.lo[k], v, lo);
         hi = fmaf(f.hi[k], v, hi);
       }
@@ -56,7 +64,7 @@ __device__ __forceinline__ float* synthesise_levels_in_block(const WaveletFilter
     for (uint32_t t = threadIdx.x; t < m; t += blockDim.x) {
       float acc = 0.0f;
       for (int k = ((int(t) - s) & 1) ? 1 : 0; k < len; k += 2) {
-        const int i = wavelet_wrap((long(t) + k - s) / 2, half);
+        const int i = wrap_in_block((int(t) + k - s) / 2, int(half));
         acc = fmaf(f.lo[k], cur[i], acc);
         acc = fmaf(f.hi[k], cd[i], acc);
       }

@@ -83,9 +83,10 @@ StageStatus DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec&
   cpu_->process(prime_in_.data(), stride, k, prime_out_.data(), stride);
   emit_event(exec, cuda_fallback_event(index_, exec, error));
   if (exec.log)
-    exec.log->printf(3, "wavelet_denoise stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin",
+    exec.log->printf(3, "wavelet_denoise stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin%s",
                      unsigned(index_), cudaGetErrorName(error), cudaGetErrorString(error),
-                     (unsigned long long)exec.chunk.first_frame);
+                     (unsigned long long)exec.chunk.first_frame,
+                     history_.complete() ? "" : " (primed from an input history the failure may have cut short)");
   // This chunk's input on the host: a producer that kept it on the device copies it back. Where
   // even that fails (the GPU is gone), the chunk is lost to this stage: a stage failure.
   if (producer_ && !producer_->make_output_host_valid(in.frames)) return StageStatus::kFailed;
@@ -104,6 +105,7 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
   cudaError_t e = cudaSuccess;
   if (options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
+  if (e == cudaSuccess) e = history_.settle();  // the last chunk's history landed before this one runs
   if (e == cudaSuccess) e = run_gpu(in);
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
   if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);

@@ -39,14 +39,17 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   bands_ = uint32_t(settings_.bands.size());
   max_frames_ = max_frames;
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
-  block_ = PartitionedFirBank::uniform_block_within(std::min(max_latency, max_frames));
   const std::vector<std::vector<float>> taps = FirBankStage::design(settings_, in.rate_hz);
   max_taps_ = 0;
   for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
+  // The latency allowed caps the block; within it, the block the GPU runs best (a full chunk of
+  // several such blocks goes through in one batch).
+  block_ = std::min(PartitionedFirBank::uniform_block_within(std::min(max_latency, max_frames)),
+                    cuda::FirBankCuda::preferred_block(max_taps_));
 
   staging_.prepare(channels_, bands_ * channels_, max_frames_, options_.mapped, 2);
-  bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream());
-  spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream());
+  bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream(), max_frames_);
+  spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream(), max_frames_);
   cpu_ = std::make_unique<PartitionedFirBank>(taps, channels_, PartitionedFirBank::uniform(block_));
   const size_t out_floats = size_t(bands_) * channels_ * max_frames_;
   // Enough input to rebuild the filter state exactly: M - 1 frames of history for the last
@@ -264,8 +267,10 @@ void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, 
   cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
   emit_event(exec, cuda_fallback_event(index_, exec, error));
   if (exec.log)
-    exec.log->printf(3, "fir_bank stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin", unsigned(index_),
-                     cudaGetErrorName(error), cudaGetErrorString(error), (unsigned long long)exec.chunk.first_frame);
+    exec.log->printf(3, "fir_bank stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin%s",
+                     unsigned(index_), cudaGetErrorName(error), cudaGetErrorString(error),
+                     (unsigned long long)exec.chunk.first_frame,
+                     history_.complete() ? "" : " (primed from an input history the failure may have cut short)");
 }
 
 StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
@@ -284,6 +289,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   }
   cudaError_t e = deferred_error_;
   deferred_error_ = cudaSuccess;
+  if (e == cudaSuccess) e = history_.settle();  // the last chunk's history landed before this one runs
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
   if (raw && (e != cudaSuccess || next_bank_)) {  // the CPU twin or the crossfade read the chunk on the host

@@ -1,14 +1,17 @@
 // StagedInputHistory: a CUDA stage's InputHistory, the newest input frames its CPU twin primes
-// from after a CUDA error. In copy mode it is filled from the device: after a chunk's kernels,
-// enqueue() copies the chunk's newest frames from where the kernels read them into a page-locked
-// ring one chunk larger than what priming reads (so a copy under way never touches those frames),
-// and commit() makes them the newest once the chunk has succeeded; the host copies nothing. In
-// mapped mode, or for a chunk that enqueued nothing, commit() copies the host block. Thread: the
-// pipeline thread. Only built with CUDA. Header-only.
+// from after a CUDA error. In copy mode it is filled from the device without holding up the
+// stage: after a chunk's kernels, enqueue() snapshots the chunk's newest frames (no more than
+// priming reads) on the device, and a stream of the history's own copies them into a
+// page-locked ring while the stages after it run; commit() makes them the newest once the chunk
+// has succeeded, and settle() (at the next chunk's start, and before any read) waits for them to
+// land. The ring is one chunk larger than what priming reads, so a copy under way never touches
+// those frames. In mapped mode, or for a chunk that enqueued nothing, commit() copies the host
+// block. Thread: the pipeline thread. Only built with CUDA. Header-only.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/cuda_check.hpp"
@@ -20,57 +23,112 @@ namespace vigil {
 
 class StagedInputHistory {
  public:
+  StagedInputHistory() = default;
+  ~StagedInputHistory() { release(); }
+  StagedInputHistory(const StagedInputHistory&) = delete;
+  StagedInputHistory& operator=(const StagedInputHistory&) = delete;
+
   // `keep` frames of `lanes` lanes for priming; chunks of up to max_frames; from_device: copy
-  // mode (the page-locked ring). Allocates; throws CudaError.
+  // mode (the snapshot, the stream, the page-locked ring). Allocates; throws CudaError.
   void assign(uint32_t lanes, uint32_t keep, uint32_t max_frames, bool from_device) {
+    release();
     lanes_ = lanes;
     max_frames_ = max_frames;
     from_device_ = from_device;
     pending_ = 0;
+    landing_ = false;
     if (!from_device) {
       ring_.assign(lanes, keep);
       return;
     }
     pinned_ = cuda::PinnedBuffer(size_t(lanes) * (keep + max_frames) * sizeof(float), false);
     ring_.assign(lanes, keep + max_frames, pinned_.host<float>());
+    snap_frames_ = std::min(keep, max_frames);
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_snap_), size_t(lanes) * snap_frames_ * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&ev_snapped_, cudaEventDisableTiming));
+    VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&ev_landed_, cudaEventDisableTiming));
   }
   bool from_device() const noexcept { return from_device_; }
 
-  // On `stream`, after the chunk's kernels: its newest frames from `src` (device, lane l at
-  // src + l * max_frames) into the ring. RT-safe.
+  // On `stream`, after the chunk's kernels: its newest frames (up to `keep`) from `src` (device,
+  // lane l at src + l * max_frames) into the snapshot, and from there, on the history's stream,
+  // into the ring. `stream` goes on as soon as the snapshot is taken. RT-safe.
   cudaError_t enqueue(const float* src, uint32_t frames, cudaStream_t stream) noexcept {
+    const uint32_t n = std::min(frames, snap_frames_);
+    const size_t snap_pitch = size_t(snap_frames_) * sizeof(float), pitch = size_t(max_frames_) * sizeof(float);
+    // The snapshot is free once the last chunk's copy out of it has landed.
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, ev_landed_, 0));
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d_snap_, snap_pitch, src + (frames - n), pitch, n * sizeof(float),
+                                                 lanes_, cudaMemcpyDeviceToDevice, stream));
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_snapped_, stream));
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ev_snapped_, 0));
     InputHistory::Piece p[2];
-    const unsigned count = ring_.pieces(frames, p);
-    const size_t ring_pitch = size_t(ring_.frames()) * sizeof(float), pitch = size_t(max_frames_) * sizeof(float);
+    const unsigned count = ring_.pieces(n, p);
+    const size_t ring_pitch = size_t(ring_.frames()) * sizeof(float);
     for (unsigned i = 0; i < count; ++i)
-      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(ring_.data() + p[i].dst, ring_pitch, src + p[i].src, pitch,
-                                                   p[i].count * sizeof(float), lanes_, cudaMemcpyDeviceToHost, stream));
-    pending_ = frames;
+      VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(ring_.data() + p[i].dst, ring_pitch, d_snap_ + p[i].src, snap_pitch,
+                                                   p[i].count * sizeof(float), lanes_, cudaMemcpyDeviceToHost, stream_));
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_landed_, stream_));
+    pending_ = n;
     return cudaSuccess;
   }
-  // After a chunk that succeeded (its stream synchronised): what enqueue() copied, or else `in`'s
-  // frames on the host, are the newest. discard(): the chunk failed, or a new one starts. RT-safe.
+  // After a chunk that succeeded (its stream synchronised): what enqueue() copied (once landed),
+  // or else `in`'s frames on the host, are the newest. discard(): the chunk failed, or a new one
+  // starts. RT-safe.
   void commit(const Block& in) noexcept {
-    if (pending_)
+    if (pending_) {
       ring_.advance(pending_);
-    else
+      landing_ = true;
+    } else {
       ring_.remember(in.data, in.stride, in.frames);
+    }
     pending_ = 0;
   }
   void discard() noexcept { pending_ = 0; }
+  // Waits for the last committed chunk's frames to land in the ring. An error (the device failed
+  // while they were on their way) leaves them unsure: complete() says so. RT-safe (blocks only
+  // while a copy is under way).
+  cudaError_t settle() noexcept {
+    if (!landing_) return cudaSuccess;
+    const cudaError_t e = cudaEventSynchronize(ev_landed_);
+    if (e == cudaSuccess) landing_ = false;
+    return e;
+  }
+  bool complete() const noexcept { return !landing_; }
 
-  // The newest k frames of each lane, oldest first (InputHistory::newest). RT-safe.
-  void newest(uint32_t k, float* dst, size_t dst_stride) const noexcept { ring_.newest(k, dst, dst_stride); }
+  // The newest k frames of each lane, oldest first (InputHistory::newest), after settle(). RT-safe.
+  void newest(uint32_t k, float* dst, size_t dst_stride) noexcept {
+    settle();
+    ring_.newest(k, dst, dst_stride);
+  }
   void clear() noexcept {
+    if (stream_) cudaStreamSynchronize(stream_);  // no copy may land after the ring is cleared
+    landing_ = false;
     ring_.clear();
     pending_ = 0;
   }
 
  private:
+  void release() noexcept {
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (ev_snapped_) cudaEventDestroy(ev_snapped_);
+    if (ev_landed_) cudaEventDestroy(ev_landed_);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (d_snap_) cudaFree(d_snap_);
+    ev_snapped_ = ev_landed_ = nullptr;
+    stream_ = nullptr;
+    d_snap_ = nullptr;
+  }
+
   InputHistory ring_;
   cuda::PinnedBuffer pinned_;  // the ring's memory in copy mode
-  uint32_t lanes_ = 0, max_frames_ = 0;
+  float* d_snap_ = nullptr;    // [lanes][snap_frames_]: a chunk's newest frames on their way
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t ev_snapped_ = nullptr, ev_landed_ = nullptr;
+  uint32_t lanes_ = 0, max_frames_ = 0, snap_frames_ = 0;
   uint32_t pending_ = 0;  // frames enqueue() copied for the chunk under way
+  bool landing_ = false;  // the last committed chunk's frames may still be on their way
   bool from_device_ = false;
 };
 
