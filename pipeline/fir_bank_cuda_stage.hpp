@@ -15,9 +15,13 @@
 // interleaved samples are copied up as they are (half the bytes for int16) and converted on the
 // device into the slot's staged input by cuda/sample_convert, which counts clipped and non-finite
 // samples; the host converts the chunk only when the CPU twin or a reload's crossfade needs it.
-// In copy mode the input history comes back from the device: each chunk's newest frames are
-// copied into a page-locked ring after its kernels (one chunk more than the history, so a copy
-// under way never touches the frames a fallback primes from), and the host copies nothing.
+// In copy mode the input history comes back from the device (StagedInputHistory): after each
+// chunk's kernels its newest frames, as many as priming reads, are snapshotted on the device and
+// copied into a page-locked ring on the history's own stream while the later stages run; the
+// host copies nothing.
+// The block: the latency allowed caps it, and within that the GPU's preferred block
+// (FirBankCuda::preferred_block: one partition, a one-pass FFT; 4096 for up to 4096 taps); a full
+// chunk of several such blocks goes through in one cuFFT batch.
 //
 // A CUDA error on the real-time path is counted, reported once (a `backend` event, state
 // fallback) and the stage carries on on the CPU twin — dsp/PartitionedFirBank with the same

@@ -118,8 +118,10 @@ TEST_F(FirBankCudaTest, BatchedChunksMatchTheCpuTwinMixedWithOthers) {
     std::uniform_int_distribution<uint32_t> kind(0, 3), odd(1, 3 * block);
     uint32_t batched = 0;
     for (uint32_t at = 0; at < total;) {
-      // Mostly full chunks; now and then one of another length, which leaves a block unfinished.
-      uint32_t n = kind(rng) == 0 ? odd(rng) : batch;
+      // Mostly full chunks; now and then one of another length, which leaves a block unfinished
+      // (full chunks then go block by block) until a chunk finishes it.
+      const uint32_t k = kind(rng);
+      uint32_t n = k == 0 ? odd(rng) : k == 1 && gpu.fill() ? block - gpu.fill() : batch;
       n = std::min(n, total - at);
       if (n == batch && gpu.fill() == 0) ++batched;
       ASSERT_EQ(gpu.process(d_in + at, total, n, d_out + at, total), cudaSuccess);
