@@ -83,6 +83,8 @@ SyntheticSource::SyntheticSource(SyntheticSpec spec) : spec_(std::move(spec)) {
     loop_.resize(loop_frames_ * frame_bytes);
     for (uint64_t at = 0; at < loop_frames_; at += spec_.chunk_frames)
       fill(uint32_t(std::min<uint64_t>(spec_.chunk_frames, loop_frames_ - at)), loop_.data() + at * frame_bytes);
+    if (size_t(spec_.chunk_frames) * frame_bytes >= kSplitCopyBytes)
+      copy_pool_ = std::make_unique<WorkerPool>(std::clamp(WorkerPool::hardware_threads() / 4, 2u, 4u));
   }
 }
 
@@ -188,6 +190,16 @@ void SyntheticSource::fill(uint32_t frames, std::byte* out) noexcept {
   }
 }
 
+void SyntheticSource::copy_from_loop(uint64_t at, uint32_t frames, std::byte* out) noexcept {
+  const size_t frame_bytes = size_t(spec_.channels) * bytes_per_sample(spec_.format);
+  for (uint32_t done = 0; done < frames;) {  // wrapping around the loop
+    const uint32_t n = uint32_t(std::min<uint64_t>(frames - done, loop_frames_ - at));
+    std::memcpy(out + size_t(done) * frame_bytes, loop_.data() + at * frame_bytes, size_t(n) * frame_bytes);
+    done += n;
+    at = 0;
+  }
+}
+
 ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   if (!started_) {
     start_mono_ns_ = mono_now_ns();
@@ -201,15 +213,16 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
 
   if (loop_frames_ == 0) {
     fill(frames, chunk.data);
-  } else {  // copy from the precomputed loop, wrapping around
-    const size_t frame_bytes = size_t(ch) * bytes_per_sample(spec_.format);
-    uint64_t at = next_frame_ % loop_frames_;
-    for (uint32_t done = 0; done < frames;) {
-      const uint32_t n = uint32_t(std::min<uint64_t>(frames - done, loop_frames_ - at));
-      std::memcpy(chunk.data + size_t(done) * frame_bytes, loop_.data() + at * frame_bytes, size_t(n) * frame_bytes);
-      done += n;
-      at = 0;
-    }
+  } else if (copy_pool_ && size_t(frames) * ch * bytes_per_sample(spec_.format) >= kSplitCopyBytes) {
+    const uint32_t parts = copy_pool_->threads();
+    auto part = [&](uint32_t p) {
+      const WorkerPool::Range r = WorkerPool::range(frames, parts, p);
+      copy_from_loop((next_frame_ + r.first) % loop_frames_, r.end - r.first,
+                     chunk.data + size_t(r.first) * ch * bytes_per_sample(spec_.format));
+    };
+    copy_pool_->run(parts, part);
+  } else {
+    copy_from_loop(next_frame_ % loop_frames_, frames, chunk.data);
   }
 
   ChunkHeader& h = chunk.header;

@@ -49,7 +49,10 @@ def stage_text(name, s):
     gpu = f" gpu {s['gpu_us']['p50']}" if "gpu_us" in s else ""
     return f"{name} {s['time_us']['p50']}/{s['time_us']['p99']}{gpu} ({s.get('backend', 'cpu')})"
 stages = " ".join(stage_text(name, s) for name, s in final.get("stages", {}).items() if "time_us" in s)
+# Where the misses were blamed: the capture queue, the output, or a stage (PROTOCOL: deadline_misses_by).
+blame = {k: v for k, v in final.get("deadline_misses_by", {}).items() if v}
+blame.update({name: s["deadline_misses"] for name, s in final.get("stages", {}).items() if s.get("deadline_misses")})
 proc = final.get("processing_us", {})
 print(f"{a.channels} ch x{a.rate_factor} threads={a.threads} mem={a.memory} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
-      f"misses {final['deadline_misses']} dropped {final['dropped_frames']} | lat p50/p99 "
+      f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} | lat p50/p99 "
       f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} | stage p50/p99 us: {stages}", flush=True)

@@ -85,6 +85,21 @@ TEST(SyntheticSource, ALoopRepeatsTheFirstSecondsExactly) {
   EXPECT_THROW(SyntheticSource{bad}, std::invalid_argument);
 }
 
+// Chunks of 8 MiB or more are copied from the loop by several threads: the same frames.
+TEST(SyntheticSource, ALargeChunkCopiedInPartsRepeatsTheLoopExactly) {
+  SyntheticSpec looped = base();
+  looped.channels = 32;
+  looped.chunk_frames = 65536;  // 32 x 65536 float32: 8 MiB
+  looped.loop_s = 1.5;          // 72000 frames: the second chunk wraps inside a part
+  SyntheticSpec plain = looped;
+  plain.loop_s = 0;
+  SyntheticSource fresh(plain), src(looped);
+  const auto want = read_frames(fresh, 72000);
+  const auto got = read_frames(src, 3 * 65536);
+  for (uint32_t ch = 0; ch < 32; ++ch)
+    for (size_t i = 0; i < got[ch].size(); ++i) ASSERT_EQ(got[ch][i], want[ch][i % 72000]) << ch << " " << i;
+}
+
 TEST(SyntheticSource, SineIsExactAndQuantisedToOneLsb) {
   SyntheticSpec s = base(SampleFormat::kInt16);
   s.channels = 1;
