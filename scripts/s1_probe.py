@@ -4,7 +4,7 @@ factor (0: unpaced), pool threads and memory given, vigild for --seconds with vi
 Prints one line from vigild's final status: input samples/s, deadline misses, dropped frames,
 latency p50/p99 (us), the pipeline's time per chunk p50/p99 (us: conversion, stages, hand-over) and each
 stage's time per chunk p50/p99 (us), with its GPU time p50 (CUDA events) and backend.
-Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident]"""
+Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident] [--pool-chunks 32]"""
 import argparse, os, signal, subprocess, tempfile, time
 
 from bench_scenarios import final_status, free_port
@@ -17,6 +17,7 @@ p.add_argument("--threads", type=int, default=8)
 p.add_argument("--memory", default="auto", choices=["auto", "copy", "mapped"])
 p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
+p.add_argument("--pool-chunks", type=int, default=32, help="pipeline.pool_chunks (the pool is limited to 1 GiB: 8 for 384-512 channels)")
 p.add_argument("--resident", action="store_true", help="pipeline.gpu_resident true (AE hits on the GPU, chunk kept there); without it false")
 a = p.parse_args()
 
@@ -28,6 +29,7 @@ for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": a.rate_factor, "BACKEND": a.
              "EVENT_PORT": port, "WISDOM": "off"}.items():
     text = text.replace(f"@{k}@", str(v))
 text = text.replace("pipeline: {", f"pipeline: {{memory: {a.memory}, gpu_resident: {str(a.resident).lower()}, ", 1)
+text = text.replace("pool_chunks: 32", f"pool_chunks: {a.pool_chunks}")
 work = tempfile.mkdtemp(prefix="s1-probe-")
 config = os.path.join(work, "s1.yaml")
 open(config, "w").write(text)
