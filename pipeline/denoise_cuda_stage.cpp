@@ -105,7 +105,6 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
   cudaError_t e = cudaSuccess;
   if (options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
-  if (e == cudaSuccess) e = history_.settle();  // the last chunk's history landed before this one runs
   if (e == cudaSuccess) e = run_gpu(in);
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
   if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);

@@ -289,7 +289,6 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   }
   cudaError_t e = deferred_error_;
   deferred_error_ = cudaSuccess;
-  if (e == cudaSuccess) e = history_.settle();  // the last chunk's history landed before this one runs
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
   if (raw && (e != cudaSuccess || next_bank_)) {  // the CPU twin or the crossfade read the chunk on the host

@@ -3,8 +3,8 @@
 // stage: after a chunk's kernels, enqueue() snapshots the chunk's newest frames (no more than
 // priming reads) on the device, and a stream of the history's own copies them into a
 // page-locked ring while the stages after it run; commit() makes them the newest once the chunk
-// has succeeded, and settle() (at the next chunk's start, and before any read) waits for them to
-// land. The ring is one chunk larger than what priming reads, so a copy under way never touches
+// has succeeded, and newest() waits for them to land (settle()) before it reads; nothing on the
+// real-time path waits for them. The ring is one chunk larger than what priming reads, so a copy under way never touches
 // those frames. In mapped mode, or for a chunk that enqueued nothing, commit() copies the host
 // block. Thread: the pipeline thread. Only built with CUDA. Header-only.
 #pragma once
