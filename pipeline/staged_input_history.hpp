@@ -3,10 +3,11 @@
 // stage: after a chunk's kernels, enqueue() snapshots the chunk's newest frames (no more than
 // priming reads) on the device, and a stream of the history's own copies them into a
 // page-locked ring while the stages after it run; commit() makes them the newest once the chunk
-// has succeeded, and newest() waits for them to land (settle()) before it reads; nothing on the
-// real-time path waits for them. The ring is one chunk larger than what priming reads, so a copy under way never touches
-// those frames. In mapped mode, or for a chunk that enqueued nothing, commit() copies the host
-// block. Thread: the pipeline thread. Only built with CUDA. Header-only.
+// has succeeded, and newest() waits for them to land (settle()) before it reads: nothing on the
+// real-time path waits for them. Copies under 256 KiB go straight into the ring on the stage's
+// stream instead. The ring is one chunk larger than what priming reads, so a copy under way
+// never touches those frames. In mapped mode, or for a chunk that enqueued nothing, commit()
+// copies the host block. Thread: the pipeline thread. Only built with CUDA. Header-only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,6 +45,8 @@ class StagedInputHistory {
     pinned_ = cuda::PinnedBuffer(size_t(lanes) * (keep + max_frames) * sizeof(float), false);
     ring_.assign(lanes, keep + max_frames, pinned_.host<float>());
     snap_frames_ = std::min(keep, max_frames);
+    side_ = size_t(lanes) * snap_frames_ * sizeof(float) >= kSideCopyBytes;
+    if (!side_) return;
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_snap_), size_t(lanes) * snap_frames_ * sizeof(float)));
     VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&ev_snapped_, cudaEventDisableTiming));
@@ -56,6 +59,17 @@ class StagedInputHistory {
   // into the ring. `stream` goes on as soon as the snapshot is taken. RT-safe.
   cudaError_t enqueue(const float* src, uint32_t frames, cudaStream_t stream) noexcept {
     const uint32_t n = std::min(frames, snap_frames_);
+    if (!side_) {  // small: straight into the ring on the stage's stream, landed when it syncs
+      InputHistory::Piece p[2];
+      const unsigned count = ring_.pieces(n, p);
+      const size_t ring_pitch = size_t(ring_.frames()) * sizeof(float), pitch = size_t(max_frames_) * sizeof(float);
+      for (unsigned i = 0; i < count; ++i)
+        VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(ring_.data() + p[i].dst, ring_pitch, src + (frames - n) + p[i].src,
+                                                     pitch, p[i].count * sizeof(float), lanes_, cudaMemcpyDeviceToHost,
+                                                     stream));
+      pending_ = n;
+      return cudaSuccess;
+    }
     const size_t snap_pitch = size_t(snap_frames_) * sizeof(float), pitch = size_t(max_frames_) * sizeof(float);
     // The snapshot is free once the last chunk's copy out of it has landed.
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, ev_landed_, 0));
@@ -79,7 +93,7 @@ class StagedInputHistory {
   void commit(const Block& in) noexcept {
     if (pending_) {
       ring_.advance(pending_);
-      landing_ = true;
+      landing_ = side_;
     } else {
       ring_.remember(in.data, in.stride, in.frames);
     }
@@ -129,6 +143,10 @@ class StagedInputHistory {
   uint32_t lanes_ = 0, max_frames_ = 0, snap_frames_ = 0;
   uint32_t pending_ = 0;  // frames enqueue() copied for the chunk under way
   bool landing_ = false;  // the last committed chunk's frames may still be on their way
+  // Copies of kSideCopyBytes or more go on the history's stream; smaller ones on the stage's
+  // (fewer hand-overs between streams, which cost more than such a copy where GPU time is shared).
+  static constexpr size_t kSideCopyBytes = size_t(256) << 10;
+  bool side_ = false;
   bool from_device_ = false;
 };
 
