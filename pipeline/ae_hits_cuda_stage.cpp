@@ -160,6 +160,10 @@ void AeHitsCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body
     cpu_.describe_event(ev, body);
 }
 
+bool AeHitsCudaStage::write_event(const EventRecord& ev, EventText& text) const {
+  return ev.kind != EventKind::kBackendFallback && cpu_.write_event(ev, text);
+}
+
 void AeHitsCudaStage::add_status(nlohmann::json& status) const {
   staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   status["device_input_chunks"] = device_input_chunks();

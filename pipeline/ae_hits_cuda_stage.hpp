@@ -44,6 +44,7 @@ class AeHitsCudaStage final : public Stage {
   StageUpdatePlan plan_update(const StageSettings& next) const override;
   void apply_update(StageUpdate& update) noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+  bool write_event(const EventRecord& ev, EventText& text) const override;
   void add_status(nlohmann::json& status) const override;
   // The staged input, for the graph to spare host copies; the producer's device output (Stage).
   void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }

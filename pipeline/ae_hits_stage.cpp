@@ -9,6 +9,7 @@
 
 #include "acquisition/spsc_queue.hpp"
 #include "pipeline/event_record.hpp"
+#include "pipeline/event_text.hpp"
 #include "pipeline/event_time.hpp"
 
 namespace vigil {
@@ -226,25 +227,43 @@ void AeHitsStage::reset() noexcept {
   }
 }
 
-void AeHitsStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+namespace {
+
+// An AE event's own fields, into either sink (JsonFields or EventText): one list for both.
+template <class Sink>
+bool ae_event_fields(const EventRecord& ev, const AeSampleParams& params, Sink& out) {
   if (ev.kind == EventKind::kAeHit) {
-    const AeHitFeatures f = ae_hit_features(ev.hit, params_);
-    body["amplitude_db"] = f.amplitude_db;
-    body["threshold_db"] = f.threshold_db;
-    body["rise_time_us"] = f.rise_time_s * 1e6;
-    body["duration_us"] = f.duration_s * 1e6;
-    body["counts"] = ev.hit.counts;
-    body["counts_to_peak"] = ev.hit.counts_to_peak;
-    body["energy_eu"] = f.energy_eu;
-    body["signal_strength_pvs"] = f.signal_strength_pvs;
-    body["rms_v"] = f.rms_v;
-    body["truncated"] = ev.hit.truncated;
-  } else if (ev.kind == EventKind::kAeLevel) {
-    body["rms_v"] = ae_level_rms_v(ev.ae_level, params_);
-    const double asl = ae_level_asl_db(ev.ae_level, params_);
-    body["asl_db"] = std::isfinite(asl) ? nlohmann::json(asl) : nlohmann::json(nullptr);
-    body["interval_s"] = double(ev.ae_level.samples) / params_.rate_hz;
+    const AeHitFeatures f = ae_hit_features(ev.hit, params);
+    out.field("amplitude_db", f.amplitude_db);
+    out.field("threshold_db", f.threshold_db);
+    out.field("rise_time_us", f.rise_time_s * 1e6);
+    out.field("duration_us", f.duration_s * 1e6);
+    out.field("counts", ev.hit.counts);
+    out.field("counts_to_peak", ev.hit.counts_to_peak);
+    out.field("energy_eu", f.energy_eu);
+    out.field("signal_strength_pvs", f.signal_strength_pvs);
+    out.field("rms_v", f.rms_v);
+    out.field("truncated", ev.hit.truncated);
+    return true;
   }
+  if (ev.kind == EventKind::kAeLevel) {
+    out.field("rms_v", ae_level_rms_v(ev.ae_level, params));
+    out.field("asl_db", ae_level_asl_db(ev.ae_level, params));  // non-finite: null
+    out.field("interval_s", double(ev.ae_level.samples) / params.rate_hz);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void AeHitsStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+  JsonFields fields{body};
+  ae_event_fields(ev, params_, fields);
+}
+
+bool AeHitsStage::write_event(const EventRecord& ev, EventText& text) const {
+  return ae_event_fields(ev, params_, text);
 }
 
 }  // namespace vigil

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "acquisition/rfc3339.hpp"  // rfc3339_utc, parse_rfc3339_utc
+#include "pipeline/event_text.hpp"
 
 namespace vigil {
 
@@ -14,6 +15,8 @@ class EventEncoder {
  public:
   // Adds "type", "seq" (0, 1, 2, ... per encoder) and "time" to body and serialises it.
   std::string encode(const std::string& type, nlohmann::json body, int64_t utc_ns);
+  // The same for an object written as text (begun, not ended): adds the three and ends it.
+  const std::string& finish(std::string_view type, EventText& text, int64_t utc_ns);
   uint64_t next_seq() const noexcept { return seq_; }
   void set_next_seq(uint64_t seq) noexcept { seq_ = seq; }  // a rebuilt service continues the count
 

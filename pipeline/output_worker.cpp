@@ -178,17 +178,20 @@ bool OutputWorker::send_waveforms(DataOutput& out) noexcept {
 void OutputWorker::send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept {
   if (event_outputs_.empty()) return;
   try {
-    const std::string text = encoder_.encode(type, std::move(body), utc_ns);
-    for (EventOutput& e : event_outputs_) {
-      if (e.sender->send(text.data(), text.size())) {
-        counters_.events_sent.fetch_add(1, std::memory_order_relaxed);
-        counters_.bytes_sent.fetch_add(text.size(), std::memory_order_relaxed);
-      } else {
-        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
+    send_event_text(encoder_.encode(type, std::move(body), utc_ns));
   } catch (...) {  // out of memory while formatting: the event is lost, and counted
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void OutputWorker::send_event_text(const std::string& text) noexcept {
+  for (EventOutput& e : event_outputs_) {
+    if (e.sender->send(text.data(), text.size())) {
+      counters_.events_sent.fetch_add(1, std::memory_order_relaxed);
+      counters_.bytes_sent.fetch_add(text.size(), std::memory_order_relaxed);
+    } else {
+      counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 
@@ -222,7 +225,6 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       send_event("backend", std::move(body), utc_now_ns());
       return;
     }
-    nlohmann::json body;
     const char* type = "alarm";
     switch (ev.kind) {
       case EventKind::kAlarmRaised:
@@ -234,13 +236,29 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       case EventKind::kSourceOverrun:
       case EventKind::kBackendFallback: break;  // handled above
     }
-    body["stage"] = graph_.stage_name(ev.stage);
-    body["band"] = graph_.stage_input_band_name(ev.stage, ev.band);
-    body["channel"] = ev.channel;
-    body["frame"] = ev.frame;
-    body["sample_time"] = rfc3339_utc(ev.t_utc_ns);
-    graph_.stage(ev.stage).describe_event(ev, body);
-    send_event(type, std::move(body), utc_now_ns());
+    // The fields every stage event has, then the stage's own: as text where the stage writes it
+    // so (AE hits and levels, thousands a second), else through a JSON body.
+    auto common = [&](auto& out) {
+      out.field("stage", graph_.stage_name(ev.stage));
+      out.field("band", graph_.stage_input_band_name(ev.stage, ev.band));
+      out.field("channel", ev.channel);
+      out.field("frame", ev.frame);
+      out.field("sample_time", rfc3339_utc(ev.t_utc_ns));
+    };
+    const Stage& stage = graph_.stage(ev.stage);
+    if (!event_outputs_.empty()) {
+      event_text_.begin();
+      common(event_text_);
+      if (stage.write_event(ev, event_text_)) {
+        send_event_text(encoder_.finish(type, event_text_, utc_now_ns()));
+      } else {
+        nlohmann::json body;
+        JsonFields fields{body};
+        common(fields);
+        stage.describe_event(ev, body);
+        send_event(type, std::move(body), utc_now_ns());
+      }
+    }
     const size_t by = ev.kind == EventKind::kAeHit ? 1 : ev.kind == EventKind::kAeLevel ? 2 : ev.kind == EventKind::kVibration ? 3 : 0;
     events_by_type_[by].fetch_add(1, std::memory_order_relaxed);
   } catch (...) {

@@ -96,7 +96,9 @@ class OutputWorker {
   // Hands out's batched data packets to its sender (send_lane batches them).
   void flush(DataOutput& out) noexcept;
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
+  void send_event_text(const std::string& text) noexcept;  // to every event output, counted
   void send_event_record(const EventRecord& ev) noexcept;
+  EventText event_text_;  // a stage event written as text (Stage::write_event), reused
   void housekeeping(bool final_report) noexcept;
   void watch_receiver(const UdpSender& sender, ReceiverWatch& watch, int64_t now) noexcept;
 

@@ -12,6 +12,7 @@
 namespace vigil {
 
 struct EventRecord;
+class EventText;
 class WaveformChannel;
 
 enum class StageStatus { kOk, kFailed };
@@ -51,6 +52,10 @@ class Stage {
   // Output thread: adds this stage's fields for one of its events to `body` (which already has
   // stage, band, channel, frame and sample_time). Reads only what prepare() set. May throw.
   virtual void describe_event(const EventRecord& /*ev*/, nlohmann::json& /*body*/) const {}
+  // The same fields as describe_event, written as text (EventText) for event kinds that come by
+  // the thousand: true where the stage did so; false (the default) makes the output thread use
+  // describe_event. Output thread.
+  virtual bool write_event(const EventRecord& /*ev*/, EventText& /*text*/) const { return false; }
   // Any thread: adds this stage's counters to a status event (atomics only).
   virtual void add_status(nlohmann::json& /*status*/) const {}
   // Page-locked memory, for the graph to spare host copies (the CUDA stages' staging; see

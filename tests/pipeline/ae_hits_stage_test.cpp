@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "../support/ae_lanes.hpp"
 #include "../support/stage_run.hpp"
 #include "config/settings.hpp"
+#include "pipeline/event_text.hpp"
 
 namespace vigil {
 namespace {
@@ -81,6 +83,33 @@ TEST(AeHitsStage, EventsPerLaneBoundsHitsAndLevels) {
   p.max_duration = 10;  // cut short: closer together
   p.level_interval = 0;
   EXPECT_EQ(AeHitsStage::events_per_lane(p, 10000), 10000u / 61 + 2);
+}
+
+
+// The output thread writes AE events as text (write_event): the same fields and values as the
+// JSON body describe_event gives, for every hit and level of a run.
+TEST(AeHitsStage, EventsWrittenAsTextEqualTheirJsonBodies) {
+  const uint32_t bands = 1, channels = 5, total = 300000, max_chunk = 65536;
+  AeHitSettings s;
+  s.preamp_gain_db = 20;
+  s.level_interval_s = 0.01;
+  AeHitsStage stage(s, 2, nullptr);
+  stage.prepare({kRate, channels, bands, {"a"}, 0}, max_chunk);
+  const std::vector<float> x = test::ae_lanes(kRate, bands * channels, total, 13, 5);
+  const test::StageRun r = test::run_stage(stage, {channels, bands, 0, max_chunk}, x, total, {max_chunk, 1000}, {});
+  size_t hits = 0, levels = 0;
+  EventText text;
+  for (const EventRecord& e : r.events) {
+    nlohmann::json body;
+    stage.describe_event(e, body);
+    text.begin();
+    ASSERT_TRUE(stage.write_event(e, text));
+    text.end();
+    ASSERT_EQ(nlohmann::json::parse(text.str()), body) << text.str();
+    (e.kind == EventKind::kAeHit ? hits : levels) += 1;
+  }
+  EXPECT_GT(hits, 50u);
+  EXPECT_GT(levels, 50u);
 }
 
 }  // namespace

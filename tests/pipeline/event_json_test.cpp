@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 namespace vigil {
 namespace {
 
@@ -39,6 +42,57 @@ TEST(EventJson, EncoderAddsTypeSeqAndTime) {
     EXPECT_EQ(j["channel"], 2);
   }
   EXPECT_EQ(enc.next_seq(), 3u);
+}
+
+
+// EventText writes what nlohmann::json would read back to the same values: doubles in their
+// shortest round-trip form (".0" where that looks like an integer), non-finite ones as null,
+// strings escaped.
+TEST(EventJson, EventTextReadsBackAsItsValues) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> mant(-1.0, 1.0);
+  std::uniform_int_distribution<int> exp10(-30, 30);
+  EventText t;
+  for (int round = 0; round < 200; ++round) {
+    const double d = mant(rng) * std::pow(10.0, exp10(rng));
+    const uint64_t u = rng();
+    const int64_t i = int64_t(rng());
+    t.begin();
+    t.field("d", d);
+    t.field("whole", 45.0);
+    t.field("u", u);
+    t.field("i", i);
+    t.field("small", uint16_t(7));
+    t.field("yes", true);
+    t.field("nan", std::nan(""));
+    t.field("inf", -HUGE_VAL);
+    t.field("s", "a \"quoted\" \\ line\n\tand \x01");
+    t.end();
+    const nlohmann::json j = nlohmann::json::parse(t.str());
+    EXPECT_EQ(j["d"].get<double>(), d) << t.str();
+    EXPECT_TRUE(j["whole"].is_number_float()) << t.str();
+    EXPECT_EQ(j["whole"].get<double>(), 45.0);
+    EXPECT_EQ(j["u"].get<uint64_t>(), u);
+    EXPECT_EQ(j["i"].get<int64_t>(), i);
+    EXPECT_EQ(j["small"], 7);
+    EXPECT_EQ(j["yes"], true);
+    EXPECT_TRUE(j["nan"].is_null());
+    EXPECT_TRUE(j["inf"].is_null());
+    EXPECT_EQ(j["s"], "a \"quoted\" \\ line\n\tand \x01");
+    EXPECT_EQ(j.size(), 9u);
+  }
+}
+
+// finish() adds type, seq and time as encode() does, from the same count.
+TEST(EventJson, EncoderFinishesTextLikeABody) {
+  EventEncoder enc;
+  EventText t;
+  (void)enc.encode("alarm", {{"channel", 2}}, 0);
+  t.begin();
+  t.field("channel", 3);
+  const nlohmann::json j = nlohmann::json::parse(enc.finish("ae_hit", t, 1'000'000'000));
+  EXPECT_EQ(j, nlohmann::json({{"channel", 3}, {"type", "ae_hit"}, {"seq", 1}, {"time", "1970-01-01T00:00:01.000000000Z"}}));
+  EXPECT_EQ(enc.next_seq(), 2u);
 }
 
 }  // namespace
