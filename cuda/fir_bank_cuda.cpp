@@ -156,6 +156,13 @@ cudaError_t FirBankCuda::run_block() noexcept {
   return cudaSuccess;
 }
 
+cudaError_t FirBankCuda::set_stream(cudaStream_t stream) noexcept {
+  for (const int plan : {plan_forward_, plan_inverse_, plan_taps_, plan_bforward_, plan_binverse_})
+    if (plan && cufftSetStream(cufftHandle(plan), stream) != CUFFT_SUCCESS) return cudaErrorInvalidValue;
+  stream_ = stream;
+  return cudaSuccess;
+}
+
 uint32_t FirBankCuda::preferred_block(size_t taps) noexcept {
   uint32_t block = 4096;  // FFT 8192: one pass of cuFFT
   while (block < taps && block < 65536) block *= 2;

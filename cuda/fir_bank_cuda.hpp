@@ -43,6 +43,11 @@ class FirBankCuda {
 
   // Clears the history (enqueued). Throws CudaError.
   void reset();
+  // Later calls enqueue on `stream` (a reload primes the spare on a stream of its own). The
+  // caller orders the work across the two streams. Returns the first cuFFT failure as
+  // cudaErrorInvalidValue.
+  cudaError_t set_stream(cudaStream_t stream) noexcept;
+  cudaStream_t stream() const noexcept { return stream_; }
   // New taps, same band count and partitions per band (tap counts within the same multiple of
   // the block): the tap spectra are recomputed on the stream, nothing is allocated (a reload on
   // the pipeline thread). History is kept; the caller resets or crossfades. Returns the first error.

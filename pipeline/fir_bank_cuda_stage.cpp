@@ -21,6 +21,7 @@ FirBankCudaStage::FirBankCudaStage(FirBankSettings settings, uint16_t index, Cud
     : settings_(std::move(settings)), index_(index), options_(options) {}
 
 FirBankCudaStage::~FirBankCudaStage() {
+  if (reload_stream_) cudaStreamSynchronize(reload_stream_);
   if (staging_.stream()) cudaStreamSynchronize(staging_.stream());
   for (const ChunkGraph& g : graphs_) cudaGraphExecDestroy(g.exec);
   if (staging_.copy_stream()) cudaStreamSynchronize(staging_.copy_stream());
@@ -28,6 +29,11 @@ FirBankCudaStage::~FirBankCudaStage() {
     if (d) cudaFree(d);
   for (unsigned long long* d : d_counts_)
     if (d) cudaFree(d);
+  for (cudaEvent_t ev : {ev_before_reload_, ev_primed_})
+    if (ev) cudaEventDestroy(ev);
+  if (reload_stream_) cudaStreamDestroy(reload_stream_);
+  cudaFree(d_prime_in_);
+  cudaFree(d_prime_out_);
   // The filters go before the staging (a later member): its stream outlives them.
 }
 
@@ -59,6 +65,13 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   history_frames_ = uint32_t((block_ + max_taps_ - 1 + block_ - 1) / block_ * block_);
   history_.assign(channels_, history_frames_, max_frames_, !options_.mapped);
   prime_.assign(size_t(channels_) * history_frames_, 0.0f);
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&reload_stream_, cudaStreamNonBlocking));
+  VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&ev_before_reload_, cudaEventDisableTiming));
+  VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&ev_primed_, cudaEventDisableTiming));
+  prime_pinned_ = cuda::PinnedBuffer(prime_.size() * sizeof(float), false);
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_prime_in_), prime_.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(
+      cudaMalloc(reinterpret_cast<void**>(&d_prime_out_), size_t(bands_) * channels_ * max_frames_ * sizeof(float)));
   scratch_.assign(out_floats, 0.0f);
   fade_.assign(out_floats, 0.0f);
   // Warm-up: the first launches load the kernels and cuFFT's (lazy module loading) — milliseconds
@@ -234,16 +247,16 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, 
 void FirBankCudaStage::unwrap_history() noexcept { history_.newest(history_frames_, prime_.data(), history_frames_); }
 
 cudaError_t FirBankCudaStage::prime_gpu(cuda::FirBankCuda& bank) noexcept {
-  unwrap_history();
-  timing_ = false;  // not a chunk's work
-  cudaError_t e = cudaSuccess;
-  for (uint32_t at = 0; at < history_frames_ && e == cudaSuccess;) {
+  float* h = prime_pinned_.host<float>();
+  history_.newest(history_frames_, h, history_frames_);
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_prime_in_, h, size_t(channels_) * history_frames_ * sizeof(float),
+                                             cudaMemcpyHostToDevice, reload_stream_));
+  for (uint32_t at = 0; at < history_frames_;) {
     const uint32_t n = std::min(max_frames_, history_frames_ - at);
-    e = run_gpu(bank, prime_.data() + at, history_frames_, n);
+    VIGIL_CUDA_RETURN_IF_ERROR(bank.process(d_prime_in_ + at, history_frames_, n, d_prime_out_, max_frames_));
     at += n;
   }
-  timing_ = true;
-  return e;
+  return cudaEventRecord(ev_primed_, reload_stream_);
 }
 
 void FirBankCudaStage::prime_cpu() noexcept {
@@ -305,7 +318,8 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
   if (e == cudaSuccess && next_bank_) {  // a reload: crossfade from the old taps to the new over this chunk
     const float* h = staging_.host_out();
     std::copy(h, h + size_t(bands_) * channels_ * max_frames_, fade_.begin());
-    e = run_gpu(*next_bank_, in.data, in.stride, in.frames);
+    e = cudaStreamWaitEvent(staging_.stream(), ev_primed_, 0);  // the spare primed on the reload stream
+    if (e == cudaSuccess) e = run_gpu(*next_bank_, in.data, in.stride, in.frames);
     if (e == cudaSuccess) {
       h = staging_.host_out();
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)
@@ -361,7 +375,14 @@ void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
   // The spare gets the new taps and the state the new filter would have had (same history);
   // the next chunk crossfades to it. A failure is handled by the next process() like any other:
   // the CPU twin, with the new taps, takes over.
-  cudaError_t e = spare_->set_taps(u.taps);
+  // All of it on the reload stream: the taps' upload and spectra, the reset, the priming. The
+  // pipeline thread only enqueues; the next chunk's crossfade waits for it on the GPU.
+  // The spare's last use (the running filter before an earlier reload) was on the staging
+  // stream: the reload stream starts after it.
+  cudaError_t e = spare_->set_stream(reload_stream_);
+  if (e == cudaSuccess) e = cudaEventRecord(ev_before_reload_, staging_.stream());
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(reload_stream_, ev_before_reload_, 0);
+  if (e == cudaSuccess) e = spare_->set_taps(u.taps);
   if (e == cudaSuccess) {
     try {
       spare_->reset();
@@ -370,6 +391,7 @@ void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
     }
   }
   if (e == cudaSuccess) e = prime_gpu(*spare_);
+  if (const cudaError_t back = spare_->set_stream(staging_.stream()); e == cudaSuccess) e = back;
   if (e == cudaSuccess)
     next_bank_ = std::move(spare_);
   else

@@ -30,7 +30,9 @@
 // failed and every later one are filtered as if the CPU had run from the start: no chunk lost.
 // A reload's new taps go into a spare filter of the same shape made at prepare (nothing is
 // allocated or planned while running: that would stall the GPU), primed from the same history,
-// and crossfaded to over one chunk.
+// and crossfaded to over one chunk. The taps' upload and spectra and the priming run on a
+// stream of their own: the pipeline thread only enqueues them, and the crossfade's chunk waits
+// for them on the GPU.
 // Only built with CUDA (VIGIL_HAVE_CUDA).
 #pragma once
 
@@ -115,7 +117,8 @@ class FirBankCudaStage final : public Stage {
   // Captures enqueue(bank, max_frames_, ..., slot, copy_in) as a graph; false (and no graph) on failure.
   bool capture(cuda::FirBankCuda& bank, unsigned slot, bool copy_in) noexcept;
   cudaGraphExec_t graph_for(const cuda::FirBankCuda& bank, unsigned slot, bool copy_in) const noexcept;
-  // Runs the last history_ frames through `bank` (GPU) or the CPU twin, discarding the output.
+  // Runs the last history_ frames through `bank` (GPU: enqueued on the reload stream, ev_primed_
+  // recorded after it) or the CPU twin, discarding the output.
   cudaError_t prime_gpu(cuda::FirBankCuda& bank) noexcept;
   void prime_cpu() noexcept;
   void unwrap_history() noexcept;                // ring -> prime_ (oldest first)
@@ -146,6 +149,14 @@ class FirBankCudaStage final : public Stage {
   StagedInputHistory history_;               // the newest history_frames_ input frames
   uint32_t history_frames_ = 0;
   std::vector<float> prime_;                 // unwrapped history, channels x history_frames_
+  // A reload primes the spare on a stream of its own, off the pipeline thread's path: the
+  // history goes up from page-locked memory, the spare's output is discarded on the device, and
+  // the crossfade's chunk waits for ev_primed_ on the GPU.
+  cudaStream_t reload_stream_ = nullptr;
+  cudaEvent_t ev_before_reload_ = nullptr, ev_primed_ = nullptr;
+  cuda::PinnedBuffer prime_pinned_;          // channels x history_frames_
+  float* d_prime_in_ = nullptr;              // channels x history_frames_
+  float* d_prime_out_ = nullptr;             // bands x channels x max_frames
   std::vector<float> scratch_;               // CPU priming output: bands x channels x max_frames
   std::vector<float> fade_;                  // the old filter's output during a crossfade
   uint64_t chunks_ = 0;
