@@ -18,6 +18,9 @@ FirBankCuda::FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint3
     throw std::invalid_argument("FirBankCuda: bands must be 1..256, got " + std::to_string(band_taps.size()));
   if (channels < 1 || channels > 4096)
     throw std::invalid_argument("FirBankCuda: channels must be 1..4096, got " + std::to_string(channels));
+  if (size_t(band_taps.size()) * channels > 65535)  // a grid dimension of the kernels
+    throw std::invalid_argument("FirBankCuda: bands x channels must be at most 65535, got " +
+                                std::to_string(band_taps.size() * channels));
   if (block < 16 || block > 65536 || (block & (block - 1)))
     throw std::invalid_argument("FirBankCuda: block must be a power of two 16..65536, got " + std::to_string(block));
   std::vector<uint32_t> parts;

@@ -21,7 +21,8 @@ namespace vigil::cuda {
 
 class FirBankCuda {
  public:
-  // band_taps: 1..256 bands of 1..2^20 taps; channels: 1..4096; block: a power of two 16..65536;
+  // band_taps: 1..256 bands of 1..2^20 taps; channels: 1..4096, bands x channels <= 65535;
+  // block: a power of two 16..65536;
   // batch_frames: the calls to take in one batch (above; 0: none). All device memory and cuFFT
   // plans are made here. Throws std::invalid_argument or CudaError.
   FirBankCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t block,

@@ -247,6 +247,9 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, 
 void FirBankCudaStage::unwrap_history() noexcept { history_.newest(history_frames_, prime_.data(), history_frames_); }
 
 cudaError_t FirBankCudaStage::prime_gpu(cuda::FirBankCuda& bank) noexcept {
+  // The page-locked history is free once an earlier priming's copy from it is done (the chunk
+  // that crossfaded to that reload waited for it already: this returns at once).
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(ev_primed_));
   float* h = prime_pinned_.host<float>();
   history_.newest(history_frames_, h, history_frames_);
   VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_prime_in_, h, size_t(channels_) * history_frames_ * sizeof(float),

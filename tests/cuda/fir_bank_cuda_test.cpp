@@ -154,6 +154,7 @@ TEST(FirBankCuda, RejectsBadParameters) {
   EXPECT_THROW(cuda::FirBankCuda({}, 1, 64), std::invalid_argument);
   EXPECT_THROW(cuda::FirBankCuda({{}}, 1, 64), std::invalid_argument);
   EXPECT_THROW(cuda::FirBankCuda({{1.0f}}, 0, 64), std::invalid_argument);
+  EXPECT_THROW(cuda::FirBankCuda(std::vector<std::vector<float>>(17, {1.0f}), 4096, 64), std::invalid_argument);
 }
 
 TEST(FirBankCuda, PrefersOnePartitionAndAOnePassFft) {
