@@ -17,6 +17,34 @@
 
 namespace {
 
+// 5 warm-up calls, then every iteration's GPU time from CUDA events around one call on `stream`.
+template <class Call>
+void time_on_stream(benchmark::State& state, cudaStream_t stream, Call&& call) {
+  cudaEvent_t start, stop;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 5; ++i) VIGIL_CUDA_CHECK(call());
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (auto _ : state) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
+    VIGIL_CUDA_CHECK(call());
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(double(ms) / 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+// x on the device, and an output buffer of the same size.
+void to_device(const std::vector<float>& x, float*& d_x, float*& d_y) {
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_y), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+}
+
 void BM_DenoiseDb8(benchmark::State& state) {
   std::string why;
   if (!vigil::cuda::device_available(&why)) {
@@ -33,27 +61,10 @@ void BM_DenoiseDb8(benchmark::State& state) {
   vigil::DenoiseSpec spec;  // db8, deepest level, soft, finest
   vigil::cuda::WaveletDenoiserCuda den(spec, n, stream);
   float *d_x = nullptr, *d_y = nullptr;
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), n * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_y), n * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 5; ++i) VIGIL_CUDA_CHECK(den.process(d_x, d_y));
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    VIGIL_CUDA_CHECK(den.process(d_x, d_y));
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
+  to_device(x, d_x, d_y);
+  time_on_stream(state, stream, [&] { return den.process(d_x, d_y); });
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(n));
   state.SetLabel("levels " + std::to_string(den.levels()));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaFree(d_x);
   cudaFree(d_y);
   cudaStreamDestroy(stream);
@@ -80,26 +91,9 @@ void BM_StreamingDenoiseS1(benchmark::State& state) {
   vigil::DenoiseSpec spec;  // db8, deepest level, soft, finest
   vigil::cuda::StreamingDenoiserCuda den(spec, 4096, lanes, frames, stream);
   float *d_x = nullptr, *d_y = nullptr;
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), n * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_y), n * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 5; ++i) VIGIL_CUDA_CHECK(den.process(d_x, frames, frames, d_y, frames));
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    VIGIL_CUDA_CHECK(den.process(d_x, frames, frames, d_y, frames));
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
+  to_device(x, d_x, d_y);
+  time_on_stream(state, stream, [&] { return den.process(d_x, frames, frames, d_y, frames); });
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(n));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaFree(d_x);
   cudaFree(d_y);
   cudaStreamDestroy(stream);

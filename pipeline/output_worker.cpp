@@ -236,7 +236,7 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       case EventKind::kSourceOverrun:
       case EventKind::kBackendFallback: break;  // handled above
     }
-    // The fields every stage event has, then the stage's own: as text where the stage writes it
+    // The stage's own fields and those every stage event has: as text where the stage writes it
     // so (AE hits and levels, thousands a second), else through a JSON body.
     auto common = [&](auto& out) {
       out.field("stage", graph_.stage_name(ev.stage));
@@ -248,8 +248,8 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
     const Stage& stage = graph_.stage(ev.stage);
     if (!event_outputs_.empty()) {
       event_text_.begin();
-      common(event_text_);
       if (stage.write_event(ev, event_text_)) {
+        common(event_text_);
         send_event_text(encoder_.finish(type, event_text_, utc_now_ns()));
       } else {
         nlohmann::json body;

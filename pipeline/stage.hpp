@@ -53,8 +53,8 @@ class Stage {
   // stage, band, channel, frame and sample_time). Reads only what prepare() set. May throw.
   virtual void describe_event(const EventRecord& /*ev*/, nlohmann::json& /*body*/) const {}
   // The same fields as describe_event, written as text (EventText) for event kinds that come by
-  // the thousand: true where the stage did so; false (the default) makes the output thread use
-  // describe_event. Output thread.
+  // the thousand: true where the stage did so; false (the default), having written nothing, makes
+  // the output thread use describe_event. Output thread.
   virtual bool write_event(const EventRecord& /*ev*/, EventText& /*text*/) const { return false; }
   // Any thread: adds this stage's counters to a status event (atomics only).
   virtual void add_status(nlohmann::json& /*status*/) const {}
