@@ -1,7 +1,9 @@
 // AE hit engine throughput: CPU (one thread, all lanes in turn) and CUDA (device-resident input,
 // CUDA events around enqueue after warm-up; second argument 0: one warp per lane, 1: each lane's
 // chunk split into segments; not above 256 lanes), 65536-frame chunks of noise with Poisson bursts at 200 hits/s per
-// lane, 2 MS/s. Lanes: 16 (one S1 rig) and 800 (fifty).
+// lane, 2 MS/s. Lanes: 16 (one S1 rig) and 800 (fifty). BM_AeHitsCudaS1: S1's signal and settings
+// (bench/scenarios/s1-ae.yaml: 10 MS/s, bursts of 0.05 at 300 kHz decaying over 100 us, HDT 800 us,
+// PDT 200 us, HLT 1 ms, levels every 1 s), segmented.
 #include <benchmark/benchmark.h>
 
 #include <vector>
@@ -17,15 +19,16 @@ namespace {
 
 constexpr uint32_t kFrames = 65536;
 constexpr double kRate = 2e6;
+constexpr double kRateS1 = 10e6;
 
-std::vector<float> lanes_of_signal(uint32_t lanes) {
+std::vector<float> lanes_of_signal(uint32_t lanes, bool s1 = false) {
   vigil::SyntheticSpec spec;
-  spec.rate_hz = kRate;
+  spec.rate_hz = s1 ? kRateS1 : kRate;
   spec.channels = lanes;
   spec.format = vigil::SampleFormat::kFloat32;
   vigil::ChannelSignal s;
   s.noise_rms = 3e-4;
-  s.bursts = {0.03, 150e3, 20e-6, 80e-6, 200, {}};
+  s.bursts = s1 ? vigil::BurstSpec{0.05, 300e3, 20e-6, 100e-6, 200, {}} : vigil::BurstSpec{0.03, 150e3, 20e-6, 80e-6, 200, {}};
   spec.signals = {s};
   vigil::SyntheticSource src(spec);
   std::vector<float> x(size_t(lanes) * kFrames);
@@ -33,13 +36,13 @@ std::vector<float> lanes_of_signal(uint32_t lanes) {
   return x;
 }
 
-vigil::AeSampleParams params() {
+vigil::AeSampleParams params(bool s1 = false) {
   vigil::AeHitSettings s;
   s.threshold_db = 45;
   s.full_scale_v = 10;
   s.preamp_gain_db = 40;
-  s.level_interval_s = 0.01;
-  return vigil::ae_sample_params(s, kRate);
+  s.level_interval_s = s1 ? 1.0 : 0.01;
+  return vigil::ae_sample_params(s, s1 ? kRateS1 : kRate);
 }
 
 void BM_AeHitsCpu(benchmark::State& state) {
@@ -59,21 +62,20 @@ void BM_AeHitsCpu(benchmark::State& state) {
 BENCHMARK(BM_AeHitsCpu)->Arg(16)->Unit(benchmark::kMicrosecond);
 
 #ifdef VIGIL_HAVE_CUDA
-void BM_AeHitsCuda(benchmark::State& state) {
+void run_cuda(benchmark::State& state, bool split, bool s1) {
   std::string why;
   if (!vigil::cuda::device_available(&why)) {
     state.SkipWithError(("no CUDA device: " + why).c_str());
     return;
   }
   const auto lanes = uint32_t(state.range(0));
-  const auto x = lanes_of_signal(lanes);
+  const auto x = lanes_of_signal(lanes, s1);
   float* d_x = nullptr;
   VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), x.size() * sizeof(float)));
   VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
   cudaStream_t stream;
   VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
-  const bool split = state.range(1) != 0;
-  vigil::cuda::AeHitDetectorCuda d(params(), lanes, 65536, false, false, split ? kFrames : 0);
+  vigil::cuda::AeHitDetectorCuda d(params(s1), lanes, 65536, false, false, split ? kFrames : 0);
   if (d.segmented(kFrames) != split) {
     state.SkipWithError("the segmented path does not take this call");
     return;
@@ -113,6 +115,10 @@ void BM_AeHitsCuda(benchmark::State& state) {
   cudaStreamDestroy(stream);
   cudaFree(d_x);
 }
+
+void BM_AeHitsCuda(benchmark::State& state) { run_cuda(state, state.range(1) != 0, false); }
+void BM_AeHitsCudaS1(benchmark::State& state) { run_cuda(state, true, true); }
+BENCHMARK(BM_AeHitsCudaS1)->Arg(16)->Arg(64)->Arg(256)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AeHitsCuda)
     ->Args({16, 0})
     ->Args({16, 1})

@@ -302,9 +302,119 @@ __device__ __forceinline__ bool ae_quiet_block(const AeSampleParams& p, AeChanne
   return true;
 }
 
+// Eight steps (n <= 256 samples from stream frame n0, v[u] lane j = sample 32u + j) at once inside
+// an open hit that cannot close or lock its peak in them: HDT and the maximum duration both run
+// out beyond the block, and the peak is locked or the block ends within PDT of it, so no sample
+// can lock it (a new peak only moves it later). No floating window or level interval may end in
+// the block. Then every sample's decisions follow from ballots taken at once: counts, the last
+// crossing, the largest |x| above threshold (at its first sample) and the sums up to that
+// crossing. A burst's body (S1: thousands of samples above threshold, HDT after the last) costs one
+// dependency chain per 256 samples here instead of eight. Returns false, having changed nothing,
+// when the steps must be taken one by one.
+__device__ __forceinline__ bool ae_busy_block(const AeSampleParams& p, AeChannelState& s, LaneSums& ls,
+                                              const float (&v)[8], uint64_t n0, unsigned n, unsigned lane) {
+  if (s.phase != AeChannelState::kHit) return false;
+  if (p.floating_window && p.floating_window - 1 - ls.window_pos < n) return false;
+  if (p.level_interval && p.level_interval - 1 - ls.level_pos < n) return false;
+  if (ae_close_point(p, s.hit) < n0 + n) return false;
+  const bool may_peak = !s.peak_locked;
+  if (may_peak && n0 + n - 1 - s.hit.peak_frame > p.pdt) return false;
+  const float thr = s.threshold;  // no window ends in the block
+  unsigned above[8], rising[8];
+  float best = -1.0f;  // the lane's largest |x| above threshold
+#pragma unroll
+  for (unsigned u = 0; u < 8; ++u) {
+    const bool valid = 32 * u + lane < n;
+    float prev = __shfl_up_sync(kFull, v[u], 1);  // lane 0: the step before's last, or s.prev
+    const float before = u ? __shfl_sync(kFull, v[u ? u - 1 : 0], 31) : s.prev;
+    if (lane == 0) prev = before;
+    const float a = fabsf(v[u]);
+    const bool ab = valid && a >= thr;
+    above[u] = __ballot_sync(kFull, ab);
+    rising[u] = __ballot_sync(kFull, valid && v[u] >= thr && prev < thr);
+    if (ab && a > best) best = a;
+  }
+  // The last sample above threshold in the block (none: the hit only takes the sums).
+  int last_u = -1;
+#pragma unroll
+  for (int u = 7; u >= 0; --u)
+    if (last_u < 0 && above[u]) last_u = u;
+  const unsigned last = last_u < 0 ? 0u : 32u * unsigned(last_u) + 31u - unsigned(__clz(above[last_u]));
+  double upto_sq = ls.run_sq, upto_ab = ls.run_abs, rest_sq = 0, rest_ab = 0;
+  float last_v = 0;
+#pragma unroll
+  for (unsigned u = 0; u < 8; ++u) {
+    const unsigned i = 32 * u + lane;
+    if (i < n) {
+      const double sq = double(v[u]) * v[u], ab = double(fabsf(v[u]));
+      if (p.floating_window) ls.noise += ab;
+      if (p.level_interval) {
+        ls.level_sq += sq;
+        ls.level_abs += ab;
+      }
+      if (last_u >= 0 && i <= last) {
+        upto_sq += sq;
+        upto_ab += ab;
+      } else {
+        rest_sq += sq;
+        rest_ab += ab;
+      }
+    }
+    if (u == (n - 1) / 32) last_v = v[u];
+  }
+  ls.window_pos += n;  // no wrap: no window or interval ends in the block
+  ls.level_pos += n;
+  s.prev = __shfl_sync(kFull, last_v, (n - 1) & 31u);
+  if (last_u < 0) {  // below threshold throughout: the lanes' shares take it, as in ae_quiet_block
+    ls.run_sq = upto_sq + rest_sq;
+    ls.run_abs = upto_ab + rest_ab;
+    return true;
+  }
+  unsigned counts_before[8], counted = 0;
+#pragma unroll
+  for (unsigned u = 0; u < 8; ++u) {
+    counts_before[u] = counted;
+    counted += unsigned(__popc(rising[u]));
+  }
+  if (may_peak) {
+    float m = best;
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, o));
+    if (m > s.hit.peak) {  // its first sample: the first step holding it, the lowest lane there
+      unsigned at = 0, at_u = 0;
+      bool found = false;
+#pragma unroll
+      for (unsigned u = 0; u < 8; ++u) {
+        const unsigned b = __ballot_sync(kFull, ((above[u] >> lane) & 1u) && fabsf(v[u]) == m);
+        if (!found && b) {
+          found = true;
+          at_u = u;
+          at = unsigned(__ffs(b) - 1);
+        }
+      }
+      s.hit.peak = m;
+      s.hit.peak_frame = n0 + 32 * at_u + at;
+      unsigned upto_at = 0;
+#pragma unroll
+      for (unsigned u = 0; u < 8; ++u)
+        if (u == at_u) upto_at = counts_before[u] + unsigned(__popc(rising[u] & (at == 31 ? kFull : (2u << at) - 1u)));
+      s.hit.counts_to_peak = s.hit.counts + upto_at;
+    }
+  }
+  s.hit.counts += counted;
+  s.hit.end_frame = n0 + last;
+  s.run_sq += warp_sum(upto_sq);
+  s.run_abs += warp_sum(upto_ab);
+  s.hit.sum_sq = s.run_sq;
+  s.hit.sum_abs = s.run_abs;
+  ls.run_sq = rest_sq;
+  ls.run_abs = rest_ab;
+  return true;
+}
+
 // Walks samples [from, to) of lane x (x[0] is stream frame first_frame; from is a multiple of 32
-// and to - from steps of 32, the last partial) through ae_step, eight steps' loads in flight and
-// eight quiet steps at once; on_step(v, n0, count) sees every step's samples first.
+// and to - from steps of 32, the last partial) through ae_step, eight steps' loads in flight, and
+// eight quiet steps, or eight steps of an open hit that cannot close in them, at once;
+// on_step(v, n0, count) sees every step's samples first.
 template <typename OnStep>
 __device__ __forceinline__ void ae_walk(const AeSampleParams& p, const AeSink& sink, AeChannelState& s, LaneSums& ls,
                                         const float* x, uint32_t from, uint32_t to, uint64_t first_frame,
@@ -325,6 +435,7 @@ __device__ __forceinline__ void ae_walk(const AeSampleParams& p, const AeSink& s
       on_step(v[u], first_frame + b, to - b < 32 ? to - b : 32);
     }
     if (ae_quiet_block(p, s, ls, v, first_frame + base, n, lane)) continue;
+    if (ae_busy_block(p, s, ls, v, first_frame + base, n, lane)) continue;
 #pragma unroll
     for (unsigned u = 0; u < kUnroll; ++u) {
       const uint32_t b = base + 32 * u;

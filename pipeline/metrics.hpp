@@ -35,6 +35,9 @@ struct OutputCounters {
   std::atomic<uint64_t> events_sent{0};
   std::atomic<uint64_t> deadline_misses{0};
   LatencyHistogram end_to_end;                     // last frame captured -> chunk's packets sent
+  // end_to_end's parts: captured -> taken by the pipeline; processed -> taken by the output thread;
+  // taken by the output thread -> its packets sent (processing itself is PipelineCounters'):
+  LatencyHistogram queued, handed_over, sending;
 };
 
 }  // namespace vigil

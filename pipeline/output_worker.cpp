@@ -150,6 +150,9 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
   }
   const int64_t done = mono_now_ns();
   counters_.end_to_end.record_ns(done - h.t_capture_mono_ns);
+  counters_.queued.record_ns(slot.t_dequeued_mono_ns - h.t_capture_mono_ns);
+  counters_.handed_over.record_ns(now - slot.t_processed_mono_ns);
+  counters_.sending.record_ns(done - now);
   if (done > h.t_capture_mono_ns + options_.deadline_budget_ns) {
     counters_.deadline_misses.fetch_add(1, std::memory_order_relaxed);
     // The culprit: the longest of waiting for the pipeline, the slowest stage, and sending.
@@ -310,6 +313,9 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
                           {"max", l.max_us()}};
   };
   j["latency_us"] = quantiles(counters_.end_to_end);
+  j["latency_parts_us"] = {{"queued", quantiles(counters_.queued)},
+                           {"handed_over", quantiles(counters_.handed_over)},
+                           {"sending", quantiles(counters_.sending)}};
   j["deadline_misses_by"] = {{"capture_queue", misses_by_[0].load(std::memory_order_relaxed)},
                              {"output", misses_by_[1].load(std::memory_order_relaxed)}};
   for (size_t i = 0; i < graph_.stage_count(); ++i) {

@@ -1,41 +1,56 @@
 #!/usr/bin/env python3
-"""One S1 load point with each stage's time: bench/scenarios/s1-ae.yaml with the channels, rate
-factor (0: unpaced), pool threads and memory given, vigild for --seconds with vigil-listen counting.
+"""One scenario load point with each stage's time (S1 unless --scenario says s2 or s3): its config from
+bench/scenarios/ with the channels, rate factor (0: unpaced), pool threads and memory given, vigild
+for --seconds with vigil-listen receiving its events and data.
 Prints one line from vigild's final status: input samples/s, deadline misses, dropped frames,
 latency p50/p99 (us), the pipeline's time per chunk p50/p99 (us: conversion, stages, hand-over) and each
 stage's time per chunk p50/p99 (us), with its GPU time p50 (CUDA events) and backend.
-Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident] [--pool-chunks 32]"""
-import argparse, os, signal, subprocess, tempfile, time
+Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident] [--pool-chunks 32]
+       scripts/s1_probe.py --scenario s2 --build build-gpu --channels 64 --rate-factor 1 [--busy-poll]"""
+import argparse, os, re, signal, subprocess, tempfile, time
 
-from bench_scenarios import final_status, free_port
+from bench_scenarios import FILES, final_status, free_port
 
 p = argparse.ArgumentParser()
+p.add_argument("--scenario", default="s1", choices=sorted(FILES))
 p.add_argument("--build", default="build")
 p.add_argument("--channels", type=int, default=16)
 p.add_argument("--rate-factor", type=float, default=1)
-p.add_argument("--threads", type=int, default=8)
-p.add_argument("--memory", default="auto", choices=["auto", "copy", "mapped"])
+p.add_argument("--threads", type=int, default=None, help="pipeline.threads (default: 8 for S1, one per core otherwise)")
+p.add_argument("--memory", default=None, choices=["auto", "copy", "mapped"], help="pipeline.memory (default: the config's, else auto)")
+p.add_argument("--busy-poll", action="store_true", help="pipeline.busy_poll true")
 p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
 p.add_argument("--pool-chunks", type=int, default=32, help="pipeline.pool_chunks (the pool is limited to 1 GiB: 8 for 384-512 channels)")
-p.add_argument("--resident", action="store_true", help="pipeline.gpu_resident true (AE hits on the GPU, chunk kept there); without it false")
+p.add_argument("--resident", action="store_true", help="S1: pipeline.gpu_resident true (AE hits on the GPU, chunk kept there); without it false")
 a = p.parse_args()
+if a.threads is None:
+    a.threads = 8 if a.scenario == "s1" else 0
 
 
 here = os.path.dirname(os.path.abspath(__file__))
-text = open(os.path.join(here, "..", "bench", "scenarios", "s1-ae.yaml")).read()
-port = free_port()
+text = open(os.path.join(here, "..", "bench", "scenarios", FILES[a.scenario])).read()
+port, data_port = free_port(), free_port()
 for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": a.rate_factor, "BACKEND": a.backend, "THREADS": a.threads,
-             "EVENT_PORT": port, "WISDOM": "off"}.items():
+             "BUSY_POLL": str(a.busy_poll).lower(), "EVENT_PORT": port, "DATA_PORT": data_port, "WISDOM": "off"}.items():
     text = text.replace(f"@{k}@", str(v))
-text = text.replace("pipeline: {", f"pipeline: {{memory: {a.memory}, gpu_resident: {str(a.resident).lower()}, ", 1)
-text = text.replace("pool_chunks: 32", f"pool_chunks: {a.pool_chunks}")
+# The pipeline line's keys: each given one replaces the config's value or is added to it.
+line = re.search(r"^pipeline: \{(.*)\}$", text, re.M)
+keys = dict(kv.split(": ", 1) for kv in re.split(r",\s*", line.group(1)))
+keys["threads"] = str(a.threads)
+keys["busy_poll"] = str(a.busy_poll).lower()
+if a.memory or "memory" not in keys:
+    keys["memory"] = a.memory or "auto"
+if a.scenario == "s1":
+    keys["gpu_resident"] = str(a.resident).lower()
+    keys["pool_chunks"] = str(a.pool_chunks)
+text = text[:line.start()] + "pipeline: {" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}" + text[line.end():]
 work = tempfile.mkdtemp(prefix="s1-probe-")
-config = os.path.join(work, "s1.yaml")
+config = os.path.join(work, a.scenario + ".yaml")
 open(config, "w").write(text)
 out = os.path.join(work, "listen.jsonl")
 listen = subprocess.Popen([os.path.join(a.build, "apps/vigil-listen"), "--event-port", str(port), "--data-port",
-                           str(free_port()), "--json"], stdout=open(out, "w"), stderr=subprocess.DEVNULL)
+                           str(data_port), "--json"], stdout=open(out, "w"), stderr=subprocess.DEVNULL)
 time.sleep(0.3)
 rc = subprocess.call([os.path.join(a.build, "apps/vigild"), "--config", config, "--seconds", str(a.seconds),
                       "--log-interval", "0"], stderr=open(os.path.join(work, "vigild.log"), "w"))
@@ -55,6 +70,8 @@ stages = " ".join(stage_text(name, s) for name, s in final.get("stages", {}).ite
 blame = {k: v for k, v in final.get("deadline_misses_by", {}).items() if v}
 blame.update({name: s["deadline_misses"] for name, s in final.get("stages", {}).items() if s.get("deadline_misses")})
 proc = final.get("processing_us", {})
-print(f"{a.channels} ch x{a.rate_factor} threads={a.threads} mem={a.memory} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
+parts = final.get("latency_parts_us", {})
+parts_text = " ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in parts.items())
+print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} | lat p50/p99 "
-      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} | stage p50/p99 us: {stages}", flush=True)
+      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} | {parts_text} | stage p50/p99 us: {stages}", flush=True)

@@ -173,6 +173,12 @@ void check_a_complete_run(const std::string& extra) {
   EXPECT_EQ(final_status["send_errors"].get<uint64_t>(), 0u);
   EXPECT_EQ(final_status["chunks_in"], final_status["chunks_out"]);
   EXPECT_GT(final_status["latency_us"]["max"].get<uint64_t>(), 0u);
+  // Each part of a chunk's latency is at most its whole.
+  for (const char* part : {"queued", "handed_over", "sending"}) {
+    const json& l = final_status["latency_parts_us"][part];
+    EXPECT_LE(l["p50"].get<uint64_t>(), l["max"].get<uint64_t>()) << part;
+    EXPECT_LE(l["max"].get<uint64_t>(), final_status["latency_us"]["max"].get<uint64_t>()) << part;
+  }
   // Per-stage times, miss attribution, queue depths (drained: 0) and events by type.
   for (const char* stage : {"bands", "alarm"}) {
     const json& st = final_status["stages"][stage];
