@@ -8,9 +8,9 @@
 //    pieces, its end state, its first above-threshold sample and its sums of x^2 and |x|.
 // 2. One warp per lane goes through its segments in order with the true state and decides, per
 //    segment, in closed form where it can:
-//    - nothing above threshold in the segment: an open hit closes where HDT or the maximum
-//      duration runs out (the same rule as ae_step's gaps) or takes the segment's sums; a lockout
-//      runs on; no hit can start.
+//    - nothing above threshold in the segment, or a lockout lasting past it: an open hit closes
+//      where HDT or the maximum duration runs out (the same rule as ae_step's gaps) or takes the
+//      segment's sums; a lockout runs on; no hit can start.
 //    - else, if the true state is idle by the first above-threshold sample (idle, or a lockout
 //      that has ended by then, including one that began where an open hit closed just before):
 //      the guess was right from the start, and the segment's hits and end state are taken as
@@ -133,7 +133,9 @@ __global__ void ae_join_kernel(AeHitsParams k, uint32_t seg_frames, uint32_t seg
         const uint64_t c = ae_close_point(p, s.hit);
         if (c < (fa == kNoneAbove ? end : fa)) ae_close_hit(p, out, s, c, lane);
       }
-      const unsigned how = fa == kNoneAbove ? 0
+      // A lockout lasting past the segment ignores whatever rises in it (a burst arriving then).
+      const bool locked_out = s.phase == AeChannelState::kLockout && s.lockout_end >= end;
+      const unsigned how = fa == kNoneAbove || locked_out ? 0
                            : s.phase == AeChannelState::kHit ||
                                      (s.phase == AeChannelState::kLockout && s.lockout_end > fa) || hits > kAeSegHits
                                ? 2

@@ -129,6 +129,12 @@ __device__ __forceinline__ void ae_step(const AeSampleParams& p, const AeSink& k
     }
   }
 
+  // A lockout that lasts past the step: samples above threshold change nothing (a burst that
+  // arrives during the lockout would otherwise be visited sample by sample below).
+  if (s.phase == AeChannelState::kLockout && s.lockout_end >= n0 + count) {
+    s.prev = __shfl_sync(kFull, v, count - 1);
+    return;
+  }
   const bool above = valid && a >= thr;
   const bool rising = valid && v >= thr && prev < thr;
   unsigned mask = __ballot_sync(kFull, above);
@@ -264,18 +270,21 @@ __device__ __forceinline__ void ae_step(const AeSampleParams& p, const AeSink& k
 }
 
 // Eight steps (n <= 256 samples from stream frame n0, v[u] lane j = sample 32u + j) at once when
-// nothing in them can change the state machine's course: no sample above threshold, no floating
-// window or level interval ending, an open hit that cannot close. The lanes' sums then take the
+// nothing in them can change the state machine's course: no sample above threshold (or a lockout
+// lasting past them), no floating window or level interval ending, an open hit that cannot close. The lanes' sums then take the
 // samples in the order ae_step would add them, so the result is the same to the bit. Returns
 // false, having changed nothing, when the steps must be taken one by one.
 __device__ __forceinline__ bool ae_quiet_block(const AeSampleParams& p, AeChannelState& s, LaneSums& ls,
                                                const float (&v)[8], uint64_t n0, unsigned n, unsigned lane) {
   if (p.floating_window && p.floating_window - 1 - ls.window_pos < n) return false;
   if (p.level_interval && p.level_interval - 1 - ls.level_pos < n) return false;
-  bool above = false;
+  // In a lockout that lasts past the block, samples above threshold change nothing either.
+  if (s.phase != AeChannelState::kLockout || s.lockout_end < n0 + n) {
+    bool above = false;
 #pragma unroll
-  for (unsigned u = 0; u < 8; ++u) above |= 32 * u + lane < n && fabsf(v[u]) >= s.threshold;
-  if (__any_sync(kFull, above)) return false;
+    for (unsigned u = 0; u < 8; ++u) above |= 32 * u + lane < n && fabsf(v[u]) >= s.threshold;
+    if (__any_sync(kFull, above)) return false;
+  }
   const bool hit = s.phase == AeChannelState::kHit;
   if (hit && ae_close_point(p, s.hit) < n0 + n) return false;
   float last = 0;
