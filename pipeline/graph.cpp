@@ -13,6 +13,7 @@
 #include "pipeline/ae_hits_cuda_stage.hpp"
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
+#include "pipeline/vibration_cuda_stage.hpp"
 #endif
 #include "pipeline/vibration_stage.hpp"
 
@@ -26,6 +27,8 @@ bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
   if (s.kind == "fir_bank") return true;
   if (s.kind == "wavelet_denoise") return DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params));
   if (s.kind == "ae_hits") return backend.gpu_resident && AeHitsCudaStage::fits(std::get<AeHitSettings>(s.params));
+  if (s.kind == "vibration")
+    return backend.gpu_resident && VibrationCudaStage::fits(std::get<VibrationStageSettings>(s.params));
 #else
   (void)s;
   (void)backend;  // every stage runs on the CPU in a build without CUDA
@@ -65,6 +68,9 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     else if (gpu && s.kind == "ae_hits")
       n.stage = std::make_unique<AeHitsCudaStage>(std::get<AeHitSettings>(s.params), uint16_t(i),
                                                   CudaStageOptions{backend.mapped, backend.fail_at_chunk});
+    else if (gpu && s.kind == "vibration")
+      n.stage = std::make_unique<VibrationCudaStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i),
+                                                     CudaStageOptions{backend.mapped, backend.fail_at_chunk}, pool_.get());
     else
 #endif
     if (s.kind == "fir_bank")

@@ -114,8 +114,21 @@ void VibrationStage::complete_window(Lane& lane, uint64_t end_frame) noexcept {
   lane.pending_end_frame = end_frame;
 }
 
+uint32_t VibrationStage::cut(uint32_t frames, uint32_t* starts, uint32_t max_runs) const noexcept {
+  if (!sums_segments() || lanes_.empty()) return 0;
+  const uint64_t seen = lanes_[0].seen;  // every lane has seen the same frames
+  uint32_t runs = 0, i = 0;
+  starts[0] = 0;
+  while (i < frames) {
+    if (runs == max_runs) return 0;
+    i += uint32_t(std::min<uint64_t>(frames - i, segment_ - (seen + i) % segment_));
+    starts[++runs] = i;
+  }
+  return runs;
+}
+
 // One lane's samples of a chunk, in runs that end where a segment or a window ends.
-void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, const Exec& exec) noexcept {
+void VibrationStage::push(Lane& lane, const float* x, const Moments* given, uint32_t frames, const Exec& exec) noexcept {
   const uint64_t window = analyzer_->window(), hop = analyzer_->hop();
   uint32_t i = 0;
   while (i < frames) {
@@ -136,7 +149,7 @@ void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, const Exe
         done += piece;
       }
     }
-    if (segment_) lane.segment = merge(lane.segment, moments_of(x + i, n));
+    if (segment_) lane.segment = merge(lane.segment, given ? *given++ : moments_of(x + i, n));
     lane.seen += n;
     i += n;
     if (segment_ && lane.seen % segment_ == 0) {
@@ -150,12 +163,22 @@ void VibrationStage::push(Lane& lane, const float* x, uint32_t frames, const Exe
 }
 
 StageStatus VibrationStage::process(const Block& in, Block&, const Exec& exec) noexcept {
+  return run(in, nullptr, 0, exec);
+}
+
+StageStatus VibrationStage::process_moments(const Block& in, const Moments* moments, uint32_t runs,
+                                            const Exec& exec) noexcept {
+  return run(in, moments, runs, exec);
+}
+
+StageStatus VibrationStage::run(const Block& in, const Moments* given, uint32_t runs, const Exec& exec) noexcept {
   const uint32_t lanes = in.bands * in.channels;
-  const uint32_t parts = WorkerPool::parts_for(pool_, lanes);
+  const uint32_t parts = given ? 1 : WorkerPool::parts_for(pool_, lanes);  // given: little left to split
   auto push_part = [&](uint32_t part) {
     const WorkerPool::Range r = WorkerPool::range(lanes, parts, part);
     for (uint32_t index = r.first; index < r.end; ++index)
-      push(lanes_[index], in.lane(index / in.channels, index % in.channels), in.frames, exec);
+      push(lanes_[index], given ? nullptr : in.lane(index / in.channels, index % in.channels),
+           given ? given + size_t(index) * runs : nullptr, in.frames, exec);
   };
   if (parts > 1)
     pool_->run(parts, push_part);

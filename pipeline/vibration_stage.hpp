@@ -35,6 +35,17 @@ class VibrationStage final : public Stage {
   // Windows whose analysis was overtaken by the next one before it ran (never, at sane hops).
   uint64_t windows_skipped() const noexcept { return windows_skipped_; }
 
+  // For the CUDA twin (pipeline/vibration_cuda_stage), after prepare(). sums_segments(): every
+  // statistic comes from segment moments (no metric needs the samples themselves), so the
+  // moments of each lane's runs are all process() takes from a chunk. cut(): where the next
+  // chunk of `frames` splits into those runs, the same for every lane (at segment ends):
+  // starts[0..runs], returns runs, or 0 where they would be more than max_runs. RT-safe.
+  bool sums_segments() const noexcept { return segment_ != 0 && !keep_samples_; }
+  uint32_t cut(uint32_t frames, uint32_t* starts, uint32_t max_runs) const noexcept;
+  // process() with lane l's moments of run r (cut()'s) given at moments[l * runs + r]; the
+  // block's samples are not read. RT-safe.
+  StageStatus process_moments(const Block& in, const Moments* moments, uint32_t runs, const Exec& exec) noexcept;
+
  private:
   struct Lane {
     // The last window + hop samples, circular, kept only when a metric needs them in order or
@@ -55,7 +66,9 @@ class VibrationStage final : public Stage {
     bool was_pending = false;      // ... and whether one was still waiting before it
     std::vector<AlarmRuleState> rules;
   };
-  void push(Lane& lane, const float* x, uint32_t frames, const Exec& exec) noexcept;
+  // given: the lane's moments of each run of the chunk (process_moments), else null: x is summed.
+  void push(Lane& lane, const float* x, const Moments* given, uint32_t frames, const Exec& exec) noexcept;
+  StageStatus run(const Block& in, const Moments* given, uint32_t runs, const Exec& exec) noexcept;
   void complete_window(Lane& lane, uint64_t end_frame) noexcept;
   void analyze(uint32_t lane, const Exec& exec) noexcept;
   std::vector<float> window_;  // the lane being analysed, unrolled into time order

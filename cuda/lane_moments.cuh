@@ -1,0 +1,29 @@
+// Per-lane moments of a chunk on the GPU, the twin of dsp/moments_of(): for every lane and every
+// run the chunk is cut into (the same cut for every lane: the vibration stage's segment ends),
+// the count, mean, central sums M2..M4, min and max, summed in double about the run's first
+// sample as the CPU does. Only these few numbers per lane and run cross to the host, where
+// dsp/merge() and stats_of() turn them into window statistics (RMS, peak, crest, kurtosis).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dsp/window_moments.hpp"
+
+namespace vigil::cuda {
+
+// Run r of every lane is [start[r], start[r + 1]), 1 <= runs <= kMaxRuns, each non-empty.
+struct RunSplit {
+  static constexpr uint32_t kMaxRuns = 64;
+  uint32_t runs = 0;
+  uint32_t start[kMaxRuns + 1] = {};
+};
+
+// d_out[l * split.runs + r] = moments_of(lane l's run r), lane l at d_x + l * stride, l < lanes.
+// Enqueued on `stream`; cudaErrorInvalidValue for a split out of range.
+cudaError_t launch_lane_moments(const float* d_x, size_t stride, uint32_t lanes, const RunSplit& split,
+                                Moments* d_out, cudaStream_t stream) noexcept;
+
+}  // namespace vigil::cuda

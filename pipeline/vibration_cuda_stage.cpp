@@ -1,0 +1,114 @@
+// RT: process() and apply_update() on the pipeline thread; describe_event() on the output thread;
+// the rest on the main thread.
+#include "pipeline/vibration_cuda_stage.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "acquisition/rt_log.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/fault_injection.hpp"
+#include "pipeline/cuda_stage_events.hpp"
+
+namespace vigil {
+
+VibrationCudaStage::VibrationCudaStage(VibrationStageSettings settings, uint16_t index, CudaStageOptions options,
+                                       WorkerPool* pool)
+    : index_(index), options_(options), cpu_(std::move(settings), index, pool) {}
+
+VibrationCudaStage::~VibrationCudaStage() = default;
+
+StreamFormat VibrationCudaStage::prepare(const StreamFormat& in, uint32_t max_frames) {
+  const StreamFormat out = cpu_.prepare(in, max_frames);  // validates the settings
+  lanes_ = in.bands * in.channels;
+  max_frames_ = max_frames;
+  gpu_ = cpu_.sums_segments();
+  on_cpu_.store(!gpu_, std::memory_order_relaxed);
+  if (!gpu_) return out;
+  staging_.prepare(lanes_, 0, max_frames_, options_.mapped);
+  moments_ = cuda::PinnedBuffer(size_t(lanes_) * cuda::RunSplit::kMaxRuns * sizeof(Moments), true);
+  // Warm-up (module loading) on a chunk of zeros; the twin's state is not touched.
+  std::fill_n(staging_.host_in(), size_t(lanes_) * max_frames_, 0.0f);
+  cuda::RunSplit split;
+  split.runs = 1;
+  split.start[1] = max_frames_;
+  Block zeros{staging_.host_in(), max_frames_, max_frames_, in.channels, in.bands};
+  VIGIL_CUDA_CHECK(run_gpu(zeros, split));
+  timing_ = true;
+  return out;
+}
+
+cudaError_t VibrationCudaStage::run_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
+  // The producer's output still on the device (a CUDA stage that ran there this chunk): read it
+  // there. Else the host block, staged (or read in place when it is the bound staging).
+  const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
+  if (!device_in) staging_.stage(in.data, in.stride, in.frames);
+  const bool from_bound = staging_.reads_bound(in.data);
+  const cudaError_t e = staging_.run(
+      [&] {
+        return staging_.enqueue(
+            in.frames,
+            [&](const float* d_in, float*, size_t stride) {
+              return cuda::launch_lane_moments(d_in, stride, lanes_, split, moments_.device<Moments>(),
+                                               staging_.stream());
+            },
+            from_bound, device_in);
+      },
+      timing_);
+  if (e == cudaSuccess && device_in && timing_) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
+  return e;
+}
+
+StageStatus VibrationCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
+  cudaGetLastError();  // clear a non-sticky error so later CUDA calls (other stages) start clean
+  cuda_errors_.fetch_add(1, std::memory_order_relaxed);
+  on_cpu_.store(true, std::memory_order_relaxed);
+  emit_event(exec, cuda_fallback_event(index_, exec, error));
+  if (exec.log)
+    exec.log->printf(3, "vibration stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin",
+                     unsigned(index_), cudaGetErrorName(error), cudaGetErrorString(error),
+                     (unsigned long long)exec.chunk.first_frame);
+  // This chunk's input on the host: a producer that kept it on the device copies it back. Where
+  // even that fails (the GPU is gone), the chunk is lost to this stage: a stage failure.
+  if (producer_ && !producer_->make_output_host_valid(in.frames)) return StageStatus::kFailed;
+  return cpu_.process(in, out, exec);  // the windows' state is the twin's already
+}
+
+StageStatus VibrationCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
+  out.frames = in.frames;
+  if (on_cpu_.load(std::memory_order_relaxed)) return cpu_.process(in, out, exec);
+  ++chunks_;
+  cuda::RunSplit split;
+  split.runs = cpu_.cut(in.frames, split.start, cuda::RunSplit::kMaxRuns);
+  if (split.runs == 0) {  // more runs than the kernel takes (or an empty chunk): the twin sums it
+    chunks_on_cpu_.fetch_add(1, std::memory_order_relaxed);
+    if (producer_ && !producer_->make_output_host_valid(in.frames)) return StageStatus::kFailed;
+    return cpu_.process(in, out, exec);
+  }
+  cudaError_t e = cudaSuccess;
+  if (options_.fail_at_chunk && chunks_ == options_.fail_at_chunk) e = cuda::launch_failing_kernel_for_test(staging_.stream());
+  if (e == cudaSuccess) e = run_gpu(in, split);
+  if (e != cudaSuccess) return fall_back(in, out, exec, e);
+  return cpu_.process_moments(in, moments_.host<Moments>(), split.runs, exec);
+}
+
+void VibrationCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+  if (ev.kind == EventKind::kBackendFallback)
+    describe_cuda_fallback(ev, body);
+  else
+    cpu_.describe_event(ev, body);
+}
+
+void VibrationCudaStage::add_status(nlohmann::json& status) const {
+  if (gpu_) {
+    staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
+  } else {
+    status["backend"] = "cpu";  // window and hop share no segment: the twin keeps the samples
+    status["cuda_errors"] = 0;
+  }
+  status["device_input_chunks"] = device_input_chunks();
+  status["chunks_summed_on_cpu"] = chunks_on_cpu_.load(std::memory_order_relaxed);
+}
+
+}  // namespace vigil

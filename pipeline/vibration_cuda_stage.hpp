@@ -1,0 +1,77 @@
+// VibrationCudaStage: the vibration stage on the CUDA backend. Where every statistic comes from
+// segment moments (no spectral metric needs the samples: VibrationStage::sums_segments), the GPU
+// sums each lane's chunk into the moments of its runs (cuda/lane_moments: the detector reduction
+// of issue 8), and only those few numbers per lane cross to the host, where the CPU stage merges
+// them into windows, analyses them and raises the same events. The input is read on the device
+// where the CUDA stage before it left it there (a FIR bank's bands: Stage::bind_producer), else
+// through page-locked staging.
+//
+// The CPU twin is the CPU stage itself (pipeline/vibration_stage): its window and alarm state lives
+// on the host either way, so on a CUDA error (counted, one `backend` event, state fallback) it
+// sums that chunk and every later one itself, with the failing chunk brought to the host: no chunk
+// lost. Settings whose statistics need the samples run on the twin from the start (`backend`
+// `cpu` in the status). Only built with CUDA (VIGIL_HAVE_CUDA).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+
+#include "cuda/lane_moments.cuh"
+#include "cuda/pinned_buffer.hpp"
+#include "pipeline/cuda_staging.hpp"
+#include "pipeline/fir_bank_cuda_stage.hpp"  // CudaStageOptions
+#include "pipeline/stage.hpp"
+#include "pipeline/vibration_stage.hpp"
+
+namespace vigil {
+
+class VibrationCudaStage final : public Stage {
+ public:
+  // Whether these settings can sum on the GPU: no metric that needs the window's samples in
+  // order (velocity, envelope). (Windows and hops with no common segment of 64 samples or more
+  // also keep the samples: prepare() finds that, and the twin runs them.)
+  static bool fits(const VibrationStageSettings& s) noexcept { return !s.analysis.velocity && !s.analysis.envelope; }
+  // pool: the twin's, for the lanes it sums itself (null: the pipeline thread alone).
+  VibrationCudaStage(VibrationStageSettings settings, uint16_t index, CudaStageOptions options,
+                     WorkerPool* pool = nullptr);
+  ~VibrationCudaStage() override;
+
+  StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
+  StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
+  void reset() noexcept override { cpu_.reset(); }
+  void acknowledge() noexcept override { cpu_.acknowledge(); }
+  StageUpdatePlan plan_update(const StageSettings& next) const override { return cpu_.plan_update(next); }
+  void apply_update(StageUpdate& update) noexcept override { cpu_.apply_update(update); }
+  void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+  void add_status(nlohmann::json& status) const override;
+  // The staged input, for the graph to spare host copies; the producer's device output (Stage).
+  void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }
+  float* input_buffer() const noexcept override { return gpu_ ? staging_.host_in() : nullptr; }
+  void bind_producer(Stage* producer) noexcept override { producer_ = producer; }
+  bool needs_host_input() const noexcept override { return on_cpu(); }
+
+  // Whether the CPU twin sums the chunks (settings that need the samples, or after a CUDA error).
+  bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
+  // Chunks whose input was read where the stage before left it on the device.
+  uint64_t device_input_chunks() const noexcept { return device_input_chunks_.load(std::memory_order_relaxed); }
+
+ private:
+  cudaError_t run_gpu(const Block& in, const cuda::RunSplit& split) noexcept;
+  StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
+
+  uint16_t index_;
+  CudaStageOptions options_;
+  VibrationStage cpu_;  // the twin: windows, analyses, alarms and events; sums after a CUDA error
+  uint32_t lanes_ = 0, max_frames_ = 0;
+  bool gpu_ = false;       // the GPU sums this stage's chunks (sums_segments)
+  CudaStaging staging_;
+  cuda::PinnedBuffer moments_;  // lanes x RunSplit::kMaxRuns Moments, mapped: the kernel writes them
+  Stage* producer_ = nullptr;
+  uint64_t chunks_ = 0;
+  std::atomic<bool> on_cpu_{false};
+  std::atomic<uint64_t> cuda_errors_{0}, device_input_chunks_{0}, chunks_on_cpu_{0};
+  bool timing_ = false;  // not during the warm-up
+};
+
+}  // namespace vigil

@@ -1,0 +1,104 @@
+// The per-lane run moments kernel against its CPU twin moments_of(): random lanes with a DC offset
+// and planted spikes, runs of 1 sample to 2^20, several cuts per chunk, rows not packed,
+// NaN-poisoned outputs; and the window statistics merged from the runs against
+// vibration_stats() over the whole lane.
+#include "cuda/lane_moments.cuh"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "../support/signals.hpp"
+#include "cuda/cuda_check.hpp"
+#include "dsp/vibration_stats.hpp"
+#include "dsp/window_moments.hpp"
+
+namespace vigil {
+namespace {
+
+// Both sum in double, in different orders: agreement to 1e-9 relative (of the sum's scale).
+bool near(double got, double want, double scale) { return std::fabs(got - want) <= 1e-9 * std::max(scale, 1e-300); }
+
+TEST(LaneMomentsCuda, EqualMomentsOfEveryRunOfEveryLane) {
+  std::string why;
+  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
+  struct Case {
+    uint32_t lanes;
+    std::vector<uint32_t> runs;  // lengths
+  };
+  const std::vector<Case> cases = {{1, {1}},           {3, {2, 1, 5}},          {5, {7}},
+                                   {16, {255, 1, 64}}, {64, {1000, 24, 1024}}, {8, {65536}},
+                                   {2, {1u << 20}},    {37, std::vector<uint32_t>(64, 33)}};
+  for (const Case& c : cases) {
+    cuda::RunSplit split;
+    split.runs = uint32_t(c.runs.size());
+    for (uint32_t r = 0; r < split.runs; ++r) split.start[r + 1] = split.start[r] + c.runs[r];
+    const uint32_t n = split.start[split.runs];
+    const size_t stride = n + 13;  // rows not packed: the stride is honoured
+    std::vector<float> x = test::randn(stride * c.lanes, n * 7 + c.lanes);
+    std::mt19937 rng(n);
+    for (uint32_t l = 0; l < c.lanes; ++l) {
+      for (uint32_t i = 0; i < n; ++i) x[l * stride + i] = 0.5f * float(l) + x[l * stride + i] * (1.0f + 0.1f * float(l));
+      x[l * stride + rng() % n] += 8.0f;  // a spike: kurtosis well above 3
+    }
+    if (c.lanes > 2) std::fill_n(x.begin() + 2 * stride, n, 0.25f);  // a constant lane: no spread at all
+    const size_t outs = size_t(c.lanes) * split.runs;
+    Moments* d_out = nullptr;
+    float* d_x = nullptr;
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), x.size() * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), outs * sizeof(Moments)));
+    VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    VIGIL_CUDA_CHECK(cudaMemset(d_out, 0xFF, outs * sizeof(Moments)));  // NaN poison
+    ASSERT_EQ(cuda::launch_lane_moments(d_x, stride, c.lanes, split, d_out, nullptr), cudaSuccess);
+    std::vector<Moments> got(outs);
+    VIGIL_CUDA_CHECK(cudaMemcpy(got.data(), d_out, outs * sizeof(Moments), cudaMemcpyDeviceToHost));
+    cudaFree(d_x);
+    cudaFree(d_out);
+    for (uint32_t l = 0; l < c.lanes; ++l) {
+      Moments merged;
+      for (uint32_t r = 0; r < split.runs; ++r) {
+        const float* run = x.data() + l * stride + split.start[r];
+        const Moments want = moments_of(run, c.runs[r]);
+        const Moments& g = got[size_t(l) * split.runs + r];
+        SCOPED_TRACE("lanes " + std::to_string(c.lanes) + " n " + std::to_string(n) + " lane " + std::to_string(l) +
+                     " run " + std::to_string(r));
+        EXPECT_EQ(g.n, want.n);
+        EXPECT_EQ(g.lo, want.lo);
+        EXPECT_EQ(g.hi, want.hi);
+        // Scales: the mean against the run's spread and offset, each central sum against the sum
+        // of |x - mean|^k it is made of (m3 cancels: its scale is m2^1.5 n^-0.5 and more).
+        const double spread = std::sqrt(want.m2 / want.n) + std::fabs(want.mean);
+        EXPECT_TRUE(near(g.mean, want.mean, spread)) << g.mean << " vs " << want.mean;
+        EXPECT_TRUE(near(g.m2, want.m2, want.m2 + want.n * spread * spread * 1e-6)) << g.m2 << " vs " << want.m2;
+        EXPECT_TRUE(near(g.m3, want.m3, std::sqrt(want.m2 * want.m4) + want.n * std::pow(spread, 3) * 1e-6))
+            << g.m3 << " vs " << want.m3;
+        EXPECT_TRUE(near(g.m4, want.m4, want.m4 + want.n * std::pow(spread, 4) * 1e-6)) << g.m4 << " vs " << want.m4;
+        merged = merge(merged, g);
+      }
+      // The window statistics from the kernel's runs equal those of the whole lane at once.
+      const VibrationStats want = vibration_stats(x.data() + l * stride, n), s = stats_of(merged);
+      EXPECT_TRUE(near(s.rms, want.rms, want.rms)) << s.rms << " vs " << want.rms;
+      EXPECT_EQ(s.peak, want.peak);
+      EXPECT_EQ(s.peak_to_peak, want.peak_to_peak);
+      EXPECT_TRUE(near(s.kurtosis, want.kurtosis, std::max(want.kurtosis, 1.0))) << s.kurtosis << " vs " << want.kurtosis;
+    }
+  }
+}
+
+TEST(LaneMomentsCuda, RejectsASplitOutOfRange) {
+  std::string why;
+  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
+  cuda::RunSplit split;  // no runs
+  EXPECT_EQ(cuda::launch_lane_moments(nullptr, 1, 1, split, nullptr, nullptr), cudaErrorInvalidValue);
+  split.runs = 2;
+  split.start[1] = 4;
+  split.start[2] = 4;  // an empty run
+  EXPECT_EQ(cuda::launch_lane_moments(nullptr, 8, 1, split, nullptr, nullptr), cudaErrorInvalidValue);
+  split.runs = cuda::RunSplit::kMaxRuns + 1;
+  EXPECT_EQ(cuda::launch_lane_moments(nullptr, 8, 1, split, nullptr, nullptr), cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace vigil
