@@ -296,11 +296,13 @@ void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
   r.check_keys(n, where, {"backend", "pool_chunks", "output_slots", "deadline_budget_ms", "test_stall_after_s",
                           "overload", "overload_restore_s", "test_optional_cost_ms", "realtime_priority", "capture_cpu",
                           "mlockall", "memory", "test_cuda_fail_at_chunk", "test_chunk_cost_ms",
-                          "test_chunk_cost_for_s", "threads", "busy_poll", "gpu_resident", "fft_wisdom"});
+                          "test_chunk_cost_for_s", "threads", "busy_poll", "gpu_resident", "fft_wisdom",
+                          "send_threads"});
   r.string(n, where, "fft_wisdom", s.pipeline.fft_wisdom);
   r.boolean(n, where, "busy_poll", s.pipeline.busy_poll);
   r.boolean(n, where, "gpu_resident", s.pipeline.gpu_resident);
   r.number<uint32_t>(n, where, "threads", 0, 256, s.pipeline.threads);
+  r.number<uint32_t>(n, where, "send_threads", 1, 64, s.pipeline.send_threads);
   r.number(n, where, "test_chunk_cost_ms", 0.0, 10000.0, s.pipeline.test_chunk_cost_ms);
   r.number(n, where, "test_chunk_cost_for_s", 0.0, 1e9, s.pipeline.test_chunk_cost_for_s);
   r.choice(n, where, "memory", {"auto", "copy", "mapped"}, s.pipeline.memory);

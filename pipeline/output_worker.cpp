@@ -34,9 +34,17 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
       d.format = &graph_.stage_input_format(size_t(st));
     }
     const StreamFormat& f = *d.format;
+    if (d.stream >= 0)
+      for (uint32_t p = 1; p < options_.send_threads; ++p)
+        d.helpers.push_back(std::make_unique<UdpSender>(io_, d.settings.destination));
     d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
     d.context_counts.assign(size_t(f.bands) * f.channels, 0);
     data_.push_back(std::move(d));
+  }
+  if (options_.send_threads > 1) {
+    send_pool_ = std::make_unique<WorkerPool>(options_.send_threads, options_.busy_poll);
+    for (uint32_t p = 1; p < options_.send_threads; ++p)
+      helper_batches_.push_back(std::make_unique<DatagramBatch>(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram));
   }
   for (const EventOutputSettings& e : settings.event_outputs)
     event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0, {}});
@@ -83,7 +91,9 @@ void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
 }
 
 void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n_total,
-                             __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz) noexcept {
+                             __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz,
+                             uint32_t part) noexcept {
+  DatagramBatch& batch = part ? *helper_batches_[part - 1] : batch_;
   const size_t per_packet =
       vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
   const size_t lane = size_t(band) * out.format->channels + channel;
@@ -97,18 +107,37 @@ void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, c
     p.sample_loss = k == 0 && sample_loss;
     p.packet_count = out.packet_counts[lane];
     out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
-    batch_.commit(vita49::encode_data(p, samples + k, n, batch_.next(), batch_.max_bytes()));
-    if (batch_.full()) flush(out);
+    batch.commit(vita49::encode_data(p, samples + k, n, batch.next(), batch.max_bytes()));
+    if (batch.full()) flush(out, part);
   }
 }
 
-void OutputWorker::flush(DataOutput& out) noexcept {
-  if (batch_.size() == 0) return;
-  const UdpSender::BatchResult r = out.sender->send_batch(batch_);
+void OutputWorker::flush(DataOutput& out, uint32_t part) noexcept {
+  DatagramBatch& batch = part ? *helper_batches_[part - 1] : batch_;
+  if (batch.size() == 0) return;
+  const UdpSender::BatchResult r = (part ? *out.helpers[part - 1] : *out.sender).send_batch(batch);
   counters_.packets_sent.fetch_add(r.sent, std::memory_order_relaxed);
   counters_.bytes_sent.fetch_add(r.bytes, std::memory_order_relaxed);
-  counters_.send_errors.fetch_add(batch_.size() - r.sent, std::memory_order_relaxed);
-  batch_.clear();
+  counters_.send_errors.fetch_add(batch.size() - r.sent, std::memory_order_relaxed);
+  batch.clear();
+}
+
+void OutputWorker::send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps,
+                              bool loss, bool clipped, double rate_hz) noexcept {
+  const StreamFormat& f = *out.format;
+  const uint32_t lanes = f.bands * f.channels;
+  const uint32_t parts = send_pool_ ? std::min(send_pool_->threads(), lanes) : 1;
+  auto send_part = [&](uint32_t part) {
+    const WorkerPool::Range r = WorkerPool::range(lanes, parts, part);
+    for (uint32_t lane = r.first; lane < r.end; ++lane)
+      send_lane(out, lane / f.channels, lane % f.channels, slot.data[o].data() + size_t(lane) * slot.stride, n,
+                t_first_ps, loss, clipped, rate_hz, part);
+    flush(out, part);
+  };
+  if (parts > 1)
+    send_pool_->run(parts, send_part);
+  else
+    send_part(0);
 }
 
 void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
@@ -129,11 +158,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     const __int128 t_first_ps = __int128(h.t_first_utc_ns) * 1000 - delay_ps;
     const uint32_t dec = out.settings.decimation;
     if (dec == 1) {
-      for (uint32_t b = 0; b < f.bands; ++b)
-        for (uint32_t c = 0; c < f.channels; ++c)
-          send_lane(out, b, c, slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride, slot.frames,
-                    t_first_ps, loss, clipped, options_.rate_hz);
-      flush(out);
+      send_lanes(out, slot, o, slot.frames, t_first_ps, loss, clipped, options_.rate_hz);
       continue;
     }
     // The pipeline put only the kept samples in the slot (kept_samples(): every Nth of the stream).
@@ -141,11 +166,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     out.loss_pending = out.loss_pending || loss;
     if (kept.count == 0) continue;
     const __int128 t_kept_ps = t_first_ps + frames_to_ps(kept.first, options_.rate_hz);
-    for (uint32_t b = 0; b < f.bands; ++b)
-      for (uint32_t c = 0; c < f.channels; ++c)
-        send_lane(out, b, c, slot.data[o].data() + (size_t(b) * f.channels + c) * slot.stride, kept.count, t_kept_ps,
-                  out.loss_pending, clipped, options_.rate_hz / dec);
-    flush(out);
+    send_lanes(out, slot, o, kept.count, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec);
     out.loss_pending = false;
   }
   const int64_t done = mono_now_ns();
@@ -289,21 +310,33 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   // Per destination, by cause (send_errors above is their sum over every destination).
   uint64_t refused = 0, buffer_full = 0;
   nlohmann::json outputs = nlohmann::json::array();
-  auto describe = [&](const char* kind, const std::string& stream, const UdpSender& s) {
-    const SendCounters& c = s.counters();
-    refused += c.refused.load(std::memory_order_relaxed);
-    buffer_full += c.buffer_full.load(std::memory_order_relaxed);
+  // An output's counters: its sender's, and its send helpers' (Options::send_threads) with them.
+  auto describe = [&](const char* kind, const std::string& stream, const UdpSender& s,
+                      const std::vector<std::unique_ptr<UdpSender>>& helpers) {
+    uint64_t datagrams = 0, out_refused = 0, out_full = 0, other = 0;
+    auto add = [&](const UdpSender& u) {
+      const SendCounters& c = u.counters();
+      datagrams += c.datagrams.load(std::memory_order_relaxed);
+      out_refused += c.refused.load(std::memory_order_relaxed);
+      out_full += c.buffer_full.load(std::memory_order_relaxed);
+      other += c.other.load(std::memory_order_relaxed);
+    };
+    add(s);
+    for (const auto& h : helpers) add(*h);
+    refused += out_refused;
+    buffer_full += out_full;
     nlohmann::json o{{"kind", kind},
                      {"destination", s.destination()},
-                     {"datagrams", c.datagrams.load(std::memory_order_relaxed)},
-                     {"refused", c.refused.load(std::memory_order_relaxed)},
-                     {"buffer_full", c.buffer_full.load(std::memory_order_relaxed)},
-                     {"other_errors", c.other.load(std::memory_order_relaxed)}};
+                     {"datagrams", datagrams},
+                     {"refused", out_refused},
+                     {"buffer_full", out_full},
+                     {"other_errors", other}};
     if (!stream.empty()) o["stream"] = stream;
     outputs.push_back(std::move(o));
   };
-  for (const DataOutput& d : data_) describe("vita49", d.settings.stream, *d.sender);
-  for (const EventOutput& e : event_outputs_) describe("events", "", *e.sender);
+  const std::vector<std::unique_ptr<UdpSender>> none;
+  for (const DataOutput& d : data_) describe("vita49", d.settings.stream, *d.sender, d.helpers);
+  for (const EventOutput& e : event_outputs_) describe("events", "", *e.sender, none);
   j["send_refused"] = refused;
   j["send_buffer_full"] = buffer_full;
   j["outputs"] = std::move(outputs);

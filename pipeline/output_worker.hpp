@@ -14,6 +14,7 @@
 
 #include "config/settings.hpp"
 #include "acquisition/rt_log.hpp"
+#include "dsp/worker_pool.hpp"
 #include "pipeline/event_json.hpp"
 #include "pipeline/event_record.hpp"
 #include "pipeline/graph.hpp"
@@ -33,6 +34,11 @@ class OutputWorker {
     std::function<bool()> source_down;              // the capture device is gone (retrying)
     std::string source_kind;
     bool busy_poll = false;  // wait for the next chunk spinning, never sleeping
+    // Threads that build and send a chunk's data packets, this one included: each takes a
+    // contiguous range of an output's lanes (a lane always the same thread, through a socket of
+    // its own), so a chunk of many lanes goes out in a fraction of the time on a machine with
+    // cores to spare. Context packets, hit waveforms and events stay on this thread.
+    uint32_t send_threads = 1;
   };
 
   // stream_of_output: graph stream index per data output. Opens and resolves every socket now
@@ -68,7 +74,8 @@ class OutputWorker {
   };
   struct DataOutput {
     DataOutputSettings settings;
-    std::unique_ptr<UdpSender> sender;
+    std::unique_ptr<UdpSender> sender;  // this thread's (context packets, waveforms, lane part 0)
+    std::vector<std::unique_ptr<UdpSender>> helpers;  // lane parts 1.. (Options::send_threads)
     int stream = -1;                  // graph sample stream, or -1 for hit waveforms:
     WaveformChannel* waveforms = nullptr;  // then these, of the detector's input lanes
     const StreamFormat* format = nullptr;  // lanes and rate of what is sent
@@ -90,11 +97,15 @@ class OutputWorker {
   bool send_waveforms(DataOutput& out) noexcept;
   // Sends n samples of one lane as data packets, the first stamped t_first_ps (UTC picoseconds).
   // rate_hz: the lane's sample rate as sent (the stream's, divided by the output's decimation).
+  // part: which sender and batch (0: this thread's; send_slot's helpers theirs).
   void send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n,
-                 __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz) noexcept;
+                 __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz, uint32_t part = 0) noexcept;
+  // The lanes of one chunk of a data output, over the send pool where there is one.
+  void send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps, bool loss,
+                  bool clipped, double rate_hz) noexcept;
   void send_context(DataOutput& out, bool changed) noexcept;
-  // Hands out's batched data packets to its sender (send_lane batches them).
-  void flush(DataOutput& out) noexcept;
+  // Hands out's batched data packets of lane part `part` to its sender (send_lane batches them).
+  void flush(DataOutput& out, uint32_t part = 0) noexcept;
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
   void send_event_text(const std::string& text) noexcept;  // to every event output, counted
   void send_event_record(const EventRecord& ev) noexcept;
@@ -113,6 +124,8 @@ class OutputWorker {
   EventEncoder encoder_;
   std::vector<uint8_t> packet_;  // one datagram being built (context packets, events)
   DatagramBatch batch_;          // data packets of one output, sent together (flush)
+  std::vector<std::unique_ptr<DatagramBatch>> helper_batches_;  // the send pool's, lane parts 1..
+  std::unique_ptr<WorkerPool> send_pool_;  // Options::send_threads > 1
   int64_t last_utc_ns_ = 0;      // signal time of the newest chunk sent (context timestamps)
   // Set once in the constructor, before any thread runs: status_json() reads it from the main
   // thread while the output thread runs (a write in run() was a data race, found by TSan).

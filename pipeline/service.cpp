@@ -181,6 +181,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
   OutputWorker::Options opt;
   opt.rate_hz = format_.rate_hz;
   opt.busy_poll = settings_.pipeline.busy_poll;
+  opt.send_threads = settings_.pipeline.send_threads;
   double budget_ms = settings_.pipeline.deadline_budget_ms;
   if (budget_ms <= 0) {
     const double factor = settings_.synthetic.rate_factor > 0 ? settings_.synthetic.rate_factor : 1.0;

@@ -29,6 +29,10 @@ LOADS = {
 # with 16 threads the AE stage's 16 lanes took 2.4 ms a chunk (p50) and 16 channels missed 2-20
 # deadlines in 3-5 s; with 8, 1.2 ms and none (the capture, output and receiving threads need cores too).
 THREADS = {"cpu": {}, "cuda": {"s1": 8}, "auto": {}}
+# pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
+# 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us
+# (bench/udp_send_bench). The 2-core machine has no core to spare for them.
+SEND_THREADS = {"cpu": {}, "cuda": {"s2": 4}, "auto": {}}
 
 
 def free_port():
@@ -69,6 +73,7 @@ def run_step(args, scen, channels, rate_factor, workdir, discard_data=False):
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
                  "BUSY_POLL": "true" if args.busy_poll else "false",
                  "THREADS": THREADS[args.backend].get(scen, 0),
+                 "SEND_THREADS": SEND_THREADS[args.backend].get(scen, 1),
                  "DATA_PORT": data_port, "EVENT_PORT": event_port,
                  "WISDOM": os.path.join(workdir, "fftwf.wisdom")}.items():
         text = text.replace(f"@{k}@", str(v))

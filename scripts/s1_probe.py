@@ -19,6 +19,7 @@ p.add_argument("--rate-factor", type=float, default=1)
 p.add_argument("--threads", type=int, default=None, help="pipeline.threads (default: 8 for S1, one per core otherwise)")
 p.add_argument("--memory", default=None, choices=["auto", "copy", "mapped"], help="pipeline.memory (default: the config's, else auto)")
 p.add_argument("--busy-poll", action="store_true", help="pipeline.busy_poll true")
+p.add_argument("--send-threads", type=int, default=1, help="pipeline.send_threads")
 p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
 p.add_argument("--pool-chunks", type=int, default=32, help="pipeline.pool_chunks (the pool is limited to 1 GiB: 8 for 384-512 channels)")
@@ -32,13 +33,14 @@ here = os.path.dirname(os.path.abspath(__file__))
 text = open(os.path.join(here, "..", "bench", "scenarios", FILES[a.scenario])).read()
 port, data_port = free_port(), free_port()
 for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": a.rate_factor, "BACKEND": a.backend, "THREADS": a.threads,
-             "BUSY_POLL": str(a.busy_poll).lower(), "EVENT_PORT": port, "DATA_PORT": data_port, "WISDOM": "off"}.items():
+             "BUSY_POLL": str(a.busy_poll).lower(), "SEND_THREADS": a.send_threads, "EVENT_PORT": port, "DATA_PORT": data_port, "WISDOM": "off"}.items():
     text = text.replace(f"@{k}@", str(v))
 # The pipeline line's keys: each given one replaces the config's value or is added to it.
 line = re.search(r"^pipeline: \{(.*)\}$", text, re.M)
 keys = dict(kv.split(": ", 1) for kv in re.split(r",\s*", line.group(1)))
 keys["threads"] = str(a.threads)
 keys["busy_poll"] = str(a.busy_poll).lower()
+keys["send_threads"] = str(a.send_threads)
 if a.memory or "memory" not in keys:
     keys["memory"] = a.memory or "auto"
 if a.scenario == "s1":
@@ -72,6 +74,6 @@ blame.update({name: s["deadline_misses"] for name, s in final.get("stages", {}).
 proc = final.get("processing_us", {})
 parts = final.get("latency_parts_us", {})
 parts_text = " ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in parts.items())
-print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
+print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} | lat p50/p99 "
       f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} | {parts_text} | stage p50/p99 us: {stages}", flush=True)

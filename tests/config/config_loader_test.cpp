@@ -96,7 +96,8 @@ TEST(ConfigLoader, TheExampleConfigsAreValid) {
 TEST(ConfigLoader, TheScenarioConfigsAreValid) {
   const std::vector<std::pair<std::string, std::string>> fill = {
       {"@CHANNELS@", "2"}, {"@RATE_FACTOR@", "1"}, {"@BACKEND@", "cpu"}, {"@BUSY_POLL@", "false"},
-      {"@THREADS@", "8"}, {"@DATA_PORT@", "5000"}, {"@EVENT_PORT@", "5001"}, {"@WISDOM@", "/tmp/w"}};
+      {"@THREADS@", "8"}, {"@SEND_THREADS@", "4"}, {"@DATA_PORT@", "5000"}, {"@EVENT_PORT@", "5001"},
+      {"@WISDOM@", "/tmp/w"}};
   for (const char* name : {"s1-ae.yaml", "s2-vibration.yaml", "s3-crossover.yaml"}) {
     std::ifstream f(std::string(VIGIL_SOURCE_DIR) + "/bench/scenarios/" + name);
     ASSERT_TRUE(f) << name;
@@ -143,6 +144,14 @@ TEST(ConfigLoader, ValuesOutOfRange) {
   expect_one_error(edit("cutoff_hz: 1000}\n      - {name: high", "cutoff_hz: 30000}\n      - {name: high"), 12, 47,
                    "cutoff_hz must be");
   expect_one_error(edit("127.0.0.1:5000", "127.0.0.1:70000"), 21, 18, "port must be 1..65535");
+}
+
+TEST(ConfigLoader, SendThreadsInRange) {
+  expect_one_error(edit("  chunk_frames: 256", "  chunk_frames: 256\npipeline:\n  send_threads: 0"), 7, 17,
+                   "pipeline.send_threads must be 1..64, got 0");
+  const ConfigResult r = parse_config(edit("  chunk_frames: 256", "  chunk_frames: 256\npipeline:\n  send_threads: 4"), "t.yaml");
+  ASSERT_TRUE(r.settings) << format_error("t.yaml", r.errors[0]);
+  EXPECT_EQ(r.settings->pipeline.send_threads, 4u);
 }
 
 TEST(ConfigLoader, ChunkLargerThanThePoolLimit) {
