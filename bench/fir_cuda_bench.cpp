@@ -1,14 +1,18 @@
 // CUDA FIR bank throughput, device-resident: 16 channels x 2^20 samples per call, one band of M
 // taps, partition B. GPU time from CUDA events around process() after warm-up. The CuPy
 // comparison (cupyx.scipy.signal.oaconvolve on the same shapes) is bench/fir_cupy.py;
-// bench/fir_cuda_vs_cupy.sh runs both and prints the ratio.
+// bench/fir_cuda_vs_cupy.sh runs both and prints the ratio. BM_FirChunkCuda: one S1-shaped chunk
+// (65536 frames a channel, one band) by the direct form (FirDirectCuda, no delay) against the FFT
+// form as the fir_bank stage runs it (FirBankCuda at its preferred block, the chunk in one batch).
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/fir_bank_cuda.hpp"
+#include "cuda/fir_direct_cuda.hpp"
 #include "cuda/overlap_save_cuda.hpp"
 
 namespace {
@@ -101,6 +105,66 @@ void BM_OverlapSaveCuda(benchmark::State& state) {
   cudaFree(d_out);
 }
 
+// Args: form (0 direct, 1 FFT), taps, channels.
+void BM_FirChunkCuda(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  constexpr uint32_t kChunk = 65536;
+  const bool fft = state.range(0) != 0;
+  const auto m = size_t(state.range(1));
+  const auto channels = uint32_t(state.range(2));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d;
+  std::vector<float> taps(m), x(size_t(channels) * kChunk);
+  for (auto& v : taps) v = d(rng);
+  for (auto& v : x) v = d(rng);
+  float *d_in = nullptr, *d_out = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
+  std::unique_ptr<vigil::cuda::FirBankCuda> by_fft;
+  std::unique_ptr<vigil::cuda::FirDirectCuda> direct;
+  if (fft)
+    by_fft = std::make_unique<vigil::cuda::FirBankCuda>(std::vector<std::vector<float>>{taps}, channels,
+                                                        vigil::cuda::FirBankCuda::preferred_block(m), stream, kChunk);
+  else
+    direct = std::make_unique<vigil::cuda::FirDirectCuda>(std::vector<std::vector<float>>{taps}, channels, stream);
+  auto run = [&] {
+    return fft ? by_fft->process(d_in, kChunk, kChunk, d_out, kChunk) : direct->process(d_in, kChunk, kChunk, d_out, kChunk);
+  };
+  cudaEvent_t start, stop;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 3; ++i) VIGIL_CUDA_CHECK(run());
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (auto _ : state) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
+    VIGIL_CUDA_CHECK(run());
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(double(ms) / 1e3);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * channels * kChunk);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+void chunk_shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {32, 64, 255, 1024})
+    for (int64_t channels : {16, 64, 256})
+      for (int64_t form : {0, 1}) b->Args({form, m, channels});
+}
+
 void fft_shapes(benchmark::internal::Benchmark* b) {
   for (int64_t m : {64, 256, 1024, 8192})
     for (int64_t n = 256; n <= 65536; n *= 2)
@@ -116,5 +180,6 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_FirBankCuda)->Apply(shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OverlapSaveCuda)->Apply(fft_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FirChunkCuda)->Apply(chunk_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -119,7 +119,72 @@ __global__ void convolve_full_naive_kernel(const float* __restrict__ x, long lon
   y[i] = acc;
 }
 
+// The streaming bank: block (tile, c, b) computes lane (b, c)'s outputs [i0, i0 + tile), inputs
+// before the call's first from the channel's history.
+__global__ void fir_direct_bank_kernel(const float* __restrict__ x, size_t in_stride, long long frames,
+                                       const float* __restrict__ hist, const float* __restrict__ taps, int m,
+                                       float* __restrict__ y, size_t out_stride, uint32_t channels) {
+  extern __shared__ float smem[];
+  float* hs = smem;
+  float* xs = smem + m;
+  const int tile = int(blockDim.x) * R;
+  const long long i0 = (long long)blockIdx.x * tile;
+  const uint32_t c = blockIdx.y, b = blockIdx.z;
+  const float* xc = x + size_t(c) * in_stride;
+  const float* hc = hist + size_t(c) * size_t(m - 1);
+  const float* hb = taps + size_t(b) * size_t(m);
+#pragma unroll 8
+  for (int j = threadIdx.x; j < m; j += blockDim.x) hs[j] = __ldg(hb + j);
+  const int span = tile + m - 1;
+#pragma unroll 8
+  for (int j = threadIdx.x; j < span; j += blockDim.x) {
+    const long long src = i0 - (m - 1) + j;
+    xs[j] = src < 0 ? __ldg(hc + (m - 1) + src) : src < frames ? __ldg(xc + src) : 0.0f;
+  }
+  __syncthreads();
+  float acc[R] = {};
+  accumulate_taps(hs, xs, int(threadIdx.x) * R + m - 1, 0, m, acc);
+  float* yl = y + (size_t(b) * channels + c) * out_stride;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const long long i = i0 + (long long)threadIdx.x * R + r;
+    if (i < frames) yl[i] = acc[r];
+  }
+}
+
+__global__ void fir_direct_carry_kernel(const float* __restrict__ x, size_t in_stride, long long frames,
+                                        const float* __restrict__ hist, int h, float* __restrict__ next) {
+  const uint32_t c = blockIdx.y;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < h; i += gridDim.x * blockDim.x) {
+    const long long s = frames - h + i;  // index in the call's frames (negative: the history's)
+    next[size_t(c) * h + i] = s >= 0 ? x[size_t(c) * in_stride + s] : hist[size_t(c) * h + h + s];
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_fir_direct_bank(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
+                                   const float* d_hist, const float* d_taps, uint32_t m, uint32_t bands, float* d_out,
+                                   size_t out_stride, cudaStream_t stream) noexcept {
+  if (frames < 1 || m < 1 || m > kConvolveMaxTaps || channels < 1 || channels > 65535 || bands < 1 || bands > 65535)
+    return cudaErrorInvalidValue;
+  const uint32_t tile = kConvolveThreads * kConvolvePerThread;
+  const size_t shared = (size_t(m) + tile + m - 1) * sizeof(float);
+  const dim3 grid((frames + tile - 1) / tile, channels, bands);
+  fir_direct_bank_kernel<<<grid, kConvolveThreads, shared, stream>>>(d_in, in_stride, (long long)frames, d_hist,
+                                                                     d_taps, int(m), d_out, out_stride, channels);
+  return after_launch(stream);
+}
+
+cudaError_t launch_fir_direct_carry(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
+                                    const float* d_hist, uint32_t m, float* d_next, cudaStream_t stream) noexcept {
+  if (m <= 1) return cudaSuccess;
+  if (channels < 1 || channels > 65535 || m > kConvolveMaxTaps) return cudaErrorInvalidValue;
+  const int h = int(m - 1);
+  const dim3 grid((h + 255) / 256, channels);
+  fir_direct_carry_kernel<<<grid, 256, 0, stream>>>(d_in, in_stride, (long long)frames, d_hist, h, d_next);
+  return after_launch(stream);
+}
 
 cudaError_t launch_convolve_full_tiled(const float* d_x, size_t n, const float* d_h, uint32_t m, float* d_y,
                                        cudaStream_t stream) noexcept {

@@ -27,4 +27,18 @@ cudaError_t launch_convolve_full_tiled(const float* d_x, size_t n, const float* 
 cudaError_t launch_convolve_full_naive(const float* d_x, size_t n, const float* d_h, uint32_t m, float* d_y,
                                        cudaStream_t stream) noexcept;
 
+// The streaming FIR bank in direct form (cuda/fir_direct_cuda.hpp), with the same tiles and
+// register blocking: lane (b, c) of d_out (at d_out + (b * channels + c) * out_stride) gets
+// y[i] = sum_{k < m} h_b[k] x_c[i - k] for i < frames, where x_c[j] is d_in[c * in_stride + j] for
+// j >= 0 and the channel's history d_hist[c * (m - 1) + m - 1 + j] before it (the previous calls'
+// last m - 1 samples). d_taps: bands rows of m taps (shorter filters zero-padded at the end).
+// 1 <= m <= kConvolveMaxTaps, frames >= 1, channels and bands 1..65535.
+cudaError_t launch_fir_direct_bank(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
+                                   const float* d_hist, const float* d_taps, uint32_t m, uint32_t bands, float* d_out,
+                                   size_t out_stride, cudaStream_t stream) noexcept;
+// The history after such a call: d_next[c] = the last m - 1 samples of [d_hist[c] | the call's
+// frames of channel c] (d_next and d_hist distinct). Nothing to do for m == 1.
+cudaError_t launch_fir_direct_carry(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
+                                    const float* d_hist, uint32_t m, float* d_next, cudaStream_t stream) noexcept;
+
 }  // namespace vigil::cuda

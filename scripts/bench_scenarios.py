@@ -30,9 +30,10 @@ LOADS = {
 # deadlines in 3-5 s; with 8, 1.2 ms and none (the capture, output and receiving threads need cores too).
 THREADS = {"cpu": {}, "cuda": {"s1": 8}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
-# 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us
-# (bench/udp_send_bench). The 2-core machine has no core to spare for them.
-SEND_THREADS = {"cpu": {}, "cuda": {"s2": 4}, "auto": {}}
+# 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
+# vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
+# (bench/udp_send_bench, scripts/s1_probe.py). The 2-core machine has no core to spare for them.
+SEND_THREADS = {"cpu": {}, "cuda": {"s2": 8}, "auto": {}}
 
 
 def free_port():
