@@ -32,22 +32,6 @@ class WindowedRms {
     }
   }
 
-  // Samples until the current window completes (1..window).
-  uint64_t remaining() const noexcept { return window_ - count_; }
-  // A run of n samples whose squares sum to sum_sq (n <= remaining(): a run never crosses a
-  // window's end), as push() of those samples would take it, up to the order of the additions;
-  // on_window(rms, last) when it completes the window. RT-safe.
-  template <typename F>
-  void add(double sum_sq, uint64_t n, uint32_t last, F&& on_window) noexcept {
-    sum_sq_ += sum_sq;
-    count_ += n;
-    if (count_ >= window_) {
-      on_window(std::sqrt(sum_sq_ / double(window_)), last);
-      sum_sq_ = 0.0;
-      count_ = 0;
-    }
-  }
-
   void reset() noexcept { sum_sq_ = 0.0; count_ = 0; }
   uint64_t window_frames() const noexcept { return window_; }
 

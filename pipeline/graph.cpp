@@ -29,7 +29,6 @@ bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
   if (s.kind == "ae_hits") return backend.gpu_resident && AeHitsCudaStage::fits(std::get<AeHitSettings>(s.params));
   if (s.kind == "vibration")
     return backend.gpu_resident && VibrationCudaStage::fits(std::get<VibrationStageSettings>(s.params));
-  if (s.kind == "band_rms") return backend.gpu_resident;
 #else
   (void)s;
   (void)backend;  // every stage runs on the CPU in a build without CUDA
@@ -72,9 +71,6 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     else if (gpu && s.kind == "vibration")
       n.stage = std::make_unique<VibrationCudaStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i),
                                                      CudaStageOptions{backend.mapped, backend.fail_at_chunk}, pool_.get());
-    else if (gpu && s.kind == "band_rms")
-      n.stage = std::make_unique<BandRmsCudaStage>(std::get<BandRmsSettings>(s.params), uint16_t(i),
-                                                   CudaStageOptions{backend.mapped, backend.fail_at_chunk});
     else
 #endif
     if (s.kind == "fir_bank")

@@ -120,6 +120,5 @@ void MomentsCudaStage<Cpu>::add_status(nlohmann::json& status) const {
 }
 
 template class MomentsCudaStage<VibrationStage>;
-template class MomentsCudaStage<BandRmsStage>;
 
 }  // namespace vigil

@@ -1,6 +1,6 @@
 // MomentsCudaStage<Cpu>: a detector stage on the CUDA backend whose windows are built from sums
 // (the detector reductions of issue 8): VibrationCudaStage (RMS, peak, peak-to-peak, crest factor
-// and kurtosis from segment moments) and BandRmsCudaStage (windowed RMS). The GPU reduces each
+// and kurtosis from segment moments). The GPU reduces each
 // lane's chunk to the moments of the runs the CPU stage cuts it into (Cpu::cut: at segment or
 // window ends; cuda/lane_moments), and only those few numbers per lane cross to the host, where
 // the CPU stage itself (Cpu::process_moments) merges them into windows, analyses them and raises
@@ -23,7 +23,6 @@
 #include "cuda/pinned_buffer.hpp"
 #include "pipeline/cuda_staging.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"  // CudaStageOptions
-#include "pipeline/band_rms_stage.hpp"
 #include "pipeline/stage.hpp"
 #include "pipeline/vibration_stage.hpp"
 
@@ -76,8 +75,6 @@ class MomentsCudaStage final : public Stage {
 };
 
 using VibrationCudaStage = MomentsCudaStage<VibrationStage>;
-using BandRmsCudaStage = MomentsCudaStage<BandRmsStage>;
 extern template class MomentsCudaStage<VibrationStage>;
-extern template class MomentsCudaStage<BandRmsStage>;
 
 }  // namespace vigil
