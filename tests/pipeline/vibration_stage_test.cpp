@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <random>
 
 #include "acquisition/spsc_queue.hpp"
 #include "config/config_loader.hpp"
@@ -233,6 +234,99 @@ TEST(VibrationStage, SegmentStatisticsBesideTheSpectralMetrics) {
       "{name: vib, kind: vibration, input: input, window_s: 0.16, hop_s: 0.08, full_scale_v: 10, "
       "sensitivity_mv_per_g: 100, velocity: true}",
       true);
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// What the CUDA twin relies on (pipeline/moments_cuda_stage), checked on the CPU: cutting each chunk
+// where cut() says and handing process_moments() every lane's moments_of() of those runs gives
+// exactly process()'s events, for chunks of 1 to 8192 frames; where cut() returns 0 (more runs
+// than asked for) the chunk goes through process() as the twin does it.
+TEST(VibrationStage, ProcessMomentsOfTheCutRunsGivesProcessesEvents) {
+  constexpr double rate = 25600;
+  constexpr uint32_t channels = 3, bands = 2, lanes = channels * bands, total = 4 * 25600, max_chunk = 8192;
+  VibrationStageSettings s;
+  s.analysis.window_s = 0.04;   // 1024 samples
+  s.analysis.hop_s = 0.0025;    // 64: segments of 64, so an 8192-frame chunk has 128 runs
+  VibrationRuleSettings rms{"level", VibrationMetric::kRms, {}};
+  rms.levels.alert = 0.8;
+  VibrationRuleSettings kurt{"impacts", VibrationMetric::kKurtosis, {}};
+  kurt.levels.alert = 4;
+  s.rules = {rms, kurt};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> noise;
+  std::vector<float> x(size_t(lanes) * total);
+  for (uint32_t l = 0; l < lanes; ++l)
+    for (uint32_t i = 0; i < total; ++i) {
+      const double level = 0.4 + 0.8 * std::fabs(std::sin(3.0 * double(i) / total * (1 + l)));
+      x[size_t(l) * total + i] = float(0.1 * l + level * noise(rng)) + (i % 1999 == 0 && l % 2 ? 7.0f : 0.0f);
+    }
+  const StreamFormat in{rate, channels, bands, {"a", "b"}, 0};
+  VibrationStage plain(s, 1), by_moments(s, 1);
+  plain.prepare(in, max_chunk);
+  by_moments.prepare(in, max_chunk);
+  ASSERT_TRUE(by_moments.sums_segments());
+  std::vector<float> chunk(size_t(lanes) * max_chunk);
+  SpscQueue<EventRecord> queue(16384);
+  std::atomic<uint64_t> dropped{0};
+  std::vector<EventRecord> want, got;
+  std::vector<Moments> moments(size_t(lanes) * 64);
+  const uint32_t sizes[] = {1000, 8192, 1, 777, 64, 4096};
+  size_t cut_chunks = 0, whole_chunks = 0;
+  uint64_t k = 0;
+  for (uint32_t at = 0; at < total; ++k) {
+    const uint32_t n = std::min(sizes[k % 6], total - at);
+    for (uint32_t l = 0; l < lanes; ++l) std::copy_n(x.data() + size_t(l) * total + at, n, chunk.data() + size_t(l) * max_chunk);
+    Block b{chunk.data(), max_chunk, n, channels, bands}, none{nullptr, 0, 0, channels, 0};
+    Exec exec;
+    exec.chunk.first_frame = at;
+    exec.events = &queue;
+    exec.events_dropped = &dropped;
+    ASSERT_EQ(plain.process(b, none, exec), StageStatus::kOk);
+    EventRecord ev;
+    while (queue.pop(ev)) want.push_back(ev);
+    uint32_t starts[65];
+    const uint32_t runs = by_moments.cut(n, starts, 64);
+    if (runs == 0) {
+      ++whole_chunks;
+      ASSERT_EQ(by_moments.process(b, none, exec), StageStatus::kOk);
+    } else {
+      ++cut_chunks;
+      for (uint32_t l = 0; l < lanes; ++l)
+        for (uint32_t r = 0; r < runs; ++r) {
+          ASSERT_LT(starts[r], starts[r + 1]);
+          moments[size_t(l) * runs + r] = moments_of(b.data + size_t(l) * max_chunk + starts[r], starts[r + 1] - starts[r]);
+        }
+      ASSERT_EQ(starts[runs], n);
+      Block no_samples{nullptr, max_chunk, n, channels, bands};  // process_moments reads no sample
+      ASSERT_EQ(by_moments.process_moments(no_samples, moments.data(), runs, exec), StageStatus::kOk);
+    }
+    while (queue.pop(ev)) got.push_back(ev);
+    at += n;
+  }
+  EXPECT_EQ(dropped.load(), 0u);
+  EXPECT_GT(cut_chunks, 10u);
+  EXPECT_GT(whole_chunks, 5u);  // the 8192-frame chunks
+  size_t alarms = 0;
+  for (const EventRecord& e : want) alarms += e.kind != EventKind::kVibration;
+  EXPECT_GT(alarms, 20u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_EQ(got[i].kind, want[i].kind);
+    ASSERT_EQ(got[i].band, want[i].band);
+    ASSERT_EQ(got[i].channel, want[i].channel);
+    ASSERT_EQ(got[i].frame, want[i].frame);
+    EXPECT_EQ(got[i].value, want[i].value);
+    for (size_t m = 0; m < kVibrationMetricCount; ++m) {
+      const double g = got[i].vibration.value[m], w = want[i].vibration.value[m];
+      EXPECT_TRUE(g == w || (std::isnan(g) && std::isnan(w))) << "metric " << m << ": " << g << " vs " << w;
+    }
+  }
 }
 
 }  // namespace
