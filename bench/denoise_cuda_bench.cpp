@@ -11,32 +11,14 @@
 #include <random>
 #include <vector>
 
+#include "bench/cuda_event_time.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/streaming_denoiser_cuda.hpp"
 #include "cuda/wavelet_denoiser_cuda.hpp"
 
 namespace {
 
-// 5 warm-up calls, then every iteration's GPU time from CUDA events around one call on `stream`.
-template <class Call>
-void time_on_stream(benchmark::State& state, cudaStream_t stream, Call&& call) {
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 5; ++i) VIGIL_CUDA_CHECK(call());
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    VIGIL_CUDA_CHECK(call());
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-}
+using vigil::bench::time_on_stream;
 
 // x on the device, and an output buffer of the same size.
 void to_device(const std::vector<float>& x, float*& d_x, float*& d_y) {

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/cuda_event_time.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/fir_bank_cuda.hpp"
 #include "cuda/fir_direct_cuda.hpp"
@@ -40,23 +41,8 @@ void BM_FirBankCuda(benchmark::State& state) {
   cudaStream_t stream;
   VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
   vigil::cuda::FirBankCuda bank({taps}, kChannels, block, stream);
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 3; ++i) VIGIL_CUDA_CHECK(bank.process(d_in, kFrames, kFrames, d_out, kFrames));
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    VIGIL_CUDA_CHECK(bank.process(d_in, kFrames, kFrames, d_out, kFrames));
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
+  vigil::bench::time_on_stream(state, stream, [&] { return bank.process(d_in, kFrames, kFrames, d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
   cudaFree(d_in);
   cudaFree(d_out);
@@ -83,23 +69,8 @@ void BM_OverlapSaveCuda(benchmark::State& state) {
   cudaStream_t stream;
   VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
   vigil::cuda::OverlapSaveCuda os({taps}, kChannels, fft, kFrames, stream);
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 3; ++i) VIGIL_CUDA_CHECK(os.process(d_in, kFrames, kFrames, d_out, kFrames));
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    VIGIL_CUDA_CHECK(os.process(d_in, kFrames, kFrames, d_out, kFrames));
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
+  vigil::bench::time_on_stream(state, stream, [&] { return os.process(d_in, kFrames, kFrames, d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
   cudaFree(d_in);
   cudaFree(d_out);
@@ -137,23 +108,8 @@ void BM_FirChunkCuda(benchmark::State& state) {
   auto run = [&] {
     return fft ? by_fft->process(d_in, kChunk, kChunk, d_out, kChunk) : direct->process(d_in, kChunk, kChunk, d_out, kChunk);
   };
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 3; ++i) VIGIL_CUDA_CHECK(run());
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    VIGIL_CUDA_CHECK(run());
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
+  vigil::bench::time_on_stream(state, stream, run, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * channels * kChunk);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
   cudaFree(d_in);
   cudaFree(d_out);

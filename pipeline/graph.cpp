@@ -13,7 +13,7 @@
 #include "pipeline/ae_hits_cuda_stage.hpp"
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
-#include "pipeline/moments_cuda_stage.hpp"
+#include "pipeline/vibration_cuda_stage.hpp"
 #endif
 #include "pipeline/vibration_stage.hpp"
 

@@ -21,7 +21,6 @@ namespace vigil {
 
 class VibrationStage final : public Stage {
  public:
-  using Settings = VibrationStageSettings;
   // pool: splits the lanes' summing over its threads (null: the pipeline thread alone).
   VibrationStage(VibrationStageSettings settings, uint16_t stage_index, WorkerPool* pool = nullptr)
       : settings_(std::move(settings)), stage_index_(stage_index), pool_(pool) {}
@@ -42,9 +41,6 @@ class VibrationStage final : public Stage {
   // chunk of `frames` splits into those runs, the same for every lane (at segment ends):
   // starts[0..runs], returns runs, or 0 where they would be more than max_runs. RT-safe.
   bool sums_segments() const noexcept { return segment_ != 0 && !keep_samples_; }
-  // Whether these settings can sum on the GPU at all: no metric that needs the window's samples
-  // in order (velocity, envelope).
-  static bool gpu_fits(const VibrationStageSettings& s) noexcept { return !s.analysis.velocity && !s.analysis.envelope; }
   uint32_t cut(uint32_t frames, uint32_t* starts, uint32_t max_runs) const noexcept;
   // process() with lane l's moments of run r (cut()'s) given at moments[l * runs + r]; the
   // block's samples are not read. RT-safe.

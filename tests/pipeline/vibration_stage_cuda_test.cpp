@@ -1,10 +1,10 @@
-// The vibration stage on the GPU (pipeline/moments_cuda_stage) against the CPU stage: the same
+// The vibration stage on the GPU (pipeline/vibration_cuda_stage) against the CPU stage: the same
 // events in the same order (metrics within 1e-9 relative, since only the order of the double
 // additions differs; the same alarm transitions), in copy and mapped memory, chunks of 1 to 8192
 // frames; chunks cut into more runs than the kernel takes summed by the twin; a launch failure
 // handed over to the CPU twin with nothing lost, also when a CUDA FIR bank before it kept its
 // bands on the device. Skipped where no GPU answers.
-#include "pipeline/moments_cuda_stage.hpp"
+#include "pipeline/vibration_cuda_stage.hpp"
 
 #include <gtest/gtest.h>
 

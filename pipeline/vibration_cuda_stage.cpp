@@ -1,6 +1,6 @@
 // RT: process() and apply_update() on the pipeline thread; describe_event() on the output thread;
 // the rest on the main thread.
-#include "pipeline/moments_cuda_stage.hpp"
+#include "pipeline/vibration_cuda_stage.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -13,16 +13,13 @@
 
 namespace vigil {
 
-template <class Cpu>
-MomentsCudaStage<Cpu>::MomentsCudaStage(typename Cpu::Settings settings, uint16_t index, CudaStageOptions options,
-                                        WorkerPool* pool)
+VibrationCudaStage::VibrationCudaStage(VibrationStageSettings settings, uint16_t index, CudaStageOptions options,
+                                       WorkerPool* pool)
     : index_(index), options_(options), cpu_(std::move(settings), index, pool) {}
 
-template <class Cpu>
-MomentsCudaStage<Cpu>::~MomentsCudaStage() = default;
+VibrationCudaStage::~VibrationCudaStage() = default;
 
-template <class Cpu>
-StreamFormat MomentsCudaStage<Cpu>::prepare(const StreamFormat& in, uint32_t max_frames) {
+StreamFormat VibrationCudaStage::prepare(const StreamFormat& in, uint32_t max_frames) {
   const StreamFormat out = cpu_.prepare(in, max_frames);  // validates the settings
   lanes_ = in.bands * in.channels;
   max_frames_ = max_frames;
@@ -42,8 +39,7 @@ StreamFormat MomentsCudaStage<Cpu>::prepare(const StreamFormat& in, uint32_t max
   return out;
 }
 
-template <class Cpu>
-cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
+cudaError_t VibrationCudaStage::run_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
   // The producer's output still on the device (a CUDA stage that ran there this chunk): read it
   // there. Else the host block, staged (or read in place when it is the bound staging).
   const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
@@ -64,14 +60,13 @@ cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit
   return e;
 }
 
-template <class Cpu>
-StageStatus MomentsCudaStage<Cpu>::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
+StageStatus VibrationCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
   cudaGetLastError();  // clear a non-sticky error so later CUDA calls (other stages) start clean
   cuda_errors_.fetch_add(1, std::memory_order_relaxed);
   on_cpu_.store(true, std::memory_order_relaxed);
   emit_event(exec, cuda_fallback_event(index_, exec, error));
   if (exec.log)
-    exec.log->printf(3, "stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin",
+    exec.log->printf(3, "vibration stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin",
                      unsigned(index_), cudaGetErrorName(error), cudaGetErrorString(error),
                      (unsigned long long)exec.chunk.first_frame);
   // This chunk's input on the host: a producer that kept it on the device copies it back. Where
@@ -80,8 +75,7 @@ StageStatus MomentsCudaStage<Cpu>::fall_back(const Block& in, Block& out, const 
   return cpu_.process(in, out, exec);  // the windows' state is the twin's already
 }
 
-template <class Cpu>
-StageStatus MomentsCudaStage<Cpu>::process(const Block& in, Block& out, const Exec& exec) noexcept {
+StageStatus VibrationCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
   out.frames = in.frames;
   if (on_cpu_.load(std::memory_order_relaxed)) return cpu_.process(in, out, exec);
   ++chunks_;
@@ -99,26 +93,22 @@ StageStatus MomentsCudaStage<Cpu>::process(const Block& in, Block& out, const Ex
   return cpu_.process_moments(in, moments_.host<Moments>(), split.runs, exec);
 }
 
-template <class Cpu>
-void MomentsCudaStage<Cpu>::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+void VibrationCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
   if (ev.kind == EventKind::kBackendFallback)
     describe_cuda_fallback(ev, body);
   else
     cpu_.describe_event(ev, body);
 }
 
-template <class Cpu>
-void MomentsCudaStage<Cpu>::add_status(nlohmann::json& status) const {
+void VibrationCudaStage::add_status(nlohmann::json& status) const {
   if (gpu_) {
     staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   } else {
-    status["backend"] = "cpu";  // settings the twin cannot take as sums (a vibration window with no segment)
+    status["backend"] = "cpu";  // window and hop share no segment: the twin keeps the samples
     status["cuda_errors"] = 0;
   }
   status["device_input_chunks"] = device_input_chunks();
   status["chunks_summed_on_cpu"] = chunks_on_cpu_.load(std::memory_order_relaxed);
 }
-
-template class MomentsCudaStage<VibrationStage>;
 
 }  // namespace vigil
