@@ -116,7 +116,7 @@ void BM_FirChunkCuda(benchmark::State& state) {
 }
 
 void chunk_shapes(benchmark::internal::Benchmark* b) {
-  for (int64_t m : {32, 64, 255, 1024})
+  for (int64_t m : {32, 64, 255, 384, 512, 1024})
     for (int64_t channels : {16, 64, 256})
       for (int64_t form : {0, 1}) b->Args({form, m, channels});
 }

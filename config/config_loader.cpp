@@ -518,7 +518,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
                                          "a " + st.kind + " feeds later stages and outputs");
   if (st.kind == "fir_bank") {
     r.check_keys(n, where, {"name", "kind", "input", "optional", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
-                            "crossover_hz", "band_names", "fft_planning"});
+                            "crossover_hz", "band_names", "fft_planning", "form"});
     FirBankSettings p;
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
     r.number<uint32_t>(n, where, "max_latency_frames", 0, 1u << 20, p.max_latency_frames);
@@ -527,6 +527,15 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
       p.fft_planning = planning == "patient"   ? FftPlanning::kPatient
                        : planning == "measure" ? FftPlanning::kMeasure
                                                : FftPlanning::kEstimate;
+    std::string form;
+    if (r.choice(n, where, "form", {"auto", "direct", "fft"}, form)) {
+      p.form = form == "direct" ? FirForm::kDirect : form == "fft" ? FirForm::kFft : FirForm::kAuto;
+      // The GPU's direct kernel holds the taps in shared memory; a longer direct form would be
+      // slower than the FFT forms on either backend anyway.
+      if (p.form == FirForm::kDirect && p.taps > 4096)
+        r.error(n["form"].Mark(), where + ".form: direct takes at most 4096 taps, got taps " + std::to_string(p.taps) +
+                                      " (use auto or fft)");
+    }
     std::string win;
     if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular", "flattop"}, win))
       p.window.kind = *parse_window_kind(win);

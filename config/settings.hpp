@@ -10,6 +10,7 @@
 #include "acquisition/file_source.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/ae_hit_detector.hpp"
+#include "dsp/fir_form.hpp"
 #include "dsp/alarm_rule.hpp"
 #include "dsp/vibration_analyzer.hpp"
 #include "dsp/fir_design.hpp"
@@ -30,6 +31,7 @@ struct FirBankSettings {
   uint32_t taps = 255;
   uint32_t max_latency_frames = 0;  // the FFT forms may delay by up to this; 0 = one chunk
   FftPlanning fft_planning = FftPlanning::kEstimate;  // kMeasure: faster FFTs, planning at start
+  FirForm form = FirForm::kAuto;                      // direct or FFT form (auto: the backend's choice)
   WindowSpec window;
   std::vector<BandSettings> bands;   // explicit bands, or (with crossover_hz) just their names
   std::vector<double> crossover_hz;  // non-empty: complementary bands split at these edges

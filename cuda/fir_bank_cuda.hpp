@@ -17,9 +17,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/fir_filter_cuda.hpp"
+
 namespace vigil::cuda {
 
-class FirBankCuda {
+class FirBankCuda final : public FirFilterCuda {
  public:
   // band_taps: 1..256 bands of 1..2^20 taps; channels: 1..4096, bands x channels <= 65535;
   // block: a power of two 16..65536;
@@ -32,7 +34,7 @@ class FirBankCuda {
   // enough for cuFFT to do in one pass (2B <= 8192) where the taps allow. The caller caps it by
   // its latency.
   static uint32_t preferred_block(size_t taps) noexcept;
-  ~FirBankCuda();
+  ~FirBankCuda() override;
   FirBankCuda(const FirBankCuda&) = delete;
   FirBankCuda& operator=(const FirBankCuda&) = delete;
 
@@ -40,27 +42,27 @@ class FirBankCuda {
   // d_out: band b, channel c at d_out + (b * channels + c) * out_stride. Any frames count.
   // RT-safe: no allocation, no synchronisation. Returns the first CUDA or cuFFT failure
   // (cuFFT failures as cudaErrorLaunchFailure).
-  cudaError_t process(const float* d_in, size_t in_stride, uint32_t frames, float* d_out, size_t out_stride) noexcept;
+  cudaError_t process(const float* d_in, size_t in_stride, uint32_t frames, float* d_out, size_t out_stride) noexcept override;
 
   // Clears the history (enqueued). Throws CudaError.
-  void reset();
+  void reset() override;
   // Later calls enqueue on `stream` (a reload primes the spare on a stream of its own). The
   // caller orders the work across the two streams. Returns the first cuFFT failure as
   // cudaErrorInvalidValue.
-  cudaError_t set_stream(cudaStream_t stream) noexcept;
+  cudaError_t set_stream(cudaStream_t stream) noexcept override;
   cudaStream_t stream() const noexcept { return stream_; }
   // New taps, same band count and partitions per band (tap counts within the same multiple of
   // the block): the tap spectra are recomputed on the stream, nothing is allocated (a reload on
   // the pipeline thread). History is kept; the caller resets or crossfades. Returns the first error.
-  cudaError_t set_taps(const std::vector<std::vector<float>>& band_taps) noexcept;
+  cudaError_t set_taps(const std::vector<std::vector<float>>& band_taps) noexcept override;
 
-  uint32_t bands() const noexcept { return bands_; }
-  uint32_t channels() const noexcept { return channels_; }
+  uint32_t bands() const noexcept override { return bands_; }
+  uint32_t channels() const noexcept override { return channels_; }
   uint32_t block() const noexcept { return block_; }
   uint32_t partitions() const noexcept { return parts_; }
-  uint32_t latency_frames() const noexcept { return block_; }
+  uint32_t latency_frames() const noexcept override { return block_; }
   // Frames of the current block received so far (0: the next call starts on a block boundary).
-  uint32_t fill() const noexcept { return fill_; }
+  uint32_t fill() const noexcept override { return fill_; }
   // Blocks a batched call takes (0: no batching).
   uint32_t batch_blocks() const noexcept { return batch_blocks_; }
 

@@ -27,25 +27,28 @@ FirDirectCuda::FirDirectCuda(const std::vector<std::vector<float>>& band_taps, u
   const size_t hist = size_t(channels_) * (m_ - 1);
   try {
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_taps_), h_taps_.size() * sizeof(float)));
-    for (float*& h : d_hist_) VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&h), std::max<size_t>(hist, 1) * sizeof(float)));
+    for (float** h : {&d_hist_, &d_next_})
+      VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(h), std::max<size_t>(hist, 1) * sizeof(float)));
     VIGIL_CUDA_CHECK(set_taps(band_taps));
     reset();
     VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream_));
   } catch (...) {
     cudaFree(d_taps_);
-    for (float* h : d_hist_) cudaFree(h);
+    cudaFree(d_hist_);
+    cudaFree(d_next_);
     throw;
   }
 }
 
 FirDirectCuda::~FirDirectCuda() {
   cudaFree(d_taps_);
-  for (float* h : d_hist_) cudaFree(h);
+  cudaFree(d_hist_);
+  cudaFree(d_next_);
 }
 
 void FirDirectCuda::reset() {
   const size_t hist = size_t(channels_) * (m_ - 1);
-  if (hist) VIGIL_CUDA_CHECK(cudaMemsetAsync(d_hist_[current_], 0, hist * sizeof(float), stream_));
+  if (hist) VIGIL_CUDA_CHECK(cudaMemsetAsync(d_hist_, 0, hist * sizeof(float), stream_));
 }
 
 cudaError_t FirDirectCuda::set_taps(const std::vector<std::vector<float>>& band_taps) noexcept {
@@ -61,13 +64,12 @@ cudaError_t FirDirectCuda::set_taps(const std::vector<std::vector<float>>& band_
 cudaError_t FirDirectCuda::process(const float* d_in, size_t in_stride, uint32_t frames, float* d_out,
                                    size_t out_stride) noexcept {
   if (frames == 0) return cudaSuccess;
-  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_direct_bank(d_in, in_stride, frames, channels_, d_hist_[current_], d_taps_, m_,
-                                                    bands_, d_out, out_stride, stream_));
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_direct_bank(d_in, in_stride, frames, channels_, d_hist_, d_taps_, m_, bands_,
+                                                    d_out, out_stride, stream_));
   if (m_ == 1) return cudaSuccess;
-  VIGIL_CUDA_RETURN_IF_ERROR(
-      launch_fir_direct_carry(d_in, in_stride, frames, channels_, d_hist_[current_], m_, d_hist_[current_ ^ 1u], stream_));
-  current_ ^= 1u;
-  return cudaSuccess;
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_fir_direct_carry(d_in, in_stride, frames, channels_, d_hist_, m_, d_next_, stream_));
+  return cudaMemcpyAsync(d_hist_, d_next_, size_t(channels_) * (m_ - 1) * sizeof(float), cudaMemcpyDeviceToDevice,
+                         stream_);
 }
 
 }  // namespace vigil::cuda

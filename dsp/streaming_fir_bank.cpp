@@ -8,11 +8,11 @@ namespace vigil {
 
 StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
                                    uint32_t max_frames, uint32_t max_latency_frames, FftPlanning planning,
-                                   WorkerPool* pool)
+                                   WorkerPool* pool, FirForm form)
     : channels_(channels) {
   size_t longest = 0;
   for (const auto& t : band_taps) longest = std::max(longest, t.size());
-  if (longest <= kDirectMaxTaps) {
+  if (form == FirForm::kDirect || (form == FirForm::kAuto && longest <= kDirectMaxTaps)) {
     form_ = Form::kDirect;
     direct_ = std::make_unique<FirBank>(band_taps, channels, max_frames);
     return;

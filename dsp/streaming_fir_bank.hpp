@@ -1,6 +1,6 @@
 // StreamingFirBank: the FIR bank the pipeline uses. Picks the fastest form whose latency fits:
 //   - direct form (zero latency) up to kDirectMaxTaps taps: measured faster than any FFT form
-//     there (bench/fir_bench, docs/PERFORMANCE.md);
+//     there (bench/fir_bench, docs/PERFORMANCE.md), or whenever FirForm::kDirect asks for it;
 //   - one FFT block of the size with least work per sample, when its block fits max_latency;
 //   - otherwise partitions of the largest power-of-two block D <= max_latency (>= 16): uniform
 //     (all of D) or non-uniform (D first, larger ones later: NonUniformFirBank::plan), whichever
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dsp/fir_bank.hpp"
+#include "dsp/fir_form.hpp"
 #include "dsp/nonuniform_fir_bank.hpp"
 #include "dsp/worker_pool.hpp"
 
@@ -30,10 +31,11 @@ class StreamingFirBank {
   // band_taps, channels: as FirBank. max_frames: the largest chunk process() gets.
   // max_latency_frames: the most delay the caller accepts (>= 16 unless taps <= kDirectMaxTaps).
   // pool: when it has more than one thread, the FFT forms split the channels over it (the pool
-  // must outlive this bank; process() is then one pool run).
+  // must outlive this bank; process() is then one pool run). form: kDirect or kFft overrides the
+  // choice between the direct form and the FFT forms (kAuto: by kDirectMaxTaps).
   StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t max_frames,
                    uint32_t max_latency_frames, FftPlanning planning = FftPlanning::kEstimate,
-                   WorkerPool* pool = nullptr);
+                   WorkerPool* pool = nullptr, FirForm form = FirForm::kAuto);
 
   // RT-safe.
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "acquisition/rt_log.hpp"
+#include "cuda/fir_direct_cuda.hpp"
 #include "cuda/fault_injection.hpp"
 #include "cuda/sample_convert.cuh"
 #include "pipeline/cuda_stage_events.hpp"
@@ -48,21 +49,34 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   const std::vector<std::vector<float>> taps = FirBankStage::design(settings_, in.rate_hz);
   max_taps_ = 0;
   for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
-  // The latency allowed caps the block; within it, the block the GPU runs best (a full chunk of
-  // several such blocks goes through in one batch).
-  block_ = std::min(PartitionedFirBank::uniform_block_within(std::min(max_latency, max_frames)),
-                    cuda::FirBankCuda::preferred_block(max_taps_));
-
+  direct_ = settings_.form == FirForm::kDirect || (settings_.form == FirForm::kAuto && max_taps_ <= kDirectMaxTaps);
+  if (direct_ && max_taps_ > cuda::FirDirectCuda::kMaxTaps)
+    throw std::invalid_argument("fir_bank: the CUDA direct form takes at most " +
+                                std::to_string(cuda::FirDirectCuda::kMaxTaps) + " taps, got " + std::to_string(max_taps_));
   staging_.prepare(channels_, bands_ * channels_, max_frames_, options_.mapped, 2);
-  bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream(), max_frames_);
-  spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream(), max_frames_);
-  cpu_ = std::make_unique<PartitionedFirBank>(taps, channels_, PartitionedFirBank::uniform(block_));
+  cpu_ = std::make_unique<CpuTwin>();
+  if (direct_) {
+    // No delay and no blocks; priming needs the last M - 1 input frames.
+    block_ = 0;
+    bank_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream());
+    spare_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream());
+    cpu_->direct = std::make_unique<FirBank>(taps, channels_, max_frames_);
+    history_frames_ = uint32_t(std::max<size_t>(max_taps_ - 1, 1));
+  } else {
+    // The latency allowed caps the block; within it, the block the GPU runs best (a full chunk
+    // of several such blocks goes through in one batch).
+    block_ = std::min(PartitionedFirBank::uniform_block_within(std::min(max_latency, max_frames)),
+                      cuda::FirBankCuda::preferred_block(max_taps_));
+    bank_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream(), max_frames_);
+    spare_ = std::make_unique<cuda::FirBankCuda>(taps, channels_, block_, staging_.stream(), max_frames_);
+    cpu_->fft = std::make_unique<PartitionedFirBank>(taps, channels_, PartitionedFirBank::uniform(block_));
+    // Enough input to rebuild the filter state exactly: M - 1 frames of history for the last
+    // output the bank still owes, which lags by B.
+    // Rounded up to whole blocks, so a primed filter (a reload's spare) is left on a block boundary
+    // like the running one, and its chunks replay as a graph too.
+    history_frames_ = uint32_t((block_ + max_taps_ - 1 + block_ - 1) / block_ * block_);
+  }
   const size_t out_floats = size_t(bands_) * channels_ * max_frames_;
-  // Enough input to rebuild the filter state exactly: M - 1 frames of history for the last
-  // output the bank still owes, which lags by B.
-  // Rounded up to whole blocks, so a primed filter (a reload's spare) is left on a block boundary
-  // like the running one, and its chunks replay as a graph too.
-  history_frames_ = uint32_t((block_ + max_taps_ - 1 + block_ - 1) / block_ * block_);
   history_.assign(channels_, history_frames_, max_frames_, !options_.mapped);
   prime_.assign(size_t(channels_) * history_frames_, 0.0f);
   VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&reload_stream_, cudaStreamNonBlocking));
@@ -82,8 +96,8 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   // A chunk of whole blocks can be replayed as a graph: capture one per filter. Capturing runs
   // nothing; a failure (a driver that cannot capture cuFFT, a debug-sync build) just leaves the
   // launch-by-launch path.
-  if (options_.graphs && max_frames_ % block_ == 0)
-    for (cuda::FirBankCuda* bank : {bank_.get(), spare_.get()})
+  if (options_.graphs && (direct_ || max_frames_ % block_ == 0))
+    for (cuda::FirFilterCuda* bank : {bank_.get(), spare_.get()})
       for (unsigned slot = 0; slot < staging_.input_slots(); ++slot)
         for (const bool copy_in : {true, false})
           if (copy_in || !options_.mapped) capture(*bank, slot, copy_in);
@@ -93,11 +107,11 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   out.bands = bands_;
   out.band_names.clear();
   for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
-  out.delay_frames = in.delay_frames + block_;
+  out.delay_frames = in.delay_frames + bank_->latency_frames();
   return out;
 }
 
-cudaError_t FirBankCudaStage::enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound, unsigned slot,
+cudaError_t FirBankCudaStage::enqueue(cuda::FirFilterCuda& bank, uint32_t frames, bool from_bound, unsigned slot,
                                       bool copy_in) noexcept {
   return staging_.enqueue(
       frames, [&](const float* d_in, float* d_out, size_t stride) { return bank.process(d_in, stride, frames, d_out, stride); },
@@ -180,7 +194,7 @@ bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames, const void* 
   return true;
 }
 
-bool FirBankCudaStage::capture(cuda::FirBankCuda& bank, unsigned slot, bool copy_in) noexcept {
+bool FirBankCudaStage::capture(cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) noexcept {
   // Capturing runs nothing, but enqueue() advances the bank's host-side fill count as if it had:
   // a whole-block chunk leaves it as it found it (0).
   if (bank.fill() != 0) return false;
@@ -205,13 +219,13 @@ bool FirBankCudaStage::capture(cuda::FirBankCuda& bank, unsigned slot, bool copy
   return true;
 }
 
-cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirBankCuda& bank, unsigned slot, bool copy_in) const noexcept {
+cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) const noexcept {
   for (const ChunkGraph& g : graphs_)
     if (g.bank == &bank && g.copy_out == staging_.copy_out() && g.slot == slot && g.copy_in == copy_in) return g.exec;
   return nullptr;
 }
 
-cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames,
+cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
                                       const Exec* exec, const void* raw) noexcept {
   staging_.stage(in, in_stride, frames);  // into slot 0, unless `in` is a staged input already
   const bool from_bound = staging_.reads_bound(in);
@@ -246,7 +260,7 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirBankCuda& bank, const float* in, 
 
 void FirBankCudaStage::unwrap_history() noexcept { history_.newest(history_frames_, prime_.data(), history_frames_); }
 
-cudaError_t FirBankCudaStage::prime_gpu(cuda::FirBankCuda& bank) noexcept {
+cudaError_t FirBankCudaStage::prime_gpu(cuda::FirFilterCuda& bank) noexcept {
   // The page-locked history is free once an earlier priming's copy from it is done (the chunk
   // that crossfaded to that reload waited for it already: this returns at once).
   VIGIL_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(ev_primed_));
@@ -410,6 +424,7 @@ void FirBankCudaStage::add_status(nlohmann::json& status) const {
   status["graph_chunks"] = graph_chunks();
   status["uploaded_ahead_chunks"] = uploaded_ahead_chunks();
   status["input_converted_on_gpu"] = raw_;
+  status["form"] = direct_ ? "direct" : "fft (uniform partitions of " + std::to_string(block_) + ")";
 }
 
 }  // namespace vigil

@@ -1,12 +1,15 @@
 // FirBankCudaStage: the fir_bank stage on the CUDA backend. Each chunk's input lanes go to the
 // GPU through page-locked staging (copied with cudaMemcpy2DAsync, or read in place by the kernels
-// when the memory is mapped: `pipeline.memory`), cuda/FirBankCuda filters every band (uniform
-// partitions of B, latency B), and the bands come back the same way; one stream, synchronised
-// once per chunk, GPU time measured with CUDA events. A whole chunk's work (copy in, every
-// block's kernels and FFTs, copy out) is captured as a CUDA graph at prepare, once per filter
-// (the running one and the reload spare), and replayed for every full-size chunk that starts on a
-// block boundary: one launch instead of ~5 per block. Other chunks take the same path launch by
-// launch (same results: the filter's state lives on the device either way).
+// when the memory is mapped: `pipeline.memory`), the GPU filters every band, and the bands come
+// back the same way. Two forms (the `form` key; auto: the direct form up to kDirectMaxTaps taps,
+// the crossover measured on the H100): cuda/FirDirectCuda, no delay, the twin of dsp/FirBank; or
+// cuda/FirBankCuda, uniform partitions of B, latency B, the twin of dsp/PartitionedFirBank. One
+// stream, synchronised once per chunk, GPU time measured with CUDA events. A whole chunk's work
+// (copy in, every block's kernels and FFTs, copy out) is captured as a CUDA graph at prepare,
+// once per filter (the running one and the reload spare), and replayed for every full-size chunk
+// that starts on a block boundary (the direct form: every full-size chunk): one launch instead of
+// ~5 per block. Other chunks take the same path launch by launch (same results: the filter's
+// state lives on the device either way).
 // The look-ahead: the staging has two input slots; while this chunk's kernels run, the graph may
 // convert the next chunk into the other slot and start its copy to the device on a copy stream
 // (upload_input), and that chunk's work then waits for the copy instead of making it (graphs are
@@ -19,15 +22,15 @@
 // chunk's kernels its newest frames, as many as priming reads, are snapshotted on the device and
 // copied into a page-locked ring on the history's own stream while the later stages run; the
 // host copies nothing.
-// The block: the latency allowed caps it, and within that the GPU's preferred block
+// The FFT form's block: the latency allowed caps it, and within that the GPU's preferred block
 // (FirBankCuda::preferred_block: one partition, a one-pass FFT; 4096 for up to 4096 taps); a full
 // chunk of several such blocks goes through in one cuFFT batch.
 //
 // A CUDA error on the real-time path is counted, reported once (a `backend` event, state
-// fallback) and the stage carries on on the CPU twin — dsp/PartitionedFirBank with the same
-// layout and latency — primed from the last B + M - 1 input frames it keeps (rounded up to whole
-// blocks), so the chunk that
-// failed and every later one are filtered as if the CPU had run from the start: no chunk lost.
+// fallback) and the stage carries on on the CPU twin — the same form, layout and latency —
+// primed from the last input frames it keeps (M - 1 for the direct form; B + M - 1 rounded up to
+// whole blocks for the FFT form), so the chunk that failed and every later one are filtered as
+// if the CPU had run from the start: no chunk lost.
 // A reload's new taps go into a spare filter of the same shape made at prepare (nothing is
 // allocated or planned while running: that would stall the GPU), primed from the same history,
 // and crossfaded to over one chunk. The taps' upload and spectra and the priming run on a
@@ -44,7 +47,9 @@
 
 #include "config/settings.hpp"
 #include "cuda/fir_bank_cuda.hpp"
+#include "cuda/fir_filter_cuda.hpp"
 #include "cuda/pinned_buffer.hpp"
+#include "dsp/fir_bank.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
 #include "dsp/sample_convert.hpp"
 #include "pipeline/cuda_staging.hpp"
@@ -61,6 +66,10 @@ struct CudaStageOptions {
 
 class FirBankCudaStage final : public Stage {
  public:
+  // form: auto takes the direct form (cuda/FirDirectCuda) for filters of up to this many taps:
+  // the crossover measured on the H100 (docs/PERFORMANCE.md §4).
+  static constexpr size_t kDirectMaxTaps = 384;
+
   FirBankCudaStage(FirBankSettings settings, uint16_t index, CudaStageOptions options);
   ~FirBankCudaStage() override;
 
@@ -94,14 +103,30 @@ class FirBankCudaStage final : public Stage {
   // turn (the look-ahead's uploads taken).
   uint64_t graph_chunks() const noexcept { return graph_chunks_.load(std::memory_order_relaxed); }
   uint64_t uploaded_ahead_chunks() const noexcept { return uploaded_ahead_.load(std::memory_order_relaxed); }
-  uint32_t block() const noexcept { return block_; }
+  uint32_t block() const noexcept { return block_; }  // the FFT form's block (0: the direct form)
+  bool direct() const noexcept { return direct_; }
 
  private:
+  // The CPU twin: dsp/FirBank for the direct form, dsp/PartitionedFirBank (same uniform layout
+  // and latency) for the FFT form.
+  struct CpuTwin {
+    std::unique_ptr<FirBank> direct;
+    std::unique_ptr<PartitionedFirBank> fft;
+    void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept {
+      if (direct)
+        direct->process(in, in_stride, frames, out, out_stride);
+      else
+        fft->process(in, in_stride, frames, out, out_stride);
+    }
+    void reset() noexcept { direct ? direct->reset() : fft->reset(); }
+    void set_taps(const std::vector<std::vector<float>>& taps) { direct ? direct->set_taps(taps) : fft->set_taps(taps); }
+  };
+
   // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands, staged.
   // exec: the chunk's (its on_gpu_wait is called while the kernels run); null for priming.
   // raw: the chunk as captured (raw input): it goes up and is converted on the device first,
   // unless its upload already did that.
-  cudaError_t run_gpu(cuda::FirBankCuda& bank, const float* in, size_t in_stride, uint32_t frames,
+  cudaError_t run_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
                       const Exec* exec = nullptr, const void* raw = nullptr) noexcept;
   // Raw input: the chunk's samples to the slot's device input on `stream` (copy, conversion,
   // counts back to the host); the host-side conversion into a block's lanes (with the counts);
@@ -112,14 +137,14 @@ class FirBankCudaStage final : public Stage {
   // The device part of a chunk from the staged input (slot) to the staged output, on the stream.
   // from_bound: the chunk is read in place from the bound input (CudaStaging::bind_input);
   // copy_in false: the slot's upload brought it.
-  cudaError_t enqueue(cuda::FirBankCuda& bank, uint32_t frames, bool from_bound, unsigned slot = 0,
+  cudaError_t enqueue(cuda::FirFilterCuda& bank, uint32_t frames, bool from_bound, unsigned slot = 0,
                       bool copy_in = true) noexcept;
   // Captures enqueue(bank, max_frames_, ..., slot, copy_in) as a graph; false (and no graph) on failure.
-  bool capture(cuda::FirBankCuda& bank, unsigned slot, bool copy_in) noexcept;
-  cudaGraphExec_t graph_for(const cuda::FirBankCuda& bank, unsigned slot, bool copy_in) const noexcept;
+  bool capture(cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) noexcept;
+  cudaGraphExec_t graph_for(const cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) const noexcept;
   // Runs the last history_ frames through `bank` (GPU: enqueued on the reload stream, ev_primed_
   // recorded after it) or the CPU twin, discarding the output.
-  cudaError_t prime_gpu(cuda::FirBankCuda& bank) noexcept;
+  cudaError_t prime_gpu(cuda::FirFilterCuda& bank) noexcept;
   void prime_cpu() noexcept;
   void unwrap_history() noexcept;                // ring -> prime_ (oldest first)
   // raw: the chunk as captured when its input block was not filled (raw input).
@@ -134,10 +159,11 @@ class FirBankCudaStage final : public Stage {
   CudaStaging staging_;  // before the filters: its stream outlives them
   // The running filter, the one a reload crossfades to, and a spare of the same shape: a reload
   // uploads its taps into the spare (no allocation, no cuFFT plan on the running GPU).
-  std::unique_ptr<cuda::FirBankCuda> bank_, next_bank_, spare_;
-  std::unique_ptr<PartitionedFirBank> cpu_;  // the fallback twin, same layout
+  std::unique_ptr<cuda::FirFilterCuda> bank_, next_bank_, spare_;
+  bool direct_ = false;  // the direct form (else uniformly partitioned overlap-save)
+  std::unique_ptr<CpuTwin> cpu_;  // the fallback twin, same form and latency
   struct ChunkGraph {
-    const cuda::FirBankCuda* bank = nullptr;
+    const cuda::FirFilterCuda* bank = nullptr;
     cudaGraphExec_t exec = nullptr;
     bool copy_out = true;  // with the copy back (it is skipped while the bands stay on the device)
     unsigned slot = 0;     // the staged input it reads

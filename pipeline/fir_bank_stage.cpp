@@ -30,7 +30,7 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
   for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
   bank_ = std::make_unique<StreamingFirBank>(design(settings_, in.rate_hz), in.channels, max_frames, max_latency,
-                                             settings_.fft_planning, pool_);
+                                             settings_.fft_planning, pool_, settings_.form);
   out.delay_frames = in.delay_frames + bank_->latency_frames();
   form_ = bank_->describe();
   return out;
@@ -44,9 +44,10 @@ StageUpdatePlan FirBankStage::plan_fir_update(const FirBankSettings& current, co
   for (const BandSettings& b : current.bands) old_names.push_back(b.name);
   for (const BandSettings& b : n.bands) new_names.push_back(b.name);
   if (n.taps != current.taps || n.max_latency_frames != current.max_latency_frames || new_names != old_names ||
-      n.crossover_hz.empty() != current.crossover_hz.empty() || n.fft_planning != current.fft_planning) {
+      n.crossover_hz.empty() != current.crossover_hz.empty() || n.fft_planning != current.fft_planning ||
+      n.form != current.form) {
     plan.structural = true;
-    plan.why = "the number of taps, the bands, the latency limit or the FFT planning changed";
+    plan.why = "the number of taps, the bands, the latency limit, the form or the FFT planning changed";
     return plan;
   }
   auto u = std::make_unique<FirBankUpdate>();

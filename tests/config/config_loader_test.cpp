@@ -256,6 +256,25 @@ TEST(ConfigLoader, FftPlanning) {
   EXPECT_EQ(plain.settings->pipeline.fft_wisdom, "");
 }
 
+// form: auto by default; direct or fft when asked; direct refused past the GPU kernel's 4096
+// taps, at the key's position.
+TEST(ConfigLoader, FirForm) {
+  const ConfigResult plain = parse_config(kValid, "x.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(std::get<FirBankSettings>(plain.settings->stages[0].params).form, FirForm::kAuto);
+  for (const auto& [word, form] : {std::pair{"direct", FirForm::kDirect}, std::pair{"fft", FirForm::kFft},
+                                   std::pair{"auto", FirForm::kAuto}}) {
+    const ConfigResult r = parse_config(edit("    taps: 63\n", std::string("    taps: 63\n    form: ") + word + "\n"), "x.yaml");
+    ASSERT_TRUE(r.errors.empty()) << format_error("x.yaml", r.errors[0]);
+    EXPECT_EQ(std::get<FirBankSettings>(r.settings->stages[0].params).form, form) << word;
+  }
+  expect_one_error(edit("    taps: 63\n", "    taps: 63\n    form: fir\n"), 11, 11, "one of auto, direct, fft, got 'fir'");
+  expect_one_error(edit("    taps: 63\n", "    taps: 4097\n    form: direct\n"), 11, 11,
+                   "form: direct takes at most 4096 taps, got taps 4097");
+  const ConfigResult fft_long = parse_config(edit("    taps: 63\n", "    taps: 4097\n    form: fft\n"), "x.yaml");
+  EXPECT_TRUE(fft_long.errors.empty()) << format_error("x.yaml", fft_long.errors[0]);
+}
+
 TEST(ConfigLoader, GpuResidentIsOnUnlessTurnedOff) {
   const ConfigResult plain = parse_config(kValid, "x.yaml");
   ASSERT_TRUE(plain.errors.empty());

@@ -38,6 +38,39 @@ TEST(StreamingFirBank, PicksTheFormByLengthAndLatency) {
   EXPECT_EQ(tight.form(), StreamingFirBank::Form::kUniform);
   EXPECT_EQ(tight.latency_frames(), 256u);
   EXPECT_THROW(StreamingFirBank({randn(100, 1)}, 1, 64, 8), std::invalid_argument);
+  // The form asked for overrides the length's choice.
+  const StreamingFirBank forced_fft({randn(31, 1)}, 2, 1024, 1024, FftPlanning::kEstimate, nullptr, FirForm::kFft);
+  EXPECT_NE(forced_fft.form(), StreamingFirBank::Form::kDirect);
+  EXPECT_GT(forced_fft.latency_frames(), 0u);
+  const StreamingFirBank forced_direct({randn(1000, 1)}, 2, 1024, 16, FftPlanning::kEstimate, nullptr, FirForm::kDirect);
+  EXPECT_EQ(forced_direct.form(), StreamingFirBank::Form::kDirect);
+  EXPECT_EQ(forced_direct.latency_frames(), 0u);
+}
+
+// A forced form gives the same filter: the FFT form at 31 taps, the direct form at 1000, each
+// against the direct-form specification delayed by the form's latency.
+TEST(StreamingFirBank, AForcedFormEqualsTheSpecificationDelayed) {
+  const uint32_t total = 6000, chunk = 500, channels = 2;
+  const std::vector<float> x = randn(size_t(channels) * total, 11);
+  for (const auto& [len, form] : {std::pair{size_t(31), FirForm::kFft}, std::pair{size_t(1000), FirForm::kDirect}}) {
+    const std::vector<std::vector<float>> taps = {randn(len, 12)};
+    FirBank ref_bank(taps, channels, total);
+    std::vector<float> ref(size_t(channels) * total), got(ref.size()), out(size_t(channels) * chunk, -999.0f);
+    ref_bank.process(x.data(), total, total, ref.data(), total);
+    StreamingFirBank bank(taps, channels, chunk, chunk, FftPlanning::kEstimate, nullptr, form);
+    for (uint32_t at = 0; at < total; at += chunk) {
+      bank.process(x.data() + at, total, chunk, out.data(), chunk);
+      for (uint32_t c = 0; c < channels; ++c) std::copy_n(&out[size_t(c) * chunk], chunk, &got[size_t(c) * total + at]);
+    }
+    const uint32_t lat = bank.latency_frames();
+    EXPECT_EQ(lat == 0, form == FirForm::kDirect) << bank.describe();
+    double max_ref = 1.0;
+    for (float v : ref) max_ref = std::max(max_ref, double(std::fabs(v)));
+    for (uint32_t c = 0; c < channels; ++c)
+      for (uint32_t i = lat; i < total; ++i)
+        ASSERT_NEAR(got[size_t(c) * total + i], ref[size_t(c) * total + i - lat], test::kFirOutputRel * max_ref)
+            << bank.describe() << " channel " << c << " sample " << i;
+  }
 }
 
 // Alone and with its channels split over a pool of 1, 2 and 3 threads (7 channels: uneven parts).

@@ -1,8 +1,10 @@
-// The fir_bank stage on the CUDA backend against its CPU twin (PartitionedFirBank, same uniform
-// layout and latency) on fresh random input in chunks of varying size; copy and mapped staging
-// give identical output; an injected launch failure moves the stage to the CPU twin without a
-// chunk lost or disturbed; a reload crossfades to the new taps. Output blocks are poisoned (NaN)
-// before every chunk. Skipped, with the reason, where no CUDA device can be used.
+// The fir_bank stage on the CUDA backend, in both its forms, against its CPU twin (the direct
+// form: FirBank, no delay; the FFT form: PartitionedFirBank, same uniform layout and latency) on
+// fresh random input in chunks of varying size; copy and mapped staging give identical output;
+// an injected launch failure moves the stage to the CPU twin without a chunk lost or disturbed; a
+// reload crossfades to the new taps; graphs replay full chunks with the same output. Output
+// blocks are poisoned (NaN) before every chunk. Skipped, with the reason, where no CUDA device
+// can be used.
 #include "pipeline/fir_bank_cuda_stage.hpp"
 
 #include <gtest/gtest.h>
@@ -35,9 +37,10 @@ class FirBankCudaStageTest : public ::testing::Test {
   }
 };
 
-FirBankSettings settings(uint32_t taps, double split_hz) {
+FirBankSettings settings(uint32_t taps, double split_hz, FirForm form = FirForm::kAuto) {
   FirBankSettings s;
   s.taps = taps;
+  s.form = form;
   s.bands = {{"low", FilterType::kLowpass, split_hz, 0}, {"high", FilterType::kHighpass, split_hz, 0}};
   return s;
 }
@@ -50,11 +53,16 @@ StageRun run(Stage& stage, const std::vector<float>& x, uint32_t total, const st
   return test::run_stage(stage, {kChannels, 1, 2, max_frames}, x, total, sizes, before);
 }
 
-// The CPU twin over the whole input at once: what the stage must give.
+// The CPU twin over the whole input at once: what the stage must give. block 0: the direct form.
 std::vector<float> reference(const FirBankSettings& s, const std::vector<float>& x, uint32_t total, uint32_t block) {
-  PartitionedFirBank cpu(FirBankStage::design(s, kRate), kChannels, PartitionedFirBank::uniform(block));
   std::vector<float> y(size_t(2) * kChannels * total);
-  cpu.process(x.data(), total, total, y.data(), total);
+  if (block == 0) {
+    FirBank cpu(FirBankStage::design(s, kRate), kChannels, total);
+    cpu.process(x.data(), total, total, y.data(), total);
+  } else {
+    PartitionedFirBank cpu(FirBankStage::design(s, kRate), kChannels, PartitionedFirBank::uniform(block));
+    cpu.process(x.data(), total, total, y.data(), total);
+  }
   return y;
 }
 
@@ -70,18 +78,31 @@ TEST_F(FirBankCudaStageTest, MatchesTheCpuTwinInBothMemoryModes) {
   const uint32_t total = 40000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
   const std::vector<uint32_t> sizes = {1000, 1, 999, 513, 37, 1000, 512, 640};
-  for (uint32_t taps : {31u, 255u, 2049u}) {
-    const FirBankSettings s = settings(taps, 3000);
+  // Each length in the form auto picks and in the other one (the direct form up to its kernel's
+  // 4096 taps).
+  struct Case {
+    uint32_t taps;
+    FirForm form;
+    bool direct;
+  };
+  for (const Case c : {Case{31, FirForm::kAuto, true}, Case{255, FirForm::kAuto, true}, Case{385, FirForm::kAuto, false},
+                       Case{2049, FirForm::kAuto, false}, Case{31, FirForm::kFft, false},
+                       Case{255, FirForm::kFft, false}, Case{2049, FirForm::kDirect, true},
+                       Case{4095, FirForm::kDirect, true}}) {
+    const uint32_t taps = c.taps;
+    const FirBankSettings s = settings(taps, 3000, c.form);
     std::vector<float> outs[2];
     for (bool mapped : {false, true}) {
       FirBankCudaStage stage(s, 0, {mapped, 0});
       const StreamFormat out = stage.prepare(input_format(), kMaxFrames);
-      EXPECT_EQ(stage.block(), 512u);
-      EXPECT_EQ(out.delay_frames, 512u);
+      EXPECT_EQ(stage.direct(), c.direct) << taps << " taps";
+      const uint32_t block = c.direct ? 0 : 512;
+      EXPECT_EQ(stage.block(), block);
+      EXPECT_EQ(out.delay_frames, block);
       EXPECT_EQ(out.bands, 2u);
       StageRun r = run(stage, x, total, sizes);
-      const double err = rel_l2(r.out, reference(s, x, total, 512));
-      EXPECT_LE(err, 1e-5) << taps << " taps, mapped " << mapped;
+      const double err = rel_l2(r.out, reference(s, x, total, block));
+      EXPECT_LE(err, 1e-5) << taps << " taps, direct " << c.direct << ", mapped " << mapped;
       EXPECT_TRUE(r.events.empty());
       EXPECT_FALSE(stage.on_cpu());
       nlohmann::json st;
@@ -89,6 +110,7 @@ TEST_F(FirBankCudaStageTest, MatchesTheCpuTwinInBothMemoryModes) {
       EXPECT_EQ(st["backend"], "cuda");
       EXPECT_EQ(st["memory"], mapped ? "mapped" : "copy");
       EXPECT_GT(st["gpu_us"]["max"].get<uint64_t>(), 0u);
+      EXPECT_EQ(st["form"], c.direct ? "direct" : "fft (uniform partitions of 512)");
       outs[mapped] = std::move(r.out);
     }
     EXPECT_EQ(outs[0], outs[1]) << "copy and mapped staging differ at " << taps << " taps";
@@ -98,75 +120,83 @@ TEST_F(FirBankCudaStageTest, MatchesTheCpuTwinInBothMemoryModes) {
 TEST_F(FirBankCudaStageTest, ALaunchFailureMovesToTheCpuTwinWithoutLosingAChunk) {
   const uint32_t total = 30000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
-  const FirBankSettings s = settings(1025, 5000);
-  FirBankCudaStage stage(s, 4, {false, 9});  // the 9th chunk's launch fails
-  stage.prepare(input_format(), kMaxFrames);
-  const std::vector<uint32_t> sizes = {700, 1000, 333};
-  StageRun r = run(stage, x, total, sizes);
-  EXPECT_TRUE(stage.on_cpu());
-  // Every output sample, before, at and after the failure, is the filter's: nothing lost, no seam.
-  const std::vector<float> want = reference(s, x, total, 512);
-  EXPECT_LE(rel_l2(r.out, want), 1e-5);
-  // Around the handover in particular (the 9th chunk starts at 700+1000+333 times 2 + 700 + 1000).
-  const uint32_t at = 2 * (700 + 1000 + 333) + 700 + 1000;
-  for (uint32_t lane = 0; lane < 2 * kChannels; ++lane)
-    for (uint32_t i = at - 600; i < at + 1400; ++i)
-      ASSERT_NEAR(r.out[size_t(lane) * total + i], want[size_t(lane) * total + i], 1e-4) << "lane " << lane << " at " << i;
-  ASSERT_EQ(r.events.size(), 1u);
-  EXPECT_EQ(r.events[0].kind, EventKind::kBackendFallback);
-  EXPECT_EQ(r.events[0].stage, 4);
-  EXPECT_EQ(r.events[0].frame, at);
-  nlohmann::json body, st;
-  stage.describe_event(r.events[0], body);
-  EXPECT_EQ(body["state"], "fallback");
-  // The runtime's name for the refused launch (cudaErrorInvalidValue or ...Configuration).
-  EXPECT_EQ(body["error"].get<std::string>().rfind("cudaErrorInvalid", 0), 0u) << body.dump();
-  stage.add_status(st);
-  EXPECT_EQ(st["backend"], "cpu (fallback)");
-  EXPECT_EQ(st["cuda_errors"], 1);
+  for (const uint32_t taps : {1025u, 255u}) {  // the FFT form, the direct form
+    const FirBankSettings s = settings(taps, 5000);
+    FirBankCudaStage stage(s, 4, {false, 9});  // the 9th chunk's launch fails
+    stage.prepare(input_format(), kMaxFrames);
+    const uint32_t block = stage.block();
+    EXPECT_EQ(stage.direct(), taps == 255u);
+    const std::vector<uint32_t> sizes = {700, 1000, 333};
+    StageRun r = run(stage, x, total, sizes);
+    EXPECT_TRUE(stage.on_cpu());
+    // Every output sample, before, at and after the failure, is the filter's: nothing lost, no seam.
+    const std::vector<float> want = reference(s, x, total, block);
+    EXPECT_LE(rel_l2(r.out, want), 1e-5) << taps << " taps";
+    // Around the handover in particular (the 9th chunk starts at 700+1000+333 times 2 + 700 + 1000).
+    const uint32_t at = 2 * (700 + 1000 + 333) + 700 + 1000;
+    for (uint32_t lane = 0; lane < 2 * kChannels; ++lane)
+      for (uint32_t i = at - 600; i < at + 1400; ++i)
+        ASSERT_NEAR(r.out[size_t(lane) * total + i], want[size_t(lane) * total + i], 1e-4)
+            << taps << " taps, lane " << lane << " at " << i;
+    ASSERT_EQ(r.events.size(), 1u);
+    EXPECT_EQ(r.events[0].kind, EventKind::kBackendFallback);
+    EXPECT_EQ(r.events[0].stage, 4);
+    EXPECT_EQ(r.events[0].frame, at);
+    nlohmann::json body, st;
+    stage.describe_event(r.events[0], body);
+    EXPECT_EQ(body["state"], "fallback");
+    // The runtime's name for the refused launch (cudaErrorInvalidValue or ...Configuration).
+    EXPECT_EQ(body["error"].get<std::string>().rfind("cudaErrorInvalid", 0), 0u) << body.dump();
+    stage.add_status(st);
+    EXPECT_EQ(st["backend"], "cpu (fallback)");
+    EXPECT_EQ(st["cuda_errors"], 1);
+  }
 }
 
 TEST_F(FirBankCudaStageTest, AReloadCrossfadesToTheNewTapsOverOneChunk) {
   const uint32_t total = 24000, chunk = 1000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
-  const FirBankSettings before = settings(511, 2000), after = settings(511, 6000);
-  FirBankCudaStage stage(before, 0, {false, 0});
-  stage.prepare(input_format(), kMaxFrames);
-  StageSettings next;
-  next.params = after;
-  StageUpdatePlan plan = stage.plan_update(next);
-  ASSERT_FALSE(plan.structural) << plan.why;
-  ASSERT_TRUE(plan.update);
-  const uint64_t swap_chunk = 10;  // applied between chunks 9 and 10; chunk 10 crossfades
-  StageRun r = run(stage, x, total, {chunk}, [&](uint64_t k) {
-    if (k == swap_chunk) stage.apply_update(*plan.update);
-  });
-  const std::vector<float> old_y = reference(before, x, total, 512), new_y = reference(after, x, total, 512);
-  for (uint32_t lane = 0; lane < 2 * kChannels; ++lane) {
-    const size_t base = size_t(lane) * total;
-    for (uint32_t i = 0; i < total; ++i) {
-      const float got = r.out[base + i];
-      if (i < swap_chunk * chunk) {
-        ASSERT_NEAR(got, old_y[base + i], 1e-4) << "before, lane " << lane << " at " << i;
-      } else if (i >= (swap_chunk + 1) * chunk) {
-        ASSERT_NEAR(got, new_y[base + i], 1e-4) << "after, lane " << lane << " at " << i;
-      } else {  // between the two filters' outputs, weighted linearly
-        const float w = float(i - swap_chunk * chunk + 1) / float(chunk);
-        ASSERT_NEAR(got, (1 - w) * old_y[base + i] + w * new_y[base + i], 1e-4) << "crossfade at " << i;
+  for (const uint32_t taps : {511u, 255u}) {  // the FFT form, the direct form
+    const FirBankSettings before = settings(taps, 2000), after = settings(taps, 6000);
+    FirBankCudaStage stage(before, 0, {false, 0});
+    stage.prepare(input_format(), kMaxFrames);
+    EXPECT_EQ(stage.direct(), taps == 255u);
+    StageSettings next;
+    next.params = after;
+    StageUpdatePlan plan = stage.plan_update(next);
+    ASSERT_FALSE(plan.structural) << plan.why;
+    ASSERT_TRUE(plan.update);
+    const uint64_t swap_chunk = 10;  // applied between chunks 9 and 10; chunk 10 crossfades
+    StageRun r = run(stage, x, total, {chunk}, [&](uint64_t k) {
+      if (k == swap_chunk) stage.apply_update(*plan.update);
+    });
+    const std::vector<float> old_y = reference(before, x, total, stage.block()),
+                             new_y = reference(after, x, total, stage.block());
+    for (uint32_t lane = 0; lane < 2 * kChannels; ++lane) {
+      const size_t base = size_t(lane) * total;
+      for (uint32_t i = 0; i < total; ++i) {
+        const float got = r.out[base + i];
+        if (i < swap_chunk * chunk) {
+          ASSERT_NEAR(got, old_y[base + i], 1e-4) << taps << " taps, before, lane " << lane << " at " << i;
+        } else if (i >= (swap_chunk + 1) * chunk) {
+          ASSERT_NEAR(got, new_y[base + i], 1e-4) << taps << " taps, after, lane " << lane << " at " << i;
+        } else {  // between the two filters' outputs, weighted linearly
+          const float w = float(i - swap_chunk * chunk + 1) / float(chunk);
+          ASSERT_NEAR(got, (1 - w) * old_y[base + i] + w * new_y[base + i], 1e-4) << taps << " taps, crossfade at " << i;
+        }
       }
     }
+    EXPECT_FALSE(stage.on_cpu());
   }
-  EXPECT_FALSE(stage.on_cpu());
 }
 
-// Chunks of whole blocks replay one CUDA graph per filter; any other chunk runs launch by launch.
-// Both give the same samples (bit for bit), before and after a reload (whose primed spare is left
-// on a block boundary, so it replays its own graph), in both memory modes.
-TEST_F(FirBankCudaStageTest, ChunksOfWholeBlocksReplayAsAGraphWithTheSameOutput) {
+// One filter length of the test below: 2049 taps, the FFT form in 256-frame blocks (4 a chunk);
+// 255 taps, the direct form.
+void run_graph_case(uint32_t taps) {
   const uint32_t total = 60000, max_frames = 1024;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
-  FirBankSettings before = settings(2049, 3000), after = settings(2049, 7000);
-  before.max_latency_frames = after.max_latency_frames = 256;  // 4 blocks per chunk
+  FirBankSettings before = settings(taps, 3000), after = settings(taps, 7000);
+  before.max_latency_frames = after.max_latency_frames = 256;
   // 300 + 724: a chunk off the block boundary and back on it.
   const std::vector<uint32_t> sizes = {1024, 1024, 1024, 300, 724, 1024, 1024, 1024, 1024, 1024, 1024, 1024};
   for (bool mapped : {false, true}) {
@@ -175,7 +205,7 @@ TEST_F(FirBankCudaStageTest, ChunksOfWholeBlocksReplayAsAGraphWithTheSameOutput)
     for (bool graphs : {false, true}) {
       FirBankCudaStage stage(before, 0, {mapped, 0, graphs});
       stage.prepare(input_format(), max_frames);
-      ASSERT_EQ(stage.block(), 256u);
+      ASSERT_EQ(stage.block(), taps > 384 ? 256u : 0u);
       StageSettings next;
       next.params = after;
       StageUpdatePlan plan = stage.plan_update(next);
@@ -200,7 +230,7 @@ TEST_F(FirBankCudaStageTest, ChunksOfWholeBlocksReplayAsAGraphWithTheSameOutput)
         EXPECT_EQ(st["graph_chunks"].get<uint64_t>(), stage.graph_chunks());
       }
       // The old filter's output up to the swap chunk, against the CPU twin over everything.
-      const std::vector<float> want = reference(before, x, total, 256);
+      const std::vector<float> want = reference(before, x, total, stage.block());
       std::vector<float> got_head, want_head;
       const uint32_t swap_frame = [&] {
         uint32_t at = 0;
@@ -211,12 +241,20 @@ TEST_F(FirBankCudaStageTest, ChunksOfWholeBlocksReplayAsAGraphWithTheSameOutput)
         got_head.insert(got_head.end(), r.out.begin() + long(lane) * total, r.out.begin() + long(lane) * total + swap_frame);
         want_head.insert(want_head.end(), want.begin() + long(lane) * total, want.begin() + long(lane) * total + swap_frame);
       }
-      EXPECT_LE(rel_l2(got_head, want_head), 1e-5) << "graphs " << graphs << ", mapped " << mapped;
+      EXPECT_LE(rel_l2(got_head, want_head), 1e-5) << taps << " taps, graphs " << graphs << ", mapped " << mapped;
       outs[graphs] = std::move(r.out);
     }
     EXPECT_EQ(graph_chunks[0], 0u);
-    EXPECT_EQ(outs[0], outs[1]) << "graph and launch-by-launch differ (mapped " << mapped << ")";
+    EXPECT_EQ(outs[0], outs[1]) << "graph and launch-by-launch differ (" << taps << " taps, mapped " << mapped << ")";
   }
+}
+
+// Chunks of whole blocks replay one CUDA graph per filter; any other chunk runs launch by launch.
+// Both give the same samples (bit for bit), before and after a reload (whose primed spare is left
+// on a block boundary, so it replays its own graph), in both memory modes and both forms (the
+// direct form replays every full-size chunk).
+TEST_F(FirBankCudaStageTest, ChunksOfWholeBlocksReplayAsAGraphWithTheSameOutput) {
+  for (const uint32_t taps : {2049u, 255u}) run_graph_case(taps);
 }
 
 }  // namespace
