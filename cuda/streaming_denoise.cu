@@ -96,6 +96,8 @@ __device__ float block_median_abs(const float* v, uint32_t count, BlockSelect& s
   return 0.5f * (__uint_as_float(lower) + __uint_as_float(upper));
 }
 
+// kLen: 16 for 16-tap wavelets (db8, sym8: the DWT's taps unrolled), else 0 (any length).
+template <int kLen>
 __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
   extern __shared__ float smem[];
   const uint32_t n = p.n, j = blockIdx.x, lane = blockIdx.y;
@@ -111,7 +113,7 @@ __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
     a[i] = at < n ? hist[at] : in[at - n];
   }
   __syncthreads();
-  analyse_levels_in_block(p.filters, a, b, n, p.levels, coeffs);
+  analyse_levels_in_block<kLen>(p.filters, a, b, n, p.levels, coeffs);
   // Level j's details sit at coeffs + (n >> j), n >> j of them (1 = finest).
   const float sigma_finest = block_median_abs(coeffs + n / 2, n / 2, select) / 0.6745f;
   for (unsigned level = 1; level <= p.levels; ++level) {
@@ -133,7 +135,7 @@ __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
   const uint32_t m0 = n >> p.levels;
   for (uint32_t i = threadIdx.x; i < m0; i += blockDim.x) a[i] = coeffs[i];
   __syncthreads();
-  const float* y = synthesise_levels_in_block(p.filters, coeffs, m0, p.levels, a, b);
+  const float* y = synthesise_levels_in_block<kLen>(p.filters, coeffs, m0, p.levels, a, b);
   float* out = p.wout + (size_t(lane) * p.windows + j) * n;
   for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(p.weight[i], y[i]);
 }
@@ -180,15 +182,20 @@ __global__ void denoise_advance_kernel(const float* __restrict__ wout, float* re
 
 cudaError_t prepare_denoise_windows(uint32_t n) noexcept {
   if (n < 4 || n > kStreamingDenoiseMaxWindow) return cudaErrorInvalidValue;
-  return cudaFuncSetAttribute(denoise_windows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              int(window_shared_bytes(kStreamingDenoiseMaxWindow)));
+  const int bytes = int(window_shared_bytes(kStreamingDenoiseMaxWindow));
+  const cudaError_t e = cudaFuncSetAttribute(denoise_windows_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(denoise_windows_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
 cudaError_t launch_denoise_windows(const DenoiseWindowsParams& p, cudaStream_t stream) noexcept {
   if (p.n < 4 || p.n > kStreamingDenoiseMaxWindow || p.levels < 1 || p.lanes == 0 || p.lanes > 65535)
     return cudaErrorInvalidValue;
   if (p.windows == 0) return cudaSuccess;
-  denoise_windows_kernel<<<dim3(p.windows, p.lanes), kThreads, window_shared_bytes(p.n), stream>>>(p);
+  if (p.filters.len == 16)
+    denoise_windows_kernel<16><<<dim3(p.windows, p.lanes), kThreads, window_shared_bytes(p.n), stream>>>(p);
+  else
+    denoise_windows_kernel<0><<<dim3(p.windows, p.lanes), kThreads, window_shared_bytes(p.n), stream>>>(p);
   return after_launch(stream);
 }
 

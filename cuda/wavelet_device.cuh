@@ -27,17 +27,43 @@ __device__ __forceinline__ int wrap_in_block(int v, int m) {
 // The m samples in cur[0, m) go through `levels` analysis levels, using cur and other as ping-pong
 // buffers (m floats each): the details of level j (1 = the first done here) go to
 // coeffs + (m >> j), and the last approximation to coeffs[0, m >> levels). Ends synchronised.
+// kLen: 0 for any filter (f.len taps, every index wrapped); a multiple of 4 (f.len must equal it)
+// unrolls the taps for the outputs whose taps lie inside the period, their inputs read two at a
+// time (cur, other and coeffs 8-byte aligned), with the same multiply-adds in the same order:
+// the same result to the bit. S1's db8 (16 taps) takes it.
+template <int kLen = 0>
 __device__ __forceinline__ void analyse_levels_in_block(const WaveletFilters& f, float* cur, float* other, uint32_t m,
                                                         unsigned levels, float* coeffs) {
-  const int len = f.len, s = len / 2;
+  static_assert(kLen % 4 == 0, "the unrolled taps need an even half length");
+  const int len = kLen ? kLen : f.len, s = len / 2;
+  // Output i's taps read cur[2i + s - k], k < len: from 2i - s + 1 up to 2i + s, that is the
+  // pairs starting at 2i - s (s even), kPairs of them.
+  constexpr int kPairs = kLen / 2 + 1;
   for (unsigned j = 0; j < levels; ++j, m /= 2) {
     const uint32_t half = m / 2;
     for (uint32_t i = threadIdx.x; i < half; i += blockDim.x) {
       float lo = 0.0f, hi = 0.0f;
-      for (int k = 0; k < len; ++k) {
-        const float v = cur[wrap_in_block(int(2 * i) + s - k, int(m))];
-        lo = fmaf(f.lo[k], v, lo);
-        hi = fmaf(f.hi[k], v, hi);
+      const int e0 = int(2 * i) - s;
+      if (kLen && e0 >= 0 && e0 + 2 * kPairs <= int(m)) {
+        float v[2 * kPairs];
+        const float2* pairs = reinterpret_cast<const float2*>(cur + e0);
+#pragma unroll
+        for (int q = 0; q < kPairs; ++q) {
+          const float2 w = pairs[q];
+          v[2 * q] = w.x;
+          v[2 * q + 1] = w.y;
+        }
+#pragma unroll
+        for (int k = 0; k < kLen; ++k) {  // cur[2i + s - k] = v[2s - k]
+          lo = fmaf(f.lo[k], v[2 * s - k], lo);
+          hi = fmaf(f.hi[k], v[2 * s - k], hi);
+        }
+      } else {
+        for (int k = 0; k < len; ++k) {
+          const float v = cur[wrap_in_block(int(2 * i) + s - k, int(m))];
+          lo = fmaf(f.lo[k], v, lo);
+          hi = fmaf(f.hi[k], v, hi);
+        }
       }
       other[i] = lo;
       coeffs[half + i] = hi;
@@ -53,22 +79,56 @@ __device__ __forceinline__ void analyse_levels_in_block(const WaveletFilters& f,
 
 // The inverse: from the approximation in cur[0, m0) and the details at coeffs + (m0 << i), `levels`
 // synthesis levels with cur and other as ping-pong buffers; the result (m0 << levels samples) is
-// returned (one of the two buffers). Ends synchronised.
+// returned (one of the two buffers). Ends synchronised. kLen: as for the analysis; unrolled, each
+// thread makes an even and an odd output from the same kLen/2 + 1 inputs of each half.
+template <int kLen = 0>
 __device__ __forceinline__ float* synthesise_levels_in_block(const WaveletFilters& f, const float* coeffs, uint32_t m0,
                                                              unsigned levels, float* cur, float* other) {
-  const int len = f.len, s = len / 2;
+  static_assert(kLen % 4 == 0, "the unrolled taps need an even half length");
+  const int len = kLen ? kLen : f.len, s = len / 2;
   uint32_t half = m0;
   for (unsigned j = 0; j < levels; ++j, half *= 2) {
     const uint32_t m = 2 * half;
     const float* cd = coeffs + half;
-    for (uint32_t t = threadIdx.x; t < m; t += blockDim.x) {
+    auto one = [&](uint32_t t) {  // output t, every index wrapped
       float acc = 0.0f;
       for (int k = ((int(t) - s) & 1) ? 1 : 0; k < len; k += 2) {
         const int i = wrap_in_block((int(t) + k - s) / 2, int(half));
         acc = fmaf(f.lo[k], cur[i], acc);
         acc = fmaf(f.hi[k], cd[i], acc);
       }
-      other[t] = acc;
+      return acc;
+    };
+    if (kLen) {
+      // s even: output 2u takes the even taps k = 2q at index u - s/2 + q, output 2u + 1 the odd
+      // ones at u - s/2 + 1 + q: both read [u - s/2, u - s/2 + kLen/2] of cur and cd.
+      constexpr int kIn = kLen / 2 + 1;
+      for (uint32_t u = threadIdx.x; u < half; u += blockDim.x) {
+        const int i0 = int(u) - s / 2;
+        float2 y;
+        if (i0 >= 0 && i0 + kIn <= int(half)) {
+          float a[kIn], d[kIn];
+#pragma unroll
+          for (int q = 0; q < kIn; ++q) {
+            a[q] = cur[i0 + q];
+            d[q] = cd[i0 + q];
+          }
+          float even = 0.0f, odd = 0.0f;
+#pragma unroll
+          for (int q = 0; q < kLen / 2; ++q) {
+            even = fmaf(f.lo[2 * q], a[q], even);
+            even = fmaf(f.hi[2 * q], d[q], even);
+            odd = fmaf(f.lo[2 * q + 1], a[q + 1], odd);
+            odd = fmaf(f.hi[2 * q + 1], d[q + 1], odd);
+          }
+          y = make_float2(even, odd);
+        } else {
+          y = make_float2(one(2 * u), one(2 * u + 1));
+        }
+        reinterpret_cast<float2*>(other)[u] = y;
+      }
+    } else {
+      for (uint32_t t = threadIdx.x; t < m; t += blockDim.x) other[t] = one(t);
     }
     __syncthreads();
     float* tmp = cur;
