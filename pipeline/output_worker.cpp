@@ -5,6 +5,7 @@
 #include "dsp/cpu_relax.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "acquisition/clock.hpp"
@@ -19,7 +20,9 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
                            SpscQueue<OutputSlot*>& full_slots, SpscQueue<OutputSlot*>& free_slots,
                            SpscQueue<EventRecord>& events, Options options)
     : graph_(graph), full_slots_(full_slots), free_slots_(free_slots), events_(events), options_(std::move(options)),
-      batch_(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram), start_mono_ns_(mono_now_ns()) {
+      batch_(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram),
+      event_batch_(UdpSender::kMaxBatch, kEventBatchBytes),
+      start_mono_ns_(mono_now_ns()) {
   for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
     DataOutput d;
     d.settings = settings.data_outputs[o];
@@ -209,6 +212,14 @@ void OutputWorker::send_event(const std::string& type, nlohmann::json body, int6
 }
 
 void OutputWorker::send_event_text(const std::string& text) noexcept {
+  if (event_outputs_.empty()) return;
+  if (batching_events_ && text.size() <= event_batch_.max_bytes()) {
+    if (event_batch_.full()) flush_events();
+    std::memcpy(event_batch_.next(), text.data(), text.size());
+    event_batch_.commit(text.size());
+    return;
+  }
+  flush_events();  // what was queued goes first
   for (EventOutput& e : event_outputs_) {
     if (e.sender->send(text.data(), text.size())) {
       counters_.events_sent.fetch_add(1, std::memory_order_relaxed);
@@ -217,6 +228,18 @@ void OutputWorker::send_event_text(const std::string& text) noexcept {
       counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
     }
   }
+}
+
+void OutputWorker::flush_events() noexcept {
+  const size_t n = event_batch_.size();
+  if (n == 0) return;
+  for (EventOutput& e : event_outputs_) {
+    const UdpSender::BatchResult r = e.sender->send_batch(event_batch_);
+    counters_.events_sent.fetch_add(r.sent, std::memory_order_relaxed);
+    counters_.bytes_sent.fetch_add(r.bytes, std::memory_order_relaxed);
+    if (r.sent < n) counters_.send_errors.fetch_add(n - r.sent, std::memory_order_relaxed);
+  }
+  event_batch_.clear();
 }
 
 void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
@@ -440,10 +463,13 @@ void OutputWorker::run() noexcept {
       did = did || !posted.empty();
     }
     EventRecord ev;
+    batching_events_ = true;
     while (events_.pop(ev)) {
       send_event_record(ev);
       did = true;
     }
+    flush_events();  // before the chunk's data: the events go out as soon as before
+    batching_events_ = false;
     for (DataOutput& out : data_)
       if (out.waveforms && send_waveforms(out)) did = true;
     OutputSlot* slot = nullptr;

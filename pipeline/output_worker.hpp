@@ -107,7 +107,13 @@ class OutputWorker {
   // Hands out's batched data packets of lane part `part` to its sender (send_lane batches them).
   void flush(DataOutput& out, uint32_t part = 0) noexcept;
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
-  void send_event_text(const std::string& text) noexcept;  // to every event output, counted
+  // To every event output, counted. While the output thread drains the stages' events
+  // (batching_events_), a text that fits a batch datagram is queued into event_batch_ instead,
+  // and flush_events() hands the queue to each output in sendmmsg(2) calls of up to 64: a chunk's
+  // hundreds of AE hits no longer cost a system call each. Anything sent directly flushes the
+  // queue first, so every output gets the events in their order.
+  void send_event_text(const std::string& text) noexcept;
+  void flush_events() noexcept;
   void send_event_record(const EventRecord& ev) noexcept;
   EventText event_text_;  // a stage event written as text (Stage::write_event), reused
   void housekeeping(bool final_report) noexcept;
@@ -124,6 +130,9 @@ class OutputWorker {
   EventEncoder encoder_;
   std::vector<uint8_t> packet_;  // one datagram being built (context packets, events)
   DatagramBatch batch_;          // data packets of one output, sent together (flush)
+  static constexpr size_t kEventBatchBytes = 2048;  // an AE hit's text is ~300 bytes
+  DatagramBatch event_batch_;    // stage events queued for every event output (send_event_text)
+  bool batching_events_ = false;
   std::vector<std::unique_ptr<DatagramBatch>> helper_batches_;  // the send pool's, lane parts 1..
   std::unique_ptr<WorkerPool> send_pool_;  // Options::send_threads > 1
   int64_t last_utc_ns_ = 0;      // signal time of the newest chunk sent (context timestamps)

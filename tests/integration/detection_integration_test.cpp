@@ -85,6 +85,53 @@ double burst(double k) {  // the synthetic source's burst model at k samples aft
   return kAmp * env * std::sin(2 * std::numbers::pi * kFreq * k / kAeRate);
 }
 
+// Hundreds of hits a chunk: the output thread hands them to the kernel in batches (sendmmsg, up to
+// 64 a call); every one arrives, in order (consecutive seq), and as many as the status counts.
+TEST(DetectionIntegration, HundredsOfHitsAChunkArriveEveryOneInOrder) {
+  const std::string config = R"(source:
+  kind: synthetic
+  rate_hz: 1000000
+  channels: 8
+  format: int16
+  chunk_frames: 65536
+  seed: 5
+  rate_factor: 2
+  duration_s: 1.0
+  signals:
+    - {noise_rms: 0.0002, bursts: {amplitude: 0.05, freq_hz: 50000, rise_s: 0.00002, decay_s: 0.00005, rate_hz: 1500}}
+pipeline: {pool_chunks: 16}
+stages:
+  - name: hits
+    kind: ae_hits
+    input: input
+    threshold_db: 45
+    hdt_us: 100
+    pdt_us: 20
+    hlt_us: 50
+    full_scale_v: 10
+    preamp_gain_db: 40
+)";
+  const fs::path dir = fs::temp_directory_path() / ("vigil-ae-many-" + std::to_string(getpid()));
+  const std::vector<json> events = run_rig(dir, config);
+  fs::remove_all(dir);
+  size_t hits = 0;
+  json final_status;
+  for (size_t k = 0; k < events.size(); ++k) {
+    if (events[k]["type"] == "ae_hit") ++hits;
+    if (events[k]["type"] == "status" && events[k]["final"] == true) final_status = events[k];
+    if (k > 0) {
+      ASSERT_EQ(events[k]["seq"].get<uint64_t>(), events[k - 1]["seq"].get<uint64_t>() + 1) << "event " << k;
+    }
+  }
+  ASSERT_FALSE(final_status.is_null());
+  EXPECT_GT(hits, 16 * 64u) << "too few hits a chunk to fill several batches";
+  EXPECT_EQ(hits, final_status["events_by_type"]["ae_hit"].get<size_t>());
+  EXPECT_EQ(final_status["send_errors"], 0);
+  EXPECT_EQ(final_status["events_dropped"], 0);
+  // Every event before the final status was sent (the status counts itself after it is sent).
+  EXPECT_EQ(final_status["events_sent"].get<size_t>() + 1, events.size());
+}
+
 TEST(DetectionIntegration, AeRigReportsExactlyThePlantedHits) {
   std::string config = R"(source:
   kind: synthetic
