@@ -384,7 +384,14 @@ StageUpdatePlan FirBankCudaStage::plan_update(const StageSettings& next) const {
 void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
   auto& u = static_cast<FirBankUpdate&>(update);
   try {
-    cpu_->set_taps(u.taps);  // the twin follows (crossfading itself if it is the one running)
+    // The twin follows: crossfading itself if it is the one running; otherwise it takes the new
+    // taps at once (the direct form's FirBank from the first frame priming feeds it: a crossfade
+    // of its own 256 frames would outlast the M - 1 frames of priming and reach the first chunk it
+    // filters after a failure; the FFT form's switches within priming's first block).
+    if (direct_ && !on_cpu_.load(std::memory_order_relaxed))
+      cpu_->direct->set_taps(u.taps, 1);
+    else
+      cpu_->set_taps(u.taps);
   } catch (...) {
   }
   settings_ = u.settings;

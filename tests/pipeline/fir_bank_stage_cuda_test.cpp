@@ -190,6 +190,33 @@ TEST_F(FirBankCudaStageTest, AReloadCrossfadesToTheNewTapsOverOneChunk) {
   }
 }
 
+// A launch failure some chunks after a reload: the CPU twin takes over with the new taps, so every
+// sample from the failing chunk on is the new filter's (both forms).
+TEST_F(FirBankCudaStageTest, AFailureAfterAReloadLeavesTheCpuTwinOnTheNewTaps) {
+  const uint32_t total = 24000, chunk = 1000;
+  const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
+  for (const uint32_t taps : {511u, 255u}) {  // the FFT form, the direct form
+    const FirBankSettings before = settings(taps, 2000), after = settings(taps, 6000);
+    FirBankCudaStage stage(before, 0, {false, 15});  // the 15th chunk (index 14) fails
+    stage.prepare(input_format(), kMaxFrames);
+    StageSettings next;
+    next.params = after;
+    StageUpdatePlan plan = stage.plan_update(next);
+    ASSERT_TRUE(plan.update) << plan.why;
+    StageRun r = run(stage, x, total, {chunk}, [&](uint64_t k) {
+      if (k == 10) stage.apply_update(*plan.update);  // chunk 10 crossfades
+    });
+    EXPECT_TRUE(stage.on_cpu());
+    ASSERT_EQ(r.events.size(), 1u);
+    EXPECT_EQ(r.events[0].frame, 14u * chunk);
+    const std::vector<float> new_y = reference(after, x, total, stage.block());
+    for (uint32_t lane = 0; lane < 2 * kChannels; ++lane)
+      for (uint32_t i = 11 * chunk; i < total; ++i)
+        ASSERT_NEAR(r.out[size_t(lane) * total + i], new_y[size_t(lane) * total + i], 1e-4)
+            << taps << " taps, lane " << lane << " at " << i;
+  }
+}
+
 // One filter length of the test below: 2049 taps, the FFT form in 256-frame blocks (4 a chunk);
 // 255 taps, the direct form.
 void run_graph_case(uint32_t taps) {
