@@ -99,16 +99,7 @@ TEST(DenoiseCudaStage, ALaunchFailureMovesToTheCpuTwinWithoutLosingAChunk) {
   for (uint32_t l = 0; l < kLanes; ++l)
     for (uint32_t i = at - 600; i < at + 2400; ++i)
       ASSERT_NEAR(r.out[size_t(l) * total + i], want[size_t(l) * total + i], 1e-4) << "lane " << l << " at " << i;
-  ASSERT_EQ(r.events.size(), 1u);
-  EXPECT_EQ(r.events[0].kind, EventKind::kBackendFallback);
-  EXPECT_EQ(r.events[0].stage, 4);
-  EXPECT_EQ(r.events[0].frame, at);
-  nlohmann::json body, st;
-  stage.describe_event(r.events[0], body);
-  EXPECT_EQ(body["state"], "fallback");
-  stage.add_status(st);
-  EXPECT_EQ(st["backend"], "cpu (fallback)");
-  EXPECT_EQ(st["cuda_errors"], 1);
+  test::expect_one_fallback(stage, r, 4, at);
 }
 
 }  // namespace

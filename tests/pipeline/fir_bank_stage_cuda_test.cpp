@@ -138,18 +138,7 @@ TEST_F(FirBankCudaStageTest, ALaunchFailureMovesToTheCpuTwinWithoutLosingAChunk)
       for (uint32_t i = at - 600; i < at + 1400; ++i)
         ASSERT_NEAR(r.out[size_t(lane) * total + i], want[size_t(lane) * total + i], 1e-4)
             << taps << " taps, lane " << lane << " at " << i;
-    ASSERT_EQ(r.events.size(), 1u);
-    EXPECT_EQ(r.events[0].kind, EventKind::kBackendFallback);
-    EXPECT_EQ(r.events[0].stage, 4);
-    EXPECT_EQ(r.events[0].frame, at);
-    nlohmann::json body, st;
-    stage.describe_event(r.events[0], body);
-    EXPECT_EQ(body["state"], "fallback");
-    // The runtime's name for the refused launch (cudaErrorInvalidValue or ...Configuration).
-    EXPECT_EQ(body["error"].get<std::string>().rfind("cudaErrorInvalid", 0), 0u) << body.dump();
-    stage.add_status(st);
-    EXPECT_EQ(st["backend"], "cpu (fallback)");
-    EXPECT_EQ(st["cuda_errors"], 1);
+    test::expect_one_fallback(stage, r, 4, at);
   }
 }
 
@@ -207,8 +196,7 @@ TEST_F(FirBankCudaStageTest, AFailureAfterAReloadLeavesTheCpuTwinOnTheNewTaps) {
       if (k == 10) stage.apply_update(*plan.update);  // chunk 10 crossfades
     });
     EXPECT_TRUE(stage.on_cpu());
-    ASSERT_EQ(r.events.size(), 1u);
-    EXPECT_EQ(r.events[0].frame, 14u * chunk);
+    test::expect_one_fallback(stage, r, 0, 14u * chunk);
     const std::vector<float> new_y = reference(after, x, total, stage.block());
     for (uint32_t lane = 0; lane < 2 * kChannels; ++lane)
       for (uint32_t i = 11 * chunk; i < total; ++i)

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -74,6 +76,23 @@ inline StageRun run_stage(Stage& stage, const StageShape& shape, const std::vect
   }
   r.events_dropped = dropped.load();
   return r;
+}
+
+// A CUDA stage's run with one injected launch failure: exactly one event, the stage's `backend`
+// fallback at `frame`, and the stage's status on the CPU twin with one CUDA error counted.
+inline void expect_one_fallback(const Stage& stage, const StageRun& r, uint16_t stage_index, uint64_t frame) {
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].kind, EventKind::kBackendFallback);
+  EXPECT_EQ(r.events[0].stage, stage_index);
+  EXPECT_EQ(r.events[0].frame, frame);
+  nlohmann::json body, st;
+  stage.describe_event(r.events[0], body);
+  EXPECT_EQ(body["state"], "fallback");
+  // The runtime's name for the refused launch (cudaErrorInvalidValue or ...Configuration).
+  EXPECT_EQ(body["error"].get<std::string>().rfind("cudaErrorInvalid", 0), 0u) << body.dump();
+  stage.add_status(st);
+  EXPECT_EQ(st["backend"], "cpu (fallback)");
+  EXPECT_EQ(st["cuda_errors"], 1);
 }
 
 }  // namespace vigil::test
