@@ -181,7 +181,7 @@ TEST_F(FirBankCudaStageTest, AReloadCrossfadesToTheNewTapsOverOneChunk) {
 
 // A launch failure some chunks after a reload: the CPU twin takes over with the new taps, so every
 // sample from the failing chunk on is the new filter's (both forms).
-TEST_F(FirBankCudaStageTest, AFailureAfterAReloadLeavesTheCpuTwinOnTheNewTaps) {
+TEST_F(FirBankCudaStageTest, ALaunchFailureAfterAReloadLeavesTheCpuTwinOnTheNewTaps) {
   const uint32_t total = 24000, chunk = 1000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
   for (const uint32_t taps : {511u, 255u}) {  // the FFT form, the direct form
