@@ -11,6 +11,7 @@
 #if VIGIL_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include "bench/cuda_event_time.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/sample_convert_cuda.hpp"
 #endif
@@ -39,28 +40,6 @@ void BM_ConvertCpu(benchmark::State& state) {
 }
 
 #if VIGIL_HAVE_CUDA
-// Times `work` (enqueued on `stream`) with CUDA events for every benchmark iteration, after 20
-// warm-up runs; owns the events and the stream.
-template <typename Work>
-void time_with_events(benchmark::State& state, cudaStream_t stream, Work&& work) {
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 20; ++i) work();
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    work();
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-}
-
 void BM_ConvertCudaKernel(benchmark::State& state) {
   std::string why;
   if (!vigil::cuda::device_available(&why)) {
@@ -73,10 +52,10 @@ void BM_ConvertCudaKernel(benchmark::State& state) {
   VIGIL_CUDA_CHECK(cudaMemcpy(conv.device_input(), in.data(), in.size() * 2, cudaMemcpyHostToDevice));
   cudaStream_t stream;
   VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
-  time_with_events(state, stream, [&] {
-    VIGIL_CUDA_CHECK(conv.enqueue(conv.device_input(), vigil::SampleFormat::kInt16, frames, 1.0f / 32768,
-                                  conv.device_output(), frames, stream));
-  });
+  vigil::bench::time_on_stream(state, stream, [&] {
+    return conv.enqueue(conv.device_input(), vigil::SampleFormat::kInt16, frames, 1.0f / 32768, conv.device_output(),
+                        frames, stream);
+  }, 20);
   state.SetItemsProcessed(int64_t(state.iterations()) * frames * channels);
   cudaStreamDestroy(stream);
 }
@@ -98,12 +77,12 @@ void BM_ConvertCudaRoundTrip(benchmark::State& state) {
   vigil::cuda::SampleConvertCuda conv(frames, channels);
   cudaStream_t stream;
   VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
-  time_with_events(state, stream, [&] {
-    VIGIL_CUDA_CHECK(cudaMemcpyAsync(conv.device_input(), h_in, n * 2, cudaMemcpyHostToDevice, stream));
-    VIGIL_CUDA_CHECK(conv.enqueue(conv.device_input(), vigil::SampleFormat::kInt16, frames, 1.0f / 32768,
-                                  conv.device_output(), frames, stream));
-    VIGIL_CUDA_CHECK(cudaMemcpyAsync(h_out, conv.device_output(), n * 4, cudaMemcpyDeviceToHost, stream));
-  });
+  vigil::bench::time_on_stream(state, stream, [&] {
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(conv.device_input(), h_in, n * 2, cudaMemcpyHostToDevice, stream));
+    VIGIL_CUDA_RETURN_IF_ERROR(conv.enqueue(conv.device_input(), vigil::SampleFormat::kInt16, frames, 1.0f / 32768,
+                                            conv.device_output(), frames, stream));
+    return cudaMemcpyAsync(h_out, conv.device_output(), n * 4, cudaMemcpyDeviceToHost, stream);
+  }, 20);
   state.SetItemsProcessed(int64_t(state.iterations()) * frames * channels);
   cudaFreeHost(h_in);
   cudaFreeHost(h_out);
