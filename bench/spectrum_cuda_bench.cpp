@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/cuda_event_time.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/spectrum_cuda.hpp"
 
@@ -54,25 +55,10 @@ void BM_Spectrum(benchmark::State& state) {
     cudaGraphDestroy(graph);
   }
   auto run = [&] { return graph_exec ? cudaGraphLaunch(graph_exec, stream) : call(); };
-  cudaEvent_t start, stop;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&start));
-  VIGIL_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 10; ++i) VIGIL_CUDA_CHECK(run());
-  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
-  for (auto _ : state) {
-    VIGIL_CUDA_CHECK(cudaEventRecord(start, stream));
-    VIGIL_CUDA_CHECK(run());
-    VIGIL_CUDA_CHECK(cudaEventRecord(stop, stream));
-    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    state.SetIterationTime(double(ms) / 1e3);
-  }
+  vigil::bench::time_on_stream(state, stream, run, 10);
   state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(samples));
   state.SetLabel(mode == kStream ? "stream" : mode == kGraph ? "graph" : "welch " + std::to_string(segments) + " segments");
   if (graph_exec) cudaGraphExecDestroy(graph_exec);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   cudaFree(d_x);
   cudaFree(d_mag);
   cudaFree(d_psd);
