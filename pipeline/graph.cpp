@@ -13,7 +13,7 @@
 #include "pipeline/ae_hits_cuda_stage.hpp"
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
-#include "pipeline/vibration_cuda_stage.hpp"
+#include "pipeline/moments_cuda_stage.hpp"
 #endif
 #include "pipeline/vibration_stage.hpp"
 
@@ -29,6 +29,7 @@ bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
   if (s.kind == "ae_hits") return backend.gpu_resident && AeHitsCudaStage::fits(std::get<AeHitSettings>(s.params));
   if (s.kind == "vibration")
     return backend.gpu_resident && VibrationCudaStage::fits(std::get<VibrationStageSettings>(s.params));
+  // band_rms: chosen at prepare(), where the outputs are known (Graph::prepare).
 #else
   (void)s;
   (void)backend;  // every stage runs on the CPU in a build without CUDA
@@ -71,9 +72,17 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     else if (gpu && s.kind == "vibration")
       n.stage = std::make_unique<VibrationCudaStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i),
                                                      CudaStageOptions{backend.mapped, backend.fail_at_chunk}, pool_.get());
-    else
+    else if (s.kind == "band_rms" && backend.cuda && backend.gpu_resident && !backend.mapped)
+      n.remake = [settings = std::get<BandRmsSettings>(s.params), index = uint16_t(i),
+                  options = CudaStageOptions{backend.mapped, backend.fail_at_chunk}](bool on_gpu) -> std::unique_ptr<Stage> {
+        if (on_gpu) return std::make_unique<BandRmsCudaStage>(settings, index, options);
+        return std::make_unique<BandRmsStage>(settings, index);
+      };
+    n.on_gpu = gpu;
 #endif
-    if (s.kind == "fir_bank")
+    if (n.remake)
+      n.stage = n.remake(false);
+    else if (s.kind == "fir_bank")
       n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params), pool_.get());
     else if (s.kind == "wavelet_denoise")
       n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params), pool_.get());
@@ -140,16 +149,23 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   in.bands = 1;
   in.band_names = {""};
   add_stream("input", in, nullptr);
-  // Whether node i's output may stay on the device: nothing outside reads it on the host, and every
-  // stage that reads it takes it on the device.
-  auto keep_on_device = [&](size_t i) {
-    if (!host_streams || !gpu_resident_ || mapped_) return false;  // mapped: the kernels write the host anyway
-    for (const std::string& name : *host_streams)
-      if (name == nodes_[i].name) return false;
-    for (size_t j = i + 1; j < nodes_.size(); ++j)
-      if (nodes_[j].input == nodes_[i].name && nodes_[j].stage->needs_host_input()) return false;
-    return true;
-  };
+  // A band_rms stage runs on the GPU only where its input stays there (the bands of a CUDA stage
+  // that nothing reads on the host): then only its sums cross to the host. Where its input comes
+  // back to the host anyway, one pass of squares on the CPU costs less than a round trip to the
+  // GPU per chunk (on the GPU with the bands sent, vigild fell behind at 512-frame chunks at 10x
+  // real time with other processes sharing the GPU).
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& n = nodes_[i];
+    if (!n.remake) continue;
+    int p = -1;
+    for (size_t j = 0; j < i; ++j)
+      if (nodes_[j].name == n.input) p = int(j);
+    const bool gpu = p >= 0 && nodes_[size_t(p)].on_gpu && output_stays_on_device(size_t(p), host_streams, true);
+    if (gpu != n.on_gpu) {
+      n.stage = n.remake(gpu);
+      n.on_gpu = gpu;
+    }
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     n.input_stream = find_stream(n.input);
@@ -159,7 +175,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
     if (input_stream.stage_owned) n.stage->bind_input(input_stream.block.data);
     n.producer = input_stream.producer;
     if (n.producer >= 0 && gpu_resident_) n.stage->bind_producer(nodes_[size_t(n.producer)].stage.get());
-    const bool keep = keep_on_device(i);
+    const bool keep = output_stays_on_device(i, host_streams, false);
     n.stage->keep_output_on_device(keep);
     const StreamFormat out = n.stage->prepare(input_stream.format, max_frames);
     n.output_stream = out.bands > 0 ? add_stream(n.name, out, n.stage->output_buffer()) : -1;
@@ -184,6 +200,17 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
         }
         break;
       }
+}
+
+bool Graph::output_stays_on_device(size_t i, const std::vector<std::string>* host_streams,
+                                   bool choosing) const noexcept {
+  if (!host_streams || !gpu_resident_ || mapped_) return false;  // mapped: the kernels write the host anyway
+  for (const std::string& name : *host_streams)
+    if (name == nodes_[i].name) return false;
+  for (size_t j = i + 1; j < nodes_.size(); ++j)
+    if (nodes_[j].input == nodes_[i].name && !(choosing && nodes_[j].remake) && nodes_[j].stage->needs_host_input())
+      return false;
+  return true;
 }
 
 bool Graph::upload_next_input(const void* raw) noexcept {

@@ -2,6 +2,7 @@
 // the main thread; run() on the pipeline thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -141,7 +142,15 @@ class Graph {
     Block scratch;           // output block handed to detectors (empty)
     std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
     bool optional = false;
+    bool on_gpu = false;  // the stage is a CUDA stage
+    // A stage whose device is chosen at prepare() (band_rms: Graph::prepare): makes it for the
+    // GPU or the CPU. Null for the others.
+    std::function<std::unique_ptr<Stage>(bool gpu)> remake;
   };
+  // Whether node i's output may stay on the device: nothing outside reads it on the host, and every
+  // stage that reads it takes it on the device (choosing: a stage whose device prepare() is still
+  // choosing counts as one that would).
+  bool output_stays_on_device(size_t i, const std::vector<std::string>* host_streams, bool choosing) const noexcept;
   std::unique_ptr<WorkerPool> pool_;  // before nodes_: the stages hold it, so it must outlive them
   bool shed_ = false;
   bool gpu_resident_ = false, mapped_ = false;

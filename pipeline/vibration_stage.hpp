@@ -21,6 +21,7 @@ namespace vigil {
 
 class VibrationStage final : public Stage {
  public:
+  using Settings = VibrationStageSettings;
   // pool: splits the lanes' summing over its threads (null: the pipeline thread alone).
   VibrationStage(VibrationStageSettings settings, uint16_t stage_index, WorkerPool* pool = nullptr)
       : settings_(std::move(settings)), stage_index_(stage_index), pool_(pool) {}
@@ -35,12 +36,15 @@ class VibrationStage final : public Stage {
   // Windows whose analysis was overtaken by the next one before it ran (never, at sane hops).
   uint64_t windows_skipped() const noexcept { return windows_skipped_; }
 
-  // For the CUDA twin (pipeline/vibration_cuda_stage), after prepare(). sums_segments(): every
+  // For the CUDA twin (pipeline/moments_cuda_stage), after prepare(). sums_segments(): every
   // statistic comes from segment moments (no metric needs the samples themselves), so the
   // moments of each lane's runs are all process() takes from a chunk. cut(): where the next
   // chunk of `frames` splits into those runs, the same for every lane (at segment ends):
   // starts[0..runs], returns runs, or 0 where they would be more than max_runs. RT-safe.
   bool sums_segments() const noexcept { return segment_ != 0 && !keep_samples_; }
+  // Whether these settings can sum on the GPU at all: no metric that needs the window's samples
+  // in order (velocity, envelope).
+  static bool gpu_fits(const VibrationStageSettings& s) noexcept { return !s.analysis.velocity && !s.analysis.envelope; }
   uint32_t cut(uint32_t frames, uint32_t* starts, uint32_t max_runs) const noexcept;
   // process() with lane l's moments of run r (cut()'s) given at moments[l * runs + r]; the
   // block's samples are not read. RT-safe.

@@ -926,10 +926,50 @@ TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
   EXPECT_EQ(last_status["backend"], "cuda");
   EXPECT_EQ(last_status["stages"]["bands"]["backend"], "cpu (fallback)");
   EXPECT_EQ(last_status["stages"]["bands"]["cuda_errors"], 1);
+  EXPECT_FALSE(last_status["stages"]["alarm"].contains("backend")) << "the bands are sent: band_rms stays on the CPU";
   EXPECT_EQ(last_status["stage_failures"], 0);
   EXPECT_EQ(last_status["dropped_chunks"], 0);
   // Every stream complete: no chunk was lost to the failure.
   expect_streams_complete(run.received(), 6, 51200);
+}
+
+// Nothing reads the bands on the host (only the input is sent): the band_rms alarm runs on the GPU
+// and reads them there, and raises the alarm the CPU stage raises: channel 0's low band (RMS 0.35
+// against a 0.2 threshold) in its first window, and nothing else.
+TEST(VigildCuda, BandRmsReadsTheBandsOnTheGpuWhenNoOutputSendsThem) {
+  SKIP_WITHOUT_CUDA();
+  const RunToEnd run("rms", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    const fs::path p = dir / "vigil-test.yaml";
+    std::ofstream(p) << kSyntheticSource << "  duration_s: 1.0\n" << kSignals << R"(pipeline: {backend: cuda, memory: copy}
+stages:
+  - {name: bands, kind: fir_bank, input: input, taps: 63, bands: [{name: low, type: lowpass, cutoff_hz: 1000}, {name: high, type: highpass, cutoff_hz: 1000}]}
+  - {name: alarm, kind: band_rms, input: bands, window_s: 0.05, threshold: 0.2}
+outputs:
+  - {kind: vita49, stream: input, destination: "127.0.0.1:)" << data << R"("}
+  - {kind: events, destination: "127.0.0.1:)" << events << R"(", status_interval_s: 0.5}
+)";
+    return p.string();
+  });
+  ASSERT_NE(run.status, -1);
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  std::vector<json> alarms;
+  for (const json& e : run.received().events)
+    if (e["type"] == "alarm") alarms.push_back(e);
+  ASSERT_EQ(alarms.size(), 1u);
+  EXPECT_EQ(alarms[0]["state"], "raised");
+  EXPECT_EQ(alarms[0]["band"], "low");
+  EXPECT_EQ(alarms[0]["channel"], 0);
+  EXPECT_NEAR(alarms[0]["value"].get<double>(), 0.35, 0.02);
+  const json last_status = run.last_status();
+  ASSERT_FALSE(last_status.is_null());
+  const json& alarm = last_status["stages"]["alarm"];
+  EXPECT_EQ(alarm["backend"], "cuda") << last_status.dump();
+  EXPECT_EQ(alarm["device_input_chunks"], last_status["chunks_processed"]) << "band_rms read the bands on the host";
+  EXPECT_EQ(alarm["chunks_summed_on_cpu"], 0);
+  EXPECT_EQ(last_status["chunks_processed"], 100);
+  EXPECT_EQ(last_status["stage_failures"], 0);
+  EXPECT_EQ(last_status["dropped_chunks"], 0);
+  expect_streams_complete(run.received(), 2, 51200);
 }
 
 // Nothing reads the input on the host (only the bands are sent): the chunks go to the GPU as

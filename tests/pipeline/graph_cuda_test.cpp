@@ -23,6 +23,7 @@
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/event_record.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
+#include "pipeline/moments_cuda_stage.hpp"
 
 namespace vigil {
 namespace {
@@ -419,6 +420,99 @@ TEST(GraphCuda, ALaunchFailureInEveryResidentStageHandsOverAndHitsGoOn) {
   // With the look-ahead (chunk 6 converted and on its way up while chunk 5 fails): the same events.
   const std::vector<EventRecord> failed_ahead = run_s1_like(&nothing_sent, 5, &kept_f, true);
   expect_same_events(failed_ahead, failed);
+}
+
+// A band_rms stage after a CUDA FIR bank runs on the GPU exactly where the bands stay there (no
+// output sends them, no reader takes them on the host, copy memory), and then reads them on the
+// device; elsewhere it runs on the CPU. Its alarms are the CPU stage's either way, also across a
+// launch failure at chunk 5 in both stages.
+struct RmsRun {
+  std::vector<EventRecord> events;
+  bool on_gpu = false, bands_on_device = false;
+  uint64_t device_input_chunks = 0;
+};
+
+RmsRun run_band_rms(const std::vector<std::string>* host_streams, bool mapped = false, uint64_t fail_at = 0,
+                    const std::string& rms_input = "band") {
+  const uint32_t total = kMaxFrames * kChunks;
+  // Noise whose level steps every two chunks (0.3 / 1.5, later on the higher channels): the band's
+  // RMS crosses the alarm's threshold and its clear threshold again and again.
+  std::vector<float> x = test::randn(size_t(kChannels) * total, 41);
+  for (uint32_t c = 0; c < kChannels; ++c)
+    for (uint32_t i = 0; i < total; ++i) x[size_t(c) * total + i] *= ((i + c * 3000) / (2 * kMaxFrames)) % 2 ? 1.5f : 0.3f;
+  BandRmsSettings rms;
+  rms.window_s = 0.001;  // 1000 frames: 4 or 5 runs a chunk
+  rms.threshold = 0.5;
+  rms.clear_threshold = 0.4;
+  std::vector<StageSettings> s = {{"band", "fir_bank", "input", false, fir(50e3)},
+                                  {"alarm", "band_rms", rms_input, false, rms}};
+  Graph graph(s, GraphBackend{true, mapped, fail_at, false, 1, true});
+  graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, host_streams);
+  RmsRun r;
+  r.bands_on_device = graph.stream(1).on_device_only;
+  const auto* gpu = dynamic_cast<const BandRmsCudaStage*>(&graph.stage(1));
+  r.on_gpu = gpu != nullptr;
+  SpscQueue<EventRecord> events(1 << 14);
+  std::atomic<uint64_t> dropped{0};
+  for (uint32_t k = 0; k < kChunks; ++k) {
+    EXPECT_EQ(run_chunk(graph, x, total, k, events, dropped), StageStatus::kOk);
+    EventRecord ev;
+    while (events.pop(ev)) r.events.push_back(ev);
+  }
+  EXPECT_EQ(dropped.load(), 0u);
+  if (gpu) r.device_input_chunks = gpu->device_input_chunks();
+  return r;
+}
+
+// The alarms of got (less its fallback events) against want's.
+void expect_same_alarms(const std::vector<EventRecord>& got_all, const std::vector<EventRecord>& want) {
+  std::vector<EventRecord> got;
+  for (const EventRecord& e : got_all)
+    if (e.kind != EventKind::kBackendFallback) got.push_back(e);
+  size_t raised = 0;
+  for (const EventRecord& e : want) raised += e.kind == EventKind::kAlarmRaised;
+  EXPECT_GE(raised, kChannels * 3);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].kind, want[i].kind) << i;
+    ASSERT_EQ(got[i].channel, want[i].channel) << i;
+    ASSERT_EQ(got[i].frame, want[i].frame) << i;
+    EXPECT_NEAR(got[i].value, want[i].value, 1e-9 * want[i].value) << i;  // sums in another order
+  }
+}
+
+TEST(GraphCuda, BandRmsRunsOnTheGpuOnlyWhereItsBandsStayThere) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const std::vector<std::string> nothing_sent, bands_sent = {"band"};
+  const RmsRun host = run_band_rms(nullptr);  // every stream kept on the host
+  EXPECT_FALSE(host.on_gpu);
+  const RmsRun resident = run_band_rms(&nothing_sent);
+  EXPECT_TRUE(resident.on_gpu);
+  EXPECT_TRUE(resident.bands_on_device);
+  EXPECT_EQ(resident.device_input_chunks, kChunks) << "band_rms did not read the bands on the device";
+  expect_same_alarms(resident.events, host.events);
+  const RmsRun sent = run_band_rms(&bands_sent);
+  EXPECT_FALSE(sent.on_gpu) << "the bands come back for the output anyway";
+  EXPECT_FALSE(sent.bands_on_device);
+  expect_same_alarms(sent.events, host.events);
+  const RmsRun mapped = run_band_rms(&nothing_sent, true);
+  EXPECT_FALSE(mapped.on_gpu) << "mapped: the FIR's bands are in host memory";
+  expect_same_alarms(mapped.events, host.events);
+  const RmsRun on_input = run_band_rms(&nothing_sent, false, 0, "input");
+  EXPECT_FALSE(on_input.on_gpu) << "the input stream has no CUDA stage before it";
+}
+
+TEST(GraphCuda, ALaunchFailureInTheFirAndTheGpuBandRmsLosesNoAlarm) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const std::vector<std::string> nothing_sent;
+  const RmsRun host = run_band_rms(nullptr);
+  const RmsRun failed = run_band_rms(&nothing_sent, false, 5);
+  EXPECT_TRUE(failed.on_gpu);
+  size_t fallbacks = 0;
+  for (const EventRecord& e : failed.events) fallbacks += e.kind == EventKind::kBackendFallback;
+  EXPECT_EQ(fallbacks, 2u) << "the FIR bank and band_rms each hand over once";
+  EXPECT_EQ(failed.device_input_chunks, 4u) << "on the device up to the failing 5th chunk";
+  expect_same_alarms(failed.events, host.events);
 }
 
 }  // namespace

@@ -242,7 +242,7 @@ TEST(VibrationStage, SegmentStatisticsBesideTheSpectralMetrics) {
 namespace vigil {
 namespace {
 
-// What the CUDA twin relies on (pipeline/vibration_cuda_stage), checked on the CPU: cutting each chunk
+// What the CUDA twin relies on (pipeline/moments_cuda_stage), checked on the CPU: cutting each chunk
 // where cut() says and handing process_moments() every lane's moments_of() of those runs gives
 // exactly process()'s events, for chunks of 1 to 8192 frames; where cut() returns 0 (more runs
 // than asked for) the chunk goes through process() as the twin does it.

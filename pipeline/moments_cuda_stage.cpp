@@ -1,6 +1,6 @@
 // RT: process() and apply_update() on the pipeline thread; describe_event() on the output thread;
 // the rest on the main thread.
-#include "pipeline/vibration_cuda_stage.hpp"
+#include "pipeline/moments_cuda_stage.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -13,13 +13,16 @@
 
 namespace vigil {
 
-VibrationCudaStage::VibrationCudaStage(VibrationStageSettings settings, uint16_t index, CudaStageOptions options,
-                                       WorkerPool* pool)
+template <class Cpu>
+MomentsCudaStage<Cpu>::MomentsCudaStage(typename Cpu::Settings settings, uint16_t index, CudaStageOptions options,
+                                        WorkerPool* pool)
     : index_(index), options_(options), cpu_(std::move(settings), index, pool) {}
 
-VibrationCudaStage::~VibrationCudaStage() = default;
+template <class Cpu>
+MomentsCudaStage<Cpu>::~MomentsCudaStage() = default;
 
-StreamFormat VibrationCudaStage::prepare(const StreamFormat& in, uint32_t max_frames) {
+template <class Cpu>
+StreamFormat MomentsCudaStage<Cpu>::prepare(const StreamFormat& in, uint32_t max_frames) {
   const StreamFormat out = cpu_.prepare(in, max_frames);  // validates the settings
   lanes_ = in.bands * in.channels;
   max_frames_ = max_frames;
@@ -39,7 +42,8 @@ StreamFormat VibrationCudaStage::prepare(const StreamFormat& in, uint32_t max_fr
   return out;
 }
 
-cudaError_t VibrationCudaStage::run_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
+template <class Cpu>
+cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
   // The producer's output still on the device (a CUDA stage that ran there this chunk): read it
   // there. Else the host block, staged (or read in place when it is the bound staging).
   const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
@@ -60,13 +64,14 @@ cudaError_t VibrationCudaStage::run_gpu(const Block& in, const cuda::RunSplit& s
   return e;
 }
 
-StageStatus VibrationCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
+template <class Cpu>
+StageStatus MomentsCudaStage<Cpu>::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
   cudaGetLastError();  // clear a non-sticky error so later CUDA calls (other stages) start clean
   cuda_errors_.fetch_add(1, std::memory_order_relaxed);
   on_cpu_.store(true, std::memory_order_relaxed);
   emit_event(exec, cuda_fallback_event(index_, exec, error));
   if (exec.log)
-    exec.log->printf(3, "vibration stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin",
+    exec.log->printf(3, "stage %u: CUDA error %s (%s) at frame %llu: continuing on the CPU twin",
                      unsigned(index_), cudaGetErrorName(error), cudaGetErrorString(error),
                      (unsigned long long)exec.chunk.first_frame);
   // This chunk's input on the host: a producer that kept it on the device copies it back. Where
@@ -75,7 +80,8 @@ StageStatus VibrationCudaStage::fall_back(const Block& in, Block& out, const Exe
   return cpu_.process(in, out, exec);  // the windows' state is the twin's already
 }
 
-StageStatus VibrationCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
+template <class Cpu>
+StageStatus MomentsCudaStage<Cpu>::process(const Block& in, Block& out, const Exec& exec) noexcept {
   out.frames = in.frames;
   if (on_cpu_.load(std::memory_order_relaxed)) return cpu_.process(in, out, exec);
   ++chunks_;
@@ -93,22 +99,27 @@ StageStatus VibrationCudaStage::process(const Block& in, Block& out, const Exec&
   return cpu_.process_moments(in, moments_.host<Moments>(), split.runs, exec);
 }
 
-void VibrationCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+template <class Cpu>
+void MomentsCudaStage<Cpu>::describe_event(const EventRecord& ev, nlohmann::json& body) const {
   if (ev.kind == EventKind::kBackendFallback)
     describe_cuda_fallback(ev, body);
   else
     cpu_.describe_event(ev, body);
 }
 
-void VibrationCudaStage::add_status(nlohmann::json& status) const {
+template <class Cpu>
+void MomentsCudaStage<Cpu>::add_status(nlohmann::json& status) const {
   if (gpu_) {
     staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   } else {
-    status["backend"] = "cpu";  // window and hop share no segment: the twin keeps the samples
+    status["backend"] = "cpu";  // settings the twin cannot take as sums (a vibration window with no segment)
     status["cuda_errors"] = 0;
   }
   status["device_input_chunks"] = device_input_chunks();
   status["chunks_summed_on_cpu"] = chunks_on_cpu_.load(std::memory_order_relaxed);
 }
+
+template class MomentsCudaStage<VibrationStage>;
+template class MomentsCudaStage<BandRmsStage>;
 
 }  // namespace vigil

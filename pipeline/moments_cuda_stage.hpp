@@ -1,18 +1,19 @@
-// VibrationCudaStage: the vibration stage on the CUDA backend. Its statistics (RMS, peak,
-// peak-to-peak, crest factor, kurtosis) come from segment moments, so the GPU reduces each lane's
-// chunk to the moments of the runs the CPU stage cuts it into (VibrationStage::cut: at segment
-// ends; cuda/lane_moments, the detector reduction of issue 8), and only those few numbers per lane
-// cross to the host, where the CPU stage itself (process_moments) merges them into windows,
-// analyses them and raises the same events. The input is read on the device where the CUDA stage
-// before it left it there (a FIR bank's bands: Stage::bind_producer), else through page-locked
-// staging.
+// MomentsCudaStage<Cpu>: a detector stage on the CUDA backend whose windows are built from sums
+// (the detector reductions of issue 8): VibrationCudaStage (RMS, peak, peak-to-peak, crest factor
+// and kurtosis from segment moments) and BandRmsCudaStage (windowed RMS; the graph picks it only
+// where its input stays on the device: Graph::prepare). The GPU reduces each
+// lane's chunk to the moments of the runs the CPU stage cuts it into (Cpu::cut: at segment or
+// window ends; cuda/lane_moments), and only those few numbers per lane cross to the host, where
+// the CPU stage itself (Cpu::process_moments) merges them into windows, analyses them and raises
+// the same events. The input is read on the device where the CUDA stage before it left it there
+// (a FIR bank's bands: Stage::bind_producer), else through page-locked staging.
 //
 // The CPU twin is the CPU stage: its window and alarm state lives on the host either way, so on a
 // CUDA error (counted, one `backend` event, state fallback) it sums that chunk and every later one
 // itself, with the failing chunk brought to the host: no chunk lost. A chunk cut into more runs
-// than the kernel takes is summed by the twin too; a window and hop with no common segment
-// (sums_segments false) run on it from the start (`backend` `cpu` in the status). Only built with
-// CUDA (VIGIL_HAVE_CUDA).
+// than the kernel takes is summed by the twin too; settings the twin cannot take as sums
+// (Cpu::sums_segments false: a vibration window and hop with no common segment) run on it from
+// the start (`backend` `cpu` in the status). Only built with CUDA (VIGIL_HAVE_CUDA).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,20 +24,20 @@
 #include "cuda/pinned_buffer.hpp"
 #include "pipeline/cuda_staging.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"  // CudaStageOptions
+#include "pipeline/band_rms_stage.hpp"
 #include "pipeline/stage.hpp"
 #include "pipeline/vibration_stage.hpp"
 
 namespace vigil {
 
-class VibrationCudaStage final : public Stage {
+template <class Cpu>
+class MomentsCudaStage final : public Stage {
  public:
-  // Whether these settings can sum on the GPU: no metric that needs the window's samples in
-  // order (velocity, envelope).
-  static bool fits(const VibrationStageSettings& s) noexcept { return !s.analysis.velocity && !s.analysis.envelope; }
+  // Whether these settings can sum on the GPU (Cpu::gpu_fits).
+  static bool fits(const typename Cpu::Settings& s) noexcept { return Cpu::gpu_fits(s); }
   // pool: the twin's, for the lanes it sums itself (null: the pipeline thread alone).
-  VibrationCudaStage(VibrationStageSettings settings, uint16_t index, CudaStageOptions options,
-                     WorkerPool* pool = nullptr);
-  ~VibrationCudaStage() override;
+  MomentsCudaStage(typename Cpu::Settings settings, uint16_t index, CudaStageOptions options, WorkerPool* pool = nullptr);
+  ~MomentsCudaStage() override;
 
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
@@ -52,7 +53,7 @@ class VibrationCudaStage final : public Stage {
   void bind_producer(Stage* producer) noexcept override { producer_ = producer; }
   bool needs_host_input() const noexcept override { return on_cpu(); }
 
-  // Whether the CPU twin sums the chunks (a window and hop with no segment, or after a CUDA error).
+  // Whether the CPU twin sums the chunks (settings it cannot take as sums, or after a CUDA error).
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
   // Chunks whose input was read where the stage before left it on the device.
   uint64_t device_input_chunks() const noexcept { return device_input_chunks_.load(std::memory_order_relaxed); }
@@ -63,7 +64,7 @@ class VibrationCudaStage final : public Stage {
 
   uint16_t index_;
   CudaStageOptions options_;
-  VibrationStage cpu_;  // the twin: windows, analyses, alarms and events; sums after a CUDA error
+  Cpu cpu_;  // the twin: windows, analyses, alarms and events; sums after a CUDA error
   uint32_t lanes_ = 0, max_frames_ = 0;
   bool gpu_ = false;       // the GPU sums this stage's chunks (sums_segments)
   CudaStaging staging_;
@@ -74,5 +75,10 @@ class VibrationCudaStage final : public Stage {
   std::atomic<uint64_t> cuda_errors_{0}, device_input_chunks_{0}, chunks_on_cpu_{0};
   bool timing_ = false;  // not during the warm-up
 };
+
+using VibrationCudaStage = MomentsCudaStage<VibrationStage>;
+using BandRmsCudaStage = MomentsCudaStage<BandRmsStage>;
+extern template class MomentsCudaStage<VibrationStage>;
+extern template class MomentsCudaStage<BandRmsStage>;
 
 }  // namespace vigil

@@ -1,10 +1,10 @@
-// The vibration stage on the GPU (pipeline/vibration_cuda_stage) against the CPU stage: the same
-// events in the same order (metrics within 1e-9 relative, since only the order of the double
-// additions differs; the same alarm transitions), in copy and mapped memory, chunks of 1 to 8192
-// frames; chunks cut into more runs than the kernel takes summed by the twin; a launch failure
-// handed over to the CPU twin with nothing lost, also when a CUDA FIR bank before it kept its
-// bands on the device. Skipped where no GPU answers.
-#include "pipeline/vibration_cuda_stage.hpp"
+// The vibration and band_rms stages on the GPU (pipeline/moments_cuda_stage) against the CPU
+// stages: the same events in the same order (metrics and RMS values within 1e-9 relative, since
+// only the order of the double additions differs; the same alarm transitions), in copy and mapped
+// memory, chunks of 1 to 8192 frames; chunks cut into more runs than the kernel takes summed by the
+// twin; a launch failure handed over to the CPU twin with nothing lost, also when a CUDA FIR bank
+// before it kept its bands on the device. Skipped where no GPU answers.
+#include "pipeline/moments_cuda_stage.hpp"
 
 #include <gtest/gtest.h>
 
@@ -232,6 +232,76 @@ TEST(VibrationCudaStage, ALaunchFailureOnBandsKeptOnTheDeviceBringsThemBackWithN
   EXPECT_EQ(failed, 3u) << "on the device up to the failing 4th chunk";
   expect_same_events(fell, want);
   EXPECT_EQ(fallbacks(fell), 1u);
+}
+
+// band_rms: windows of `window_s`, raised above 0.9 and cleared below 0.7 (the signal's level
+// ramps through both).
+BandRmsSettings rms_settings(double window_s) {
+  BandRmsSettings s;
+  s.window_s = window_s;
+  s.threshold = 0.9;
+  s.clear_threshold = 0.7;
+  return s;
+}
+
+void expect_same_alarms(const std::vector<EventRecord>& got_all, const std::vector<EventRecord>& want) {
+  std::vector<EventRecord> got;
+  for (const EventRecord& e : got_all)
+    if (e.kind != EventKind::kBackendFallback) got.push_back(e);
+  size_t raised = 0;
+  for (const EventRecord& e : want) raised += e.kind == EventKind::kAlarmRaised;
+  EXPECT_GT(raised, 10u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const EventRecord &g = got[i], &w = want[i];
+    SCOPED_TRACE("event " + std::to_string(i) + " lane " + std::to_string(w.band) + "/" + std::to_string(w.channel) +
+                 " frame " + std::to_string(w.frame));
+    ASSERT_EQ(g.kind, w.kind);
+    ASSERT_EQ(g.band, w.band);
+    ASSERT_EQ(g.channel, w.channel);
+    ASSERT_EQ(g.frame, w.frame);
+    EXPECT_EQ(g.t_utc_ns, w.t_utc_ns);
+    EXPECT_TRUE(near(g.value, w.value)) << g.value << " vs " << w.value;
+    EXPECT_EQ(g.threshold, w.threshold);
+  }
+}
+
+void same_alarms_as_the_cpu_band_rms(double window_s, bool mapped, uint64_t fail_at, const std::vector<uint32_t>& sizes,
+                                     bool some_on_cpu) {
+  BandRmsStage cpu(rms_settings(window_s), 4);
+  const test::StageRun want = run(cpu, sizes);
+  BandRmsCudaStage gpu(rms_settings(window_s), 4, CudaStageOptions{mapped, fail_at});
+  const test::StageRun got = run(gpu, sizes);
+  expect_same_alarms(got.events, want.events);
+  EXPECT_EQ(fallbacks(got.events), fail_at ? 1u : 0u);
+  nlohmann::json status;
+  gpu.add_status(status);
+  EXPECT_EQ(status["backend"], fail_at ? "cpu (fallback)" : "cuda");
+  if (!fail_at) {
+    EXPECT_EQ(status["memory"], mapped ? "mapped" : "copy");
+  }
+  EXPECT_EQ(status["chunks_summed_on_cpu"].get<uint64_t>() > 0, some_on_cpu);
+}
+
+TEST(BandRmsCudaStage, SameAlarmsAsTheCpuStageCopyMode) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  same_alarms_as_the_cpu_band_rms(0.05, false, 0, kSizes, false);
+}
+
+TEST(BandRmsCudaStage, SameAlarmsAsTheCpuStageMappedMode) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  same_alarms_as_the_cpu_band_rms(0.05, true, 0, kSizes, false);
+}
+
+TEST(BandRmsCudaStage, ShortWindowsInLongChunksAreSummedByTheTwin) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  // 26-sample windows: a 4096-frame chunk has 158 runs (the kernel takes 64), a 1000-frame one 39.
+  same_alarms_as_the_cpu_band_rms(0.001, false, 0, {1000, 4096, 7, 1024}, true);
+}
+
+TEST(BandRmsCudaStage, ALaunchFailureHandsOverToTheCpuTwinWithNothingLost) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  same_alarms_as_the_cpu_band_rms(0.05, false, 6, kSizes, false);
 }
 
 }  // namespace
