@@ -80,20 +80,22 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
       };
     n.on_gpu = gpu;
 #endif
-    if (n.remake)
-      n.stage = n.remake(false);
-    else if (s.kind == "fir_bank")
-      n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params), pool_.get());
-    else if (s.kind == "wavelet_denoise")
-      n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params), pool_.get());
-    else if (s.kind == "band_rms")
-      n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
-    else if (s.kind == "ae_hits")
-      n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i), pool_.get());
-    else if (s.kind == "vibration")
-      n.stage = std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i), pool_.get());
-    else
-      throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
+    if (!n.stage) {  // not a CUDA stage (made above)
+      if (n.remake)
+        n.stage = n.remake(false);  // band_rms: the CPU stage until prepare() chooses
+      else if (s.kind == "fir_bank")
+        n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params), pool_.get());
+      else if (s.kind == "wavelet_denoise")
+        n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params), pool_.get());
+      else if (s.kind == "band_rms")
+        n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
+      else if (s.kind == "ae_hits")
+        n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i), pool_.get());
+      else if (s.kind == "vibration")
+        n.stage = std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i), pool_.get());
+      else
+        throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
+    }
     nodes_.push_back(std::move(n));
   }
 }
