@@ -464,8 +464,10 @@ RmsRun run_band_rms(const std::vector<std::string>* host_streams, bool mapped = 
   return r;
 }
 
-// The alarms of got (less its fallback events) against want's.
-void expect_same_alarms(const std::vector<EventRecord>& got_all, const std::vector<EventRecord>& want) {
+// The alarms of got (less its fallback events) against want's, the RMS values within `tolerance`
+// relative.
+void expect_same_alarms(const std::vector<EventRecord>& got_all, const std::vector<EventRecord>& want,
+                        double tolerance = 1e-9) {
   std::vector<EventRecord> got;
   for (const EventRecord& e : got_all)
     if (e.kind != EventKind::kBackendFallback) got.push_back(e);
@@ -477,7 +479,7 @@ void expect_same_alarms(const std::vector<EventRecord>& got_all, const std::vect
     ASSERT_EQ(got[i].kind, want[i].kind) << i;
     ASSERT_EQ(got[i].channel, want[i].channel) << i;
     ASSERT_EQ(got[i].frame, want[i].frame) << i;
-    EXPECT_NEAR(got[i].value, want[i].value, 1e-9 * want[i].value) << i;  // sums in another order
+    EXPECT_NEAR(got[i].value, want[i].value, tolerance * want[i].value) << i;  // sums in another order
   }
 }
 
@@ -512,7 +514,8 @@ TEST(GraphCuda, ALaunchFailureInTheFirAndTheGpuBandRmsLosesNoAlarm) {
   for (const EventRecord& e : failed.events) fallbacks += e.kind == EventKind::kBackendFallback;
   EXPECT_EQ(fallbacks, 2u) << "the FIR bank and band_rms each hand over once";
   EXPECT_EQ(failed.device_input_chunks, 4u) << "on the device up to the failing 5th chunk";
-  expect_same_alarms(failed.events, host.events);
+  // From chunk 5 on the bands are the CPU twin's (float rounding apart: 1e-5, the FIR twins' bound).
+  expect_same_alarms(failed.events, host.events, 1e-5);
 }
 
 }  // namespace
