@@ -3,13 +3,14 @@
 # sm_90, runs the whole test suite (no CUDA test may skip there), the CUDA tests under
 # compute-sanitizer memcheck and racecheck, and the GPU benchmarks (CPU benchmarks belong to the
 # machine whose CPU they describe). Results go to $OUT (or ./gpu-out), at most 8 files.
-# Usage: scripts/gpu-check.sh [all|tests|bench]: `tests` builds and runs the tests and the
-# sanitizers, `bench` (after `tests`, same build) the benchmarks; `all` (the default) both. The
-# device tool's calls are limited to 10 minutes: there, run `tests` then `bench`.
+# Usage: scripts/gpu-check.sh [all|tests|sanitize|bench]: `tests` builds and runs the tests,
+# `sanitize` builds (a no-op after `tests` on the same machine) and runs the sanitizers, `bench`
+# (after a build) the benchmarks; `all` (the default) all three. The device tool's calls are
+# limited to 10 minutes, and on a fresh machine the three take longer: there, run them one by one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
-case "$part" in all|tests|bench) ;; *) echo "usage: scripts/gpu-check.sh [all|tests|bench]" >&2; exit 2 ;; esac
+case "$part" in all|tests|sanitize|bench) ;; *) echo "usage: scripts/gpu-check.sh [all|tests|sanitize|bench]" >&2; exit 2 ;; esac
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
 build=build-gpu
@@ -22,6 +23,8 @@ if [ "$part" != bench ]; then
 cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=ON -DVIGIL_ALSA=OFF -DVIGIL_WEB=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+fi
+if [ "$part" = tests ] || [ "$part" = all ]; then
 # The unit tests first, then the services (vigild judged on its deadlines): the CUDA unit tests'
 # sweeps keep the GPU busy, and the driver time-slices it between processes.
 (
@@ -38,6 +41,8 @@ cuda_log=$(mktemp)
 if grep -q "Skipped" "$cuda_log"; then
   echo "gpu-check: a CUDA test skipped on the GPU machine:"; grep "Skipped" "$cuda_log"; status=1
 fi
+fi
+if [ "$part" = sanitize ] || [ "$part" = all ]; then
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   for tool in memcheck racecheck; do
@@ -76,7 +81,7 @@ else
   echo "gpu-check: compute-sanitizer not found" | tee -a "$out/ctest.log"; status=1
 fi
 fi
-if [ "$part" != tests ]; then
+if [ "$part" = bench ] || [ "$part" = all ]; then
 [ -x "$build/bench/fir_stage_bench" ] || { echo "gpu-check: bench: build first (scripts/gpu-check.sh tests)"; exit 1; }
 {
   for b in convert_bench ae_hits_bench; do
