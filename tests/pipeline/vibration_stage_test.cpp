@@ -9,6 +9,7 @@
 #include <numbers>
 #include <random>
 
+#include "../support/moments_run.hpp"
 #include "acquisition/spsc_queue.hpp"
 #include "config/config_loader.hpp"
 #include "pipeline/event_record.hpp"
@@ -270,47 +271,13 @@ TEST(VibrationStage, ProcessMomentsOfTheCutRunsGivesProcessesEvents) {
   plain.prepare(in, max_chunk);
   by_moments.prepare(in, max_chunk);
   ASSERT_TRUE(by_moments.sums_segments());
-  std::vector<float> chunk(size_t(lanes) * max_chunk);
-  SpscQueue<EventRecord> queue(16384);
-  std::atomic<uint64_t> dropped{0};
-  std::vector<EventRecord> want, got;
-  std::vector<Moments> moments(size_t(lanes) * 64);
-  const uint32_t sizes[] = {1000, 8192, 1, 777, 64, 4096};
-  size_t cut_chunks = 0, whole_chunks = 0;
-  uint64_t k = 0;
-  for (uint32_t at = 0; at < total; ++k) {
-    const uint32_t n = std::min(sizes[k % 6], total - at);
-    for (uint32_t l = 0; l < lanes; ++l) std::copy_n(x.data() + size_t(l) * total + at, n, chunk.data() + size_t(l) * max_chunk);
-    Block b{chunk.data(), max_chunk, n, channels, bands}, none{nullptr, 0, 0, channels, 0};
-    Exec exec;
-    exec.chunk.first_frame = at;
-    exec.events = &queue;
-    exec.events_dropped = &dropped;
-    ASSERT_EQ(plain.process(b, none, exec), StageStatus::kOk);
-    EventRecord ev;
-    while (queue.pop(ev)) want.push_back(ev);
-    uint32_t starts[65];
-    const uint32_t runs = by_moments.cut(n, starts, 64);
-    if (runs == 0) {
-      ++whole_chunks;
-      ASSERT_EQ(by_moments.process(b, none, exec), StageStatus::kOk);
-    } else {
-      ++cut_chunks;
-      for (uint32_t l = 0; l < lanes; ++l)
-        for (uint32_t r = 0; r < runs; ++r) {
-          ASSERT_LT(starts[r], starts[r + 1]);
-          moments[size_t(l) * runs + r] = moments_of(b.data + size_t(l) * max_chunk + starts[r], starts[r + 1] - starts[r]);
-        }
-      ASSERT_EQ(starts[runs], n);
-      Block no_samples{nullptr, max_chunk, n, channels, bands};  // process_moments reads no sample
-      ASSERT_EQ(by_moments.process_moments(no_samples, moments.data(), runs, exec), StageStatus::kOk);
-    }
-    while (queue.pop(ev)) got.push_back(ev);
-    at += n;
-  }
-  EXPECT_EQ(dropped.load(), 0u);
-  EXPECT_GT(cut_chunks, 10u);
-  EXPECT_GT(whole_chunks, 5u);  // the 8192-frame chunks
+  const test::MomentsRun run =
+      test::run_plain_and_by_moments(plain, by_moments, x, total, channels, bands, max_chunk, {1000, 8192, 1, 777, 64, 4096});
+  const std::vector<EventRecord>& want = run.want;
+  const std::vector<EventRecord>& got = run.got;
+  EXPECT_EQ(run.dropped, 0u);
+  EXPECT_GT(run.cut_chunks, 10u);
+  EXPECT_GT(run.whole_chunks, 5u);  // the 8192-frame chunks
   size_t alarms = 0;
   for (const EventRecord& e : want) alarms += e.kind != EventKind::kVibration;
   EXPECT_GT(alarms, 20u);
