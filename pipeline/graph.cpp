@@ -159,10 +159,9 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     if (!n.remake) continue;
-    int p = -1;
-    for (size_t j = 0; j < i; ++j)
-      if (nodes_[j].name == n.input) p = int(j);
-    const bool gpu = p >= 0 && nodes_[size_t(p)].on_gpu && output_stays_on_device(size_t(p), host_streams, true);
+    const int p = find_stage(n.input);  // an earlier stage's stream (else the loop below throws)
+    const bool gpu = p >= 0 && size_t(p) < i && nodes_[size_t(p)].on_gpu &&
+                     output_stays_on_device(size_t(p), host_streams, true);
     if (gpu != n.on_gpu) {
       n.stage = n.remake(gpu);
       n.on_gpu = gpu;
