@@ -45,38 +45,52 @@ fi
 if [ "$part" = sanitize ] || [ "$part" = all ]; then
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # One job per (tool, binary), SANITIZE_JOBS (default 6) at a time: the tools spend most of their
+  # time on the host, so the binaries share the GPU well, and one after the other the two tools
+  # took the whole part past the device's 10-minute call (cut after 416 s, 2026-11-23). Each job
+  # writes its own log; they are joined in a fixed order afterwards.
+  jobs_dir=$(mktemp -d)
+  sanitize_one() {  # tool binary -> $jobs_dir/<tool>-<name>.{log,rc}
+    local tool=$1 t=$2 name filter log rc
+    name=$(basename "$t")
+    log="$jobs_dir/$tool-$name.log"
+    # racecheck is ~50x slower: it skips the long length-by-chunking sweeps that memcheck covers.
+    # The AE sweep is a sequential state machine per warp: both tools run its short twin only.
+    # The fault-injection tests make a launch fail on purpose: memcheck would report that API
+    # error, so those tests (named *LaunchFailure*: a test that injects one must be named so)
+    # run on their own with API error reports off (memory checks stay on); racecheck, which
+    # reports no API errors, runs them with the rest.
+    filter="--gtest_filter=-*EveryLaneCountAndChunking*:*LaunchFailure*"
+    [ "$tool" = racecheck ] && filter="--gtest_filter=-*EveryLengthAndChunking*:*SingleBlockLayout*:*EveryLaneCountAndChunking*:*BothMemoryModes*:*DenoisingEqualsTheCpuTwin*"
+    if "$cs" --tool "$tool" --error-exitcode 3 "$t" $filter >"$log" 2>&1; then rc=0
+    elif grep -q "terminated before first instrumented API call" "$log"; then
+      rc=0; echo "gpu-check: $tool: no CUDA calls left in $t after the filter" >>"$log"   # not a finding
+    else rc=1; fi
+    if [ "$tool" = memcheck ] && "$t" --gtest_list_tests --gtest_filter='*LaunchFailure*' | grep -q '^ '; then
+      echo "=== $name: fault-injection tests, API error reports off" >>"$log"
+      "$cs" --tool memcheck --report-api-errors no --error-exitcode 3 "$t" \
+        --gtest_filter='*LaunchFailure*' >>"$log" 2>&1 || rc=1
+    fi
+    echo "$rc" >"$jobs_dir/$tool-$name.rc"
+  }
+  export -f sanitize_one; export cs jobs_dir
+  started=$(date +%s)
+  # racecheck's jobs first: they are the long ones.
+  for tool in racecheck memcheck; do for t in "$build"/tests/*cuda*_test; do echo "$tool $t"; done; done |
+    xargs -P "${SANITIZE_JOBS:-6}" -L 1 bash -c 'sanitize_one "$0" "$1"'
   for tool in memcheck racecheck; do
     for t in "$build"/tests/*cuda*_test; do
-      # racecheck is ~50x slower: it skips the long length-by-chunking sweeps that memcheck covers.
-      # The AE sweep is a sequential state machine per warp: both tools run its short twin only.
-      # The fault-injection tests make a launch fail on purpose: memcheck would report that API
-      # error, so those tests (named *LaunchFailure*: a test that injects one must be named so)
-      # run on their own below with API error reports off (memory checks stay on).
-      filter="--gtest_filter=-*EveryLaneCountAndChunking*:*LaunchFailure*"
-      [ "$tool" = racecheck ] && filter="--gtest_filter=-*EveryLengthAndChunking*:*SingleBlockLayout*:*EveryLaneCountAndChunking*:*BothMemoryModes*:*DenoisingEqualsTheCpuTwin*"
-      log="$out/sanitizer-$tool.log"
-      before=0; [ -f "$log" ] && before=$(wc -l <"$log")
-      if ! "$cs" --tool "$tool" --error-exitcode 3 "$t" $filter >>"$log" 2>&1; then
-        # A binary whose filtered tests make no CUDA call is not a finding.
-        if tail -n +"$((before + 1))" "$log" | grep -q "terminated before first instrumented API call"; then
-          echo "gpu-check: $tool: no CUDA calls left in $t after the filter"
-        else
-          echo "gpu-check: $tool failed on $t"; status=1
-        fi
-      fi
-      tail -3 "$out/sanitizer-$tool.log"
-    done
-    # Their kernels are the ones racecheck ran above; what they add is the host's fallback path,
-    # which memcheck covers (racecheck there took the script past the device's 10 minutes).
-    [ "$tool" = memcheck ] || continue
-    for t in "$build"/tests/*cuda*_test; do
-      "$t" --gtest_list_tests --gtest_filter='*LaunchFailure*' | grep -q '^ ' || continue
-      if ! "$cs" --tool "$tool" --report-api-errors no --error-exitcode 3 "$t" \
-          --gtest_filter='*LaunchFailure*' >>"$out/sanitizer-$tool.log" 2>&1; then
-        echo "gpu-check: $tool failed on the fault-injection tests of $t"; status=1
+      name=$(basename "$t")
+      { echo "=== $tool $name"; cat "$jobs_dir/$tool-$name.log"; } >>"$out/sanitizer-$tool.log"
+      summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|no CUDA calls left" "$jobs_dir/$tool-$name.log" | tr '\n' ' ')
+      echo "$tool $name: ${summary:-no summary}"
+      if [ "$(cat "$jobs_dir/$tool-$name.rc" 2>/dev/null)" != 0 ]; then
+        echo "gpu-check: $tool failed on $t"; status=1
       fi
     done
   done
+  echo "gpu-check: sanitizers took $(( $(date +%s) - started )) s"
+  rm -rf "$jobs_dir"
 else
   echo "gpu-check: compute-sanitizer not found" | tee -a "$out/ctest.log"; status=1
 fi
