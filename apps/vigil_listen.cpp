@@ -82,9 +82,12 @@ struct Recorder {
       it = files.emplace(p.stream_id, std::ofstream(dir / ("stream-" + stream_id_hex(p.stream_id) + ".f32"),
                                                     std::ios::binary | std::ios::trunc)).first;
     }
-    for (size_t i = 0; i < p.samples; ++i) {
-      const float v = p.sample(i);  // host order; written little-endian on x86-64 and aarch64
-      it->second.write(reinterpret_cast<const char*>(&v), sizeof v);
+    float buf[2240];  // host order; written little-endian on x86-64 and aarch64
+    for (size_t done = 0; done < p.samples;) {
+      const size_t n = std::min(p.samples - done, sizeof buf / sizeof buf[0]);
+      p.copy_samples(done, n, buf);
+      it->second.write(reinterpret_cast<const char*>(buf), std::streamsize(n * sizeof(float)));
+      done += n;
     }
   }
 

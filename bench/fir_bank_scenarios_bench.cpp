@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "dsp/fir_design.hpp"
 #include "dsp/nonuniform_fir_bank.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
 #include "dsp/streaming_fir_bank.hpp"
@@ -68,16 +69,32 @@ void BM_S3CrossoverBankThreads(benchmark::State& state) {
   run(state, bank, 2, 256, 48000);
 }
 
+// S3's own crossover (250, 2000, 8000 Hz at 48 kHz), as the fir_bank stage builds it: FFTW_MEASURE
+// plans (the S3 config's fft_planning), channels over a pool of state.range(0) threads, and with
+// state.range(1) = 1 the last band taken as the delayed input minus the others (the stage does so
+// for every crossover) against 0: all four bands filtered.
+void BM_S3CrossoverStage(benchmark::State& state) {
+  std::vector<std::vector<float>> taps;
+  for (const std::vector<double>& h : vigil::design_crossover({250, 2000, 8000}, 8191, 48000, vigil::WindowSpec{}))
+    taps.emplace_back(h.begin(), h.end());
+  vigil::WorkerPool pool(uint32_t(state.range(0)));
+  vigil::StreamingFirBank bank(taps, 2, 256, 256, vigil::FftPlanning::kMeasure, &pool, vigil::FirForm::kAuto,
+                               state.range(1) != 0);
+  run(state, bank, 2, 256, 48000);
+}
+
 void BM_S2VibrationBank(benchmark::State& state) {
   vigil::PartitionedFirBank bank(random_taps(4, 8191), 64, vigil::PartitionedFirBank::uniform(8192),
                                  planning(state.range(0)), vigil::BlockPhases::kStaggered);
   run(state, bank, 64, 1024, 51200);
 }
 
-// As the fir_bank stage builds it, channels split over a pool of state.range(0) threads.
+// As the fir_bank stage builds it, channels split over a pool of state.range(0) threads, within a
+// latency of state.range(1) frames (8192: one 16384-point FFT block; 32768: a 32768-point one).
 void BM_S2VibrationBankThreads(benchmark::State& state) {
   vigil::WorkerPool pool(uint32_t(state.range(0)));
-  vigil::StreamingFirBank bank(random_taps(4, 8191), 64, 1024, 8192, vigil::FftPlanning::kEstimate, &pool);
+  vigil::StreamingFirBank bank(random_taps(4, 8191), 64, 1024, uint32_t(state.range(1)), vigil::FftPlanning::kEstimate,
+                               &pool);
   run(state, bank, 64, 1024, 51200);
 }
 
@@ -86,6 +103,7 @@ void BM_S2VibrationBankThreads(benchmark::State& state) {
 BENCHMARK(BM_S3CrossoverBank)->UseRealTime();
 BENCHMARK(BM_S3CrossoverBankNonUniform)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();  // planning()
 BENCHMARK(BM_S3CrossoverBankThreads)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_S3CrossoverStage)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime();
 BENCHMARK(BM_S2VibrationBank)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();  // planning()
-BENCHMARK(BM_S2VibrationBankThreads)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_S2VibrationBankThreads)->ArgsProduct({{1, 2}, {8192, 32768}})->UseRealTime();
 BENCHMARK_MAIN();

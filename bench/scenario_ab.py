@@ -25,7 +25,7 @@ events = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 events.bind(("127.0.0.1", 0))
 work = tempfile.mkdtemp(prefix="vigil-ab-")
 text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios", FILES[a.scenario])).read()
-for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": 0, "BACKEND": "cpu", "BUSY_POLL": "false", "THREADS": 0,
+for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": 0, "BACKEND": "cpu", "BUSY_POLL": "false", "THREADS": 0, "SEND_THREADS": 1,
              "DATA_PORT": sink.getsockname()[1], "EVENT_PORT": events.getsockname()[1],
              "WISDOM": os.path.join(work, "fftwf.wisdom")}.items():
     text = text.replace(f"@{k}@", str(v))

@@ -72,7 +72,8 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
       phases_(phases),
       phase_(phase % layout.block),
       bins_(size_t(layout.fft_size) / 2 + 1),
-      stride_((2 * (size_t(layout.fft_size) / 2 + 1) + 15) / 16 * 16),
+      stride_((size_t(layout.fft_size) / 2 + 1 + 15) / 16 * 16),
+      spectrum_floats_((2 * (size_t(layout.fft_size) / 2 + 1) + 15) / 16 * 16),
       fft_(layout.fft_size, planning) {
   if (band_taps.empty() || band_taps.size() > 256) reject("bands must be 1..256, got " + std::to_string(band_taps.size()));
   if (channels < 1 || channels > 4096) reject("channels must be 1..4096, got " + std::to_string(channels));
@@ -90,6 +91,7 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
   time_ = make_fftw_buffer(size_t(channels_) * layout_.fft_size);
   fdl_ = make_fftw_buffer(size_t(channels_) * parts_ * 2 * stride_);
   acc_ = make_fftw_buffer(2 * stride_);
+  spectrum_ = make_fftw_buffer(2 * spectrum_floats_);
   ifft_out_ = make_fftw_buffer(2 * size_t(layout_.fft_size));
   out_ = make_fftw_buffer(size_t(bands_) * channels_ * layout_.block);
   state_.resize(channels_);
@@ -112,7 +114,7 @@ uint32_t PartitionedFirBank::initial_fill(uint32_t channel) const noexcept {
 PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<std::vector<float>>& band_taps) const {
   Spectra s;
   s.data = make_fftw_buffer(size_t(bands_) * parts_ * 2 * stride_);
-  FftwBuffer frame = make_fftw_buffer(layout_.fft_size), spectrum = make_fftw_buffer(stride_);
+  FftwBuffer frame = make_fftw_buffer(layout_.fft_size), spectrum = make_fftw_buffer(spectrum_floats_);
   const float scale = 1.0f / float(layout_.fft_size);  // folds the inverse FFT's factor N into the taps
   for (uint32_t b = 0; b < bands_; ++b) {
     const std::vector<float>& h = band_taps[b];
@@ -124,15 +126,7 @@ PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<s
       const size_t n = std::min<size_t>(layout_.partition, h.size() - first);
       for (size_t i = 0; i < n; ++i) frame[i] = h[first + i] * scale;
       fft_.forward(frame.get(), spectrum.get());
-      // Stored for accumulate(): the real parts doubled (re, re) and the imaginary parts signed
-      // (-im, im), so a complex product is two element-wise multiply-adds with no shuffle.
-      float* re = s.data.get() + (size_t(b) * parts_ + p) * 2 * stride_;
-      float* im = re + stride_;
-      for (size_t k = 0; k < bins_; ++k) {
-        re[2 * k] = re[2 * k + 1] = spectrum[2 * k];
-        im[2 * k] = -spectrum[2 * k + 1];
-        im[2 * k + 1] = spectrum[2 * k + 1];
-      }
+      split(spectrum.get(), s.data.get() + (size_t(b) * parts_ + p) * 2 * stride_);
     }
   }
   return s;
@@ -171,25 +165,56 @@ void PartitionedFirBank::reset() noexcept {
   }
 }
 
-// acc = sum over partitions p of X[newest - p] * H_b[p], complex, element-wise on the stored
-// layouts: X as (re, im) beside its swap (im, re), H as (re, re) and (-im, im):
-//   (xr wr - xi wi, xi wr + xr wi) = x * h_re + x_swapped * h_im.
-void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* __restrict acc) noexcept {
-  const size_t n = 2 * bins_;
+// spectrum = sum over partitions p of X[newest - p] * H_b[p], complex, element-wise on split
+// arrays (real parts, then imaginary parts): plain multiply-adds that vectorise with no shuffle,
+// reading 16 bytes a bin and partition. The partitions are streamed from L2 (S3's taps, 4 bands of
+// 8191: 390 KB), so the bytes a bin read are what this costs; the last partition's sum is written
+// interleaved, as FFTW's inverse takes it.
+void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel,
+                                    float* __restrict spectrum) noexcept {
+  const size_t n = bins_;
   const float* x_base = fdl_.get() + size_t(channel) * parts_ * 2 * stride_;
-  const uint32_t newest = state_[channel].fdl_pos;
-  for (uint32_t p = 0; p < h.parts[band]; ++p) {
+  const uint32_t newest = state_[channel].fdl_pos, used = h.parts[band];
+  float* __restrict ar = acc_.get();
+  float* __restrict ai = ar + stride_;
+  for (uint32_t p = 0; p < used; ++p) {
     // Partition p meets the input block from p blocks ago.
     const uint32_t slot = (newest + parts_ - p) % parts_;
-    const float* __restrict x = x_base + size_t(slot) * 2 * stride_;
-    const float* __restrict xs = x + stride_;
-    const float* __restrict wr = h.data.get() + (size_t(band) * parts_ + p) * 2 * stride_;
-    const float* __restrict wi = wr + stride_;
-    if (p == 0) {
-      for (size_t k = 0; k < n; ++k) acc[k] = x[k] * wr[k] + xs[k] * wi[k];
+    const float* __restrict xr = x_base + size_t(slot) * 2 * stride_;
+    const float* __restrict xi = xr + stride_;
+    const float* __restrict hr = h.data.get() + (size_t(band) * parts_ + p) * 2 * stride_;
+    const float* __restrict hi = hr + stride_;
+    const bool first = p == 0, last = p + 1 == used;
+    if (first && last) {
+      for (size_t k = 0; k < n; ++k) {
+        spectrum[2 * k] = xr[k] * hr[k] - xi[k] * hi[k];
+        spectrum[2 * k + 1] = xr[k] * hi[k] + xi[k] * hr[k];
+      }
+    } else if (first) {
+      for (size_t k = 0; k < n; ++k) {
+        ar[k] = xr[k] * hr[k] - xi[k] * hi[k];
+        ai[k] = xr[k] * hi[k] + xi[k] * hr[k];
+      }
+    } else if (!last) {
+      for (size_t k = 0; k < n; ++k) {
+        ar[k] += xr[k] * hr[k] - xi[k] * hi[k];
+        ai[k] += xr[k] * hi[k] + xi[k] * hr[k];
+      }
     } else {
-      for (size_t k = 0; k < n; ++k) acc[k] += x[k] * wr[k] + xs[k] * wi[k];
+      for (size_t k = 0; k < n; ++k) {
+        spectrum[2 * k] = ar[k] + (xr[k] * hr[k] - xi[k] * hi[k]);
+        spectrum[2 * k + 1] = ai[k] + (xr[k] * hi[k] + xi[k] * hr[k]);
+      }
     }
+  }
+}
+
+void PartitionedFirBank::split(const float* __restrict interleaved, float* __restrict out) const noexcept {
+  float* __restrict re = out;
+  float* __restrict im = out + stride_;
+  for (size_t k = 0; k < bins_; ++k) {
+    re[k] = interleaved[2 * k];
+    im[k] = interleaved[2 * k + 1];
   }
 }
 
@@ -201,19 +226,15 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
   const bool crossfade = ch.switch_due;
   const Spectra& taps = ch.on_next ? next_taps_ : taps_;
   float* t = time_.get() + size_t(c) * n;
-  float* x = fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_;
-  fft_.forward(t, x);
-  float* xs = x + stride_;
-  for (size_t k = 0; k < 2 * bins_; k += 2) {
-    xs[k] = x[k + 1];
-    xs[k + 1] = x[k];
-  }
+  float* spectrum = spectrum_.get();
+  fft_.forward(t, spectrum);
+  split(spectrum, fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_);
   std::copy(t + b_len, t + n, t);  // slide the window by one block
   for (uint32_t b = 0; b < bands_; ++b) {
     float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;
     float* ifft = ifft_out_.get();
-    accumulate(taps, b, c, acc_.get());
-    fft_.inverse(acc_.get(), ifft);
+    accumulate(taps, b, c, spectrum);
+    fft_.inverse(spectrum, ifft);
     // Overlap-save: the last B samples of the circular convolution are the linear ones.
     const float* lin = ifft + (n - b_len);
     if (!crossfade) {
@@ -221,8 +242,9 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
       continue;
     }
     float* ifft_new = ifft_out_.get() + n;
-    accumulate(next_taps_, b, c, acc_.get() + stride_);
-    fft_.inverse(acc_.get() + stride_, ifft_new);
+    float* spectrum_new = spectrum_.get() + spectrum_floats_;
+    accumulate(next_taps_, b, c, spectrum_new);
+    fft_.inverse(spectrum_new, ifft_new);
     const float* lin_new = ifft_new + (n - b_len);
     for (uint32_t i = 0; i < b_len; ++i) {
       const float w = float(i + 1) / float(b_len);  // all new on the block's last sample

@@ -89,7 +89,7 @@ class PartitionedFirBank {
 
  private:
   struct Spectra {
-    FftwBuffer data;              // [band][partition]: 2 x stride_ floats: (re, re) pairs, then (-im, im)
+    FftwBuffer data;              // [band][partition]: split complex, stride_ real parts then stride_ imaginary
     std::vector<uint32_t> parts;  // partitions used per band
   };
   struct Channel {
@@ -100,7 +100,11 @@ class PartitionedFirBank {
   };
   Spectra make_spectra(const std::vector<std::vector<float>>& band_taps) const;
   void run_block(uint32_t channel) noexcept;
-  void accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* acc) noexcept;
+  // Band `band`'s spectrum sum over its partitions into `spectrum` (FFTW's interleaved layout, ready
+  // for the inverse FFT); acc_ (split) holds the partial sums.
+  void accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* spectrum) noexcept;
+  // FFTW's interleaved spectrum (bins_ pairs) to split arrays: out[0, stride_) real, then imaginary.
+  void split(const float* interleaved, float* out) const noexcept;
   void start_switch() noexcept;
   uint32_t initial_fill(uint32_t channel) const noexcept;
 
@@ -109,14 +113,17 @@ class PartitionedFirBank {
   BlockPhases phases_;
   uint32_t phase_;
   uint32_t parts_ = 0;
-  size_t bins_, stride_;        // stride_: 2 * bins_ rounded up to 16 floats (FFTW alignment)
+  size_t bins_, stride_;        // stride_: bins_ rounded up to 16 floats (SIMD alignment of split arrays)
+  size_t spectrum_floats_;      // an interleaved spectrum: 2 * bins_ rounded up to 16 floats (FFTW alignment)
   RealFft fft_;
   Spectra taps_, next_taps_, queued_;
   uint32_t switches_left_ = 0;  // channels yet to cross over to next_taps_
   FftwBuffer time_;             // per channel: the last N input samples (block at the end)
-  FftwBuffer fdl_;              // per channel: parts_ input spectra (ring), each (re, im) then (im, re)
+  FftwBuffer fdl_;              // per channel: parts_ input spectra (ring), each split: re[stride_], im[stride_]
   std::vector<Channel> state_;
-  FftwBuffer acc_, ifft_out_;   // two of each: current and next taps during a crossfade
+  FftwBuffer acc_;              // split partial sums (2 * stride_)
+  FftwBuffer spectrum_;         // two interleaved spectra: the FFTs' (current taps, and next during a crossfade)
+  FftwBuffer ifft_out_;         // two of N samples, likewise
   FftwBuffer out_;              // per lane: B output samples ready from the last block
   uint64_t channel_blocks_ = 0;
 };

@@ -1,7 +1,9 @@
-// 4-float vectors through GCC/Clang vector extensions: SSE2 on every x86-64, NEON on every
+// 4-lane vectors through GCC/Clang vector extensions: SSE2 on every x86-64, NEON on every
 // aarch64, no intrinsics. Unaligned loads and stores go through memcpy (one instruction each).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 namespace vigil::simd {
@@ -15,5 +17,29 @@ inline v4f load4(const float* p) noexcept {
 }
 
 inline void store4(float* p, v4f v) noexcept { std::memcpy(p, &v, sizeof v); }
+
+typedef uint32_t v4u __attribute__((vector_size(16)));
+
+// Reverses the byte order of n 32-bit words from `in` to `out` (host <-> big-endian: VITA 49's
+// samples). Four words per step by shifts and masks, which SSE2 and NEON both have; GCC 12 leaves
+// the scalar loop (and __builtin_bswap32 in a loop) unvectorised: ~1 ns a word against ~0.2.
+// in and out must not overlap.
+inline void byteswap32(const void* in, void* out, size_t n) noexcept {
+  const auto* src = static_cast<const unsigned char*>(in);
+  auto* dst = static_cast<unsigned char*>(out);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v4u v;
+    std::memcpy(&v, src + 4 * i, sizeof v);
+    v = (v >> 24) | ((v >> 8) & 0xFF00u) | ((v << 8) & 0xFF0000u) | (v << 24);
+    std::memcpy(dst + 4 * i, &v, sizeof v);
+  }
+  for (; i < n; ++i) {
+    uint32_t w;
+    std::memcpy(&w, src + 4 * i, sizeof w);
+    w = __builtin_bswap32(w);
+    std::memcpy(dst + 4 * i, &w, sizeof w);
+  }
+}
 
 }  // namespace vigil::simd

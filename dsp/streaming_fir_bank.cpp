@@ -8,10 +8,15 @@ namespace vigil {
 
 StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
                                    uint32_t max_frames, uint32_t max_latency_frames, FftPlanning planning,
-                                   WorkerPool* pool, FirForm form)
-    : channels_(channels) {
+                                   WorkerPool* pool, FirForm form, bool complementary)
+    : channels_(channels), bands_(uint32_t(band_taps.size())) {
   size_t longest = 0;
   for (const auto& t : band_taps) longest = std::max(longest, t.size());
+  const long impulse_delay =
+      complementary ? ComplementaryBand::impulse_delay(band_taps, kComplementaryTolerance) : -1;
+  if (complementary && impulse_delay < 0)
+    throw std::invalid_argument("fir bank: the bands of a complementary bank must sum to a unit impulse (each tap "
+                                "within 1e-6), and these do not");
   if (form == FirForm::kDirect || (form == FirForm::kAuto && longest <= kDirectMaxTaps)) {
     form_ = Form::kDirect;
     direct_ = std::make_unique<FirBank>(band_taps, channels, max_frames);
@@ -20,16 +25,18 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
   if (max_latency_frames < 16)
     throw std::invalid_argument("fir bank: " + std::to_string(longest) + " taps need an FFT form with at least 16 frames "
                                 "of latency, but the latency limit is " + std::to_string(max_latency_frames));
+  impulse_delay_ = impulse_delay;
+  const std::vector<std::vector<float>> filtered = filtered_bands(band_taps);
   const uint32_t block = PartitionedFirBank::uniform_block_within(max_latency_frames);
-  std::vector<FirLevel> levels = NonUniformFirBank::plan(longest, block, band_taps.size());
+  std::vector<FirLevel> levels = NonUniformFirBank::plan(longest, block, filtered.size());
   form_ = levels.size() > 1 ? Form::kNonUniform : Form::kUniform;
   // One big FFT only while it beats the partitions of `block`: when the latency limit is barely
   // above the filter length, the single block's hop shrinks to a few samples per FFT (1023 taps
   // under 256 frames: FFT 1024 for every 2 samples, ~200x the work).
   if (const uint32_t n = PartitionedFirBank::best_fft_size(longest, max_latency_frames)) {
     const std::vector<FirLevel> single = {{PartitionedFirBank::single_block(longest, n), 1}};
-    if (NonUniformFirBank::work_per_sample(single, band_taps.size()) <=
-        NonUniformFirBank::work_per_sample(levels, band_taps.size())) {
+    if (NonUniformFirBank::work_per_sample(single, filtered.size()) <=
+        NonUniformFirBank::work_per_sample(levels, filtered.size())) {
       form_ = Form::kSingleBlock;
       levels = single;
     }
@@ -39,9 +46,21 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
   if (parts > 1) pool_ = pool;
   for (uint32_t i = 0; i < parts; ++i) {
     const WorkerPool::Range r = WorkerPool::range(channels, parts, i);
-    parts_.push_back({r.first, std::make_unique<NonUniformFirBank>(band_taps, r.end - r.first, levels, planning,
-                                                                   BlockPhases::kStaggered)});
+    Part part{r.first, std::make_unique<NonUniformFirBank>(filtered, r.end - r.first, levels, planning,
+                                                           BlockPhases::kStaggered), nullptr};
+    if (impulse_delay_ >= 0)
+      part.last = std::make_unique<ComplementaryBand>(r.end - r.first,
+                                                      part.bank->latency_frames() + uint32_t(impulse_delay_), max_frames);
+    parts_.push_back(std::move(part));
   }
+}
+
+std::vector<std::vector<float>> StreamingFirBank::filtered_bands(const std::vector<std::vector<float>>& band_taps) const {
+  if (impulse_delay_ < 0) return band_taps;
+  if (ComplementaryBand::impulse_delay(band_taps, kComplementaryTolerance) != impulse_delay_)
+    throw std::invalid_argument("fir bank: new taps of a complementary bank must sum to a unit impulse at tap " +
+                                std::to_string(impulse_delay_) + " (each tap within 1e-6), and these do not");
+  return {band_taps.begin(), band_taps.end() - 1};
 }
 
 void StreamingFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out,
@@ -55,6 +74,9 @@ void StreamingFirBank::process(const float* in, size_t in_stride, uint32_t frame
     const Part& p = parts_[i];
     p.bank->process(in + p.first_channel * in_stride, in_stride, frames, out + p.first_channel * out_stride, out_stride,
                     band_stride);
+    if (p.last)
+      p.last->process(in + p.first_channel * in_stride, in_stride, frames, out + p.first_channel * out_stride,
+                      out_stride, band_stride, bands_ - 1);
   };
   if (pool_)
     pool_->run(uint32_t(parts_.size()), run_part);
@@ -67,20 +89,28 @@ void StreamingFirBank::set_taps(const std::vector<std::vector<float>>& band_taps
     direct_->set_taps(band_taps, crossfade_frames);
     return;
   }
-  for (Part& p : parts_) p.bank->set_taps(band_taps);
+  const std::vector<std::vector<float>> filtered = filtered_bands(band_taps);
+  for (Part& p : parts_) p.bank->set_taps(filtered);
 }
 
 void StreamingFirBank::reset() noexcept {
   if (direct_)
     direct_->reset();
   else
-    for (Part& p : parts_) p.bank->reset();
+    for (Part& p : parts_) {
+      p.bank->reset();
+      if (p.last) p.last->reset();
+    }
 }
 
 uint32_t StreamingFirBank::latency_frames() const noexcept { return direct_ ? 0 : parts_[0].bank->latency_frames(); }
 
 std::string StreamingFirBank::describe() const {
-  auto threads = [&] { return parts_.size() > 1 ? ", channels over " + std::to_string(parts_.size()) + " threads" : std::string(); };
+  auto threads = [&] {
+    std::string s = parts_.size() > 1 ? ", channels over " + std::to_string(parts_.size()) + " threads" : std::string();
+    if (impulse_delay_ >= 0) s += ", last band as the delayed input minus the others";
+    return s;
+  };
   if (form_ == Form::kDirect) return "direct form";
   const PartitionedFirBank& first = parts_[0].bank->level(0);
   switch (form_) {

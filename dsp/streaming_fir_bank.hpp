@@ -7,7 +7,9 @@
 //     the work model finds cheaper; the latency is D either way.
 // Output equals lfilter(h, 1, x) delayed by latency_frames(). The FFT forms stagger their channels'
 // block phases (PartitionedFirBank), so every chunk carries about the same share of the work, and
-// with a WorkerPool split the channels into one bank per thread, run in parallel.
+// with a WorkerPool split the channels into one bank per thread, run in parallel. A complementary
+// bank (a crossover: its bands sum to a unit impulse) filters all bands but the last in the FFT
+// forms and takes the last as the delayed input minus the others (ComplementaryBand).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dsp/complementary_band.hpp"
 #include "dsp/fir_bank.hpp"
 #include "dsp/fir_form.hpp"
 #include "dsp/nonuniform_fir_bank.hpp"
@@ -32,14 +35,21 @@ class StreamingFirBank {
   // max_latency_frames: the most delay the caller accepts (>= 16 unless taps <= kDirectMaxTaps).
   // pool: when it has more than one thread, the FFT forms split the channels over it (the pool
   // must outlive this bank; process() is then one pool run). form: kDirect or kFft overrides the
-  // choice between the direct form and the FFT forms (kAuto: by kDirectMaxTaps).
+  // choice between the direct form and the FFT forms (kAuto: by kDirectMaxTaps). complementary:
+  // the bands sum to a unit impulse (design_crossover's), each tap of the sum within
+  // kComplementaryTolerance, else std::invalid_argument; the FFT forms then compute the last band
+  // from the others (the output differs from filtering by its own taps only by the taps' rounding).
   StreamingFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t max_frames,
                    uint32_t max_latency_frames, FftPlanning planning = FftPlanning::kEstimate,
-                   WorkerPool* pool = nullptr, FirForm form = FirForm::kAuto);
+                   WorkerPool* pool = nullptr, FirForm form = FirForm::kAuto, bool complementary = false);
+
+  // Float taps of a crossover designed in double sum to the impulse within a few 1e-8.
+  static constexpr double kComplementaryTolerance = 1e-6;
 
   // RT-safe.
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept;
-  // Not RT-safe; crossfades over one block (direct form: over crossfade_frames).
+  // Not RT-safe; crossfades over one block (direct form: over crossfade_frames). A complementary
+  // bank's new taps must be complementary at the same delay (std::invalid_argument otherwise).
   void set_taps(const std::vector<std::vector<float>>& band_taps, uint32_t crossfade_frames = 256);
   void reset() noexcept;
 
@@ -47,17 +57,25 @@ class StreamingFirBank {
   uint32_t parallel_parts() const noexcept { return direct_ ? 1 : uint32_t(parts_.size()); }
   std::string describe() const;
   uint32_t latency_frames() const noexcept;
+  // Whether the last band is computed from the others (a complementary bank in an FFT form).
+  bool last_band_from_the_rest() const noexcept { return impulse_delay_ >= 0; }
 
  private:
+  // The bands the FFT banks filter: all, or all but the last of a complementary bank (checked).
+  std::vector<std::vector<float>> filtered_bands(const std::vector<std::vector<float>>& band_taps) const;
+
   Form form_;
   std::unique_ptr<FirBank> direct_;
   struct Part {
     uint32_t first_channel;
     std::unique_ptr<NonUniformFirBank> bank;  // one level for the single-block and uniform forms
+    std::unique_ptr<ComplementaryBand> last;  // the last band of a complementary bank
   };
   std::vector<Part> parts_;  // the FFT forms: one bank per channel range
   WorkerPool* pool_ = nullptr;
   uint32_t channels_ = 0;
+  uint32_t bands_ = 0;
+  long impulse_delay_ = -1;  // D of a complementary bank in an FFT form, else -1
 };
 
 }  // namespace vigil

@@ -29,8 +29,10 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
   out.band_names.clear();
   for (const BandSettings& b : settings_.bands) out.band_names.push_back(b.name);
   const uint32_t max_latency = settings_.max_latency_frames ? settings_.max_latency_frames : max_frames;
+  // A crossover's bands are complementary: the bank takes its last band from the others.
   bank_ = std::make_unique<StreamingFirBank>(design(settings_, in.rate_hz), in.channels, max_frames, max_latency,
-                                             settings_.fft_planning, pool_, settings_.form);
+                                             settings_.fft_planning, pool_, settings_.form,
+                                             !settings_.crossover_hz.empty());
   out.delay_frames = in.delay_frames + bank_->latency_frames();
   form_ = bank_->describe();
   return out;

@@ -6,6 +6,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "dsp/simd.hpp"
+
+// Samples go out and come in by one byte swap (simd::byteswap32): x86-64 and aarch64 (Jetson) are
+// little-endian; a big-endian host would copy them as they are instead.
+static_assert(std::endian::native == std::endian::little, "VITA 49 sample swap assumes a little-endian host");
+
 namespace vigil::vita49 {
 namespace {
 
@@ -58,7 +64,8 @@ size_t encode_data(const DataPacket& p, const float* samples, size_t n, uint8_t*
   uint8_t* w = out;
   put_prologue(w, PacketType::kSignalDataWithStreamId, true, p.packet_count, bytes / 4, p.stream_id,
                kPacketClassFloat32, p.ts_int, p.ts_frac_ps);
-  for (size_t i = 0; i < n; ++i) put32(w, std::bit_cast<uint32_t>(samples[i]));
+  simd::byteswap32(samples, w, n);  // big-endian float32
+  w += 4 * n;
   uint32_t trailer = kTrailerValidDataEnable | kTrailerValidData | kTrailerOverRangeEnable | kTrailerSampleLossEnable;
   if (p.over_range) trailer |= kTrailerOverRange;
   if (p.sample_loss) trailer |= kTrailerSampleLoss;
@@ -79,6 +86,10 @@ size_t encode_context(const ContextPacket& p, uint8_t* out, size_t cap) noexcept
 }
 
 float Decoded::sample(size_t i) const noexcept { return std::bit_cast<float>(get32(payload + 4 * i)); }
+
+void Decoded::copy_samples(size_t first, size_t n, float* out) const noexcept {
+  simd::byteswap32(payload + 4 * first, out, n);
+}
 
 bool decode(const uint8_t* d, size_t size, Decoded& o, std::string* why) noexcept {
   auto fail = [&](const char* msg) {

@@ -82,6 +82,8 @@ struct Decoded {
   uint64_t payload_format = 0;
 
   float sample(size_t i) const noexcept;
+  // Samples [first, first + n) in host order into out. Pre: first + n <= samples.
+  void copy_samples(size_t first, size_t n, float* out) const noexcept;
 };
 
 // Decodes one datagram. Returns false (with why) for anything malformed or unsupported.

@@ -140,7 +140,7 @@ void LiveView::on_packet(const vita49::Decoded& p, const StreamStats& stats) {
   const double t0 = double(p.ts_int) + double(p.ts_frac) * 1e-12;
   for (size_t done = 0; done < p.samples;) {
     const size_t n = std::min(p.samples - done, sizeof buf / sizeof buf[0]);
-    for (size_t i = 0; i < n; ++i) buf[i] = p.sample(done + i);
+    p.copy_samples(done, n, buf);
     s->summary->add(buf, n, t0 + double(done) / rate);
     done += n;
   }

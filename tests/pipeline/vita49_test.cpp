@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -54,6 +56,34 @@ TEST(Vita49, DataPacketRoundTrip) {
   EXPECT_TRUE(d.trailer & kTrailerSampleLoss);
   EXPECT_TRUE(d.trailer & kTrailerValidData);
   EXPECT_FALSE(d.trailer & kTrailerOverRange);
+}
+
+// The payload is big-endian float32 whatever the count (the swap runs four words at a time, then
+// one by one): each sample's bytes checked against its bits shifted out most significant first,
+// and copy_samples from any offset gives the values back exactly.
+TEST(Vita49, SamplesAreBigEndianOnTheWireAtEveryLength) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-4, 4);
+  for (size_t n = 1; n <= 11; ++n) {
+    std::vector<float> samples(n);
+    for (auto& v : samples) v = u(rng);
+    std::vector<uint8_t> buf(kMaxDatagram, 0xCD);
+    const size_t bytes = encode_data(DataPacket{}, samples.data(), n, buf.data(), buf.size());
+    ASSERT_EQ(bytes, kDataOverheadBytes + 4 * n);
+    Decoded d;
+    ASSERT_TRUE(decode(buf.data(), bytes, d));
+    ASSERT_EQ(d.samples, n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t bits = std::bit_cast<uint32_t>(samples[i]);
+      for (int b = 0; b < 4; ++b)
+        ASSERT_EQ(d.payload[4 * i + b], uint8_t(bits >> (24 - 8 * b))) << "n " << n << " sample " << i << " byte " << b;
+    }
+    for (size_t first = 0; first < n; ++first) {
+      std::vector<float> back(n - first, std::nanf(""));
+      d.copy_samples(first, n - first, back.data());
+      for (size_t i = first; i < n; ++i) ASSERT_EQ(back[i - first], samples[i]) << "n " << n << " from " << first;
+    }
+  }
 }
 
 TEST(Vita49, PacketCounterWrapsAtSixteen) {
