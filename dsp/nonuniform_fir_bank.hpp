@@ -50,10 +50,13 @@ class NonUniformFirBank {
   // Modelled work per input sample and channel: each level's FFTs (N log2 N: one forward shared by
   // the bands, one inverse per band) and its spectral multiply-accumulates (kMacWeight per bin).
   static double work_per_sample(const std::vector<FirLevel>& levels, size_t bands);
-  // A bin's complex multiply-accumulate against one N log2 N unit of a real FFT: measured with
-  // perf on S3's and S2's banks (2-core Xeon, FFTW 3.3.10): ~12, the accumulation streaming its
-  // spectra from L2 while FFTW works in L1.
-  static constexpr double kMacWeight = 12.0;
+  // A bin's complex multiply-accumulate against one N log2 N unit of a real FFT: ~12 when the
+  // accumulation read 32 bytes a bin two floats at a time (perf on S3's and S2's banks, 2-core
+  // Xeon, FFTW 3.3.10); ~7.6 since it reads split arrays vectorised (four level plans of S3's
+  // crossover timed on the 2-core EPYC, fitted: docs/PERFORMANCE.md §11). With it S3's 8191 taps
+  // at 256 frames plan as 3 x 256, 8 x 1024 (5.2 us a chunk and channel) instead of
+  // 3 x 256, 3 x 1024, 2 x 4096 (5.6 us, and a 4096-block's FFTs in every 16th chunk).
+  static constexpr double kMacWeight = 7.6;
 
   // As PartitionedFirBank::process. RT-safe.
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,

@@ -85,12 +85,13 @@ TEST(ComplementaryBand, RejectsBadParameters) {
   EXPECT_THROW(bank.set_taps(crossover({1000, 5000}, 253, 51200)), std::invalid_argument);  // another delay
 }
 
-// Every FFT form (non-uniform partitions at a 256-frame latency, one big block at 4096), alone and
+// Both FFT forms a crossover takes (non-uniform partitions at a 256-frame latency: 3 x 256,
+// 3 x 1024; one partition of 4096 at 4096), alone and
 // over pools of 2 and 3 threads (5 channels: uneven parts), in random chunk sizes: each band, the
 // last one included, equals the direct form of its own taps delayed by the latency.
 TEST(ComplementaryBand, TheBankEqualsEveryBandsSpecificationDelayed) {
   const uint32_t channels = 5, total = 20000, bands = 4;
-  const std::vector<std::vector<float>> taps = crossover({250, 2000, 8000}, 2047, 48000);
+  const std::vector<std::vector<float>> taps = crossover({250, 2000, 8000}, 3071, 48000);
   const std::vector<float> x = randn(size_t(channels) * total, 21);
   FirBank ref_bank(taps, channels, total);
   std::vector<float> ref(size_t(bands) * channels * total);
@@ -102,7 +103,7 @@ TEST(ComplementaryBand, TheBankEqualsEveryBandsSpecificationDelayed) {
       StreamingFirBank bank(taps, channels, 700, latency, FftPlanning::kEstimate, pool.get(), FirForm::kAuto, true);
       SCOPED_TRACE(bank.describe());
       ASSERT_TRUE(bank.last_band_from_the_rest());
-      EXPECT_EQ(bank.form(), latency == 256 ? StreamingFirBank::Form::kNonUniform : StreamingFirBank::Form::kSingleBlock);
+      EXPECT_EQ(bank.form(), latency == 256 ? StreamingFirBank::Form::kNonUniform : StreamingFirBank::Form::kUniform);
       const std::vector<float> got = stream(bank, x, channels, total, bands, 700, 22 + threads + latency);
       const uint32_t lat = bank.latency_frames();
       for (uint32_t lane = 0; lane < bands * channels; ++lane)
@@ -119,14 +120,14 @@ TEST(ComplementaryBand, TheBankEqualsEveryBandsSpecificationDelayed) {
 // filter's.
 TEST(ComplementaryBand, AReloadCrossfadesTheLastBandWithTheOthers) {
   const uint32_t channels = 3, total = 30000, bands = 4;
-  const std::vector<std::vector<float>> old_taps = crossover({250, 2000, 8000}, 2047, 48000);
-  const std::vector<std::vector<float>> new_taps = crossover({400, 3000, 9000}, 2047, 48000);
+  const std::vector<std::vector<float>> old_taps = crossover({250, 2000, 8000}, 3071, 48000);
+  const std::vector<std::vector<float>> new_taps = crossover({400, 3000, 9000}, 3071, 48000);
   const std::vector<float> x = randn(size_t(channels) * total, 31);
   WorkerPool pool(2);
   StreamingFirBank bank(old_taps, channels, 512, 256, FftPlanning::kEstimate, &pool, FirForm::kAuto, true);
   const uint32_t reload_at = 9000;
   const std::vector<float> got = stream(bank, x, channels, total, bands, 512, 32, {{reload_at, new_taps}});
-  const uint32_t lat = bank.latency_frames(), delay = lat + 1023;
+  const uint32_t lat = bank.latency_frames(), delay = lat + 1535;
   for (uint32_t c = 0; c < channels; ++c)
     for (uint32_t i = 0; i < total; ++i) {
       double sum = 0;
@@ -138,7 +139,7 @@ TEST(ComplementaryBand, AReloadCrossfadesTheLastBandWithTheOthers) {
   std::vector<float> ref(size_t(bands) * channels * total);
   ref_bank.process(x.data(), total, total, ref.data(), total);
   const double max_ref = std::max(1.0, test::max_abs(ref));
-  const uint32_t settled = reload_at + 512 + 2 * 4096 + lat;  // the next chunk, then the largest level's block
+  const uint32_t settled = reload_at + 512 + 2 * 1024 + lat;  // the next chunk, then the largest level's block
   for (uint32_t lane = 0; lane < bands * channels; ++lane)
     for (uint32_t i = settled; i < total; ++i)
       ASSERT_NEAR(got[size_t(lane) * total + i], ref[size_t(lane) * total + i - lat], test::kFirOutputRel * max_ref)

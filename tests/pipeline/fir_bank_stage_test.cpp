@@ -33,7 +33,7 @@ TEST(FirBankStage, StatusNamesTheFormAndTheDelayIsItsLatency) {
   FirBankStage s3(crossover(8191));
   EXPECT_EQ(s3.prepare(mono, 256).delay_frames, 10u + 256u);
   // A crossover's bands are complementary: its last band is the delayed input minus the others.
-  EXPECT_EQ(form_of(s3), "non-uniformly partitioned overlap-save, partitions x block: 3 x 256, 3 x 1024, 2 x 4096, "
+  EXPECT_EQ(form_of(s3), "non-uniformly partitioned overlap-save, partitions x block: 3 x 256, 8 x 1024, "
                          "last band as the delayed input minus the others");
   FirBankStage short_filter(crossover(63));
   EXPECT_EQ(short_filter.prepare(mono, 1024).delay_frames, 10u + 450u);
