@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dsp/simd.hpp"
+
 namespace vigil {
 
 Moments merge(const Moments& a, const Moments& b) noexcept {
@@ -33,36 +35,45 @@ VibrationStats stats_of(const Moments& m) noexcept {
 }
 
 Moments moments_of(const float* x, size_t n) noexcept {
-  constexpr size_t kPartials = 4;  // measured: 4 beats 8 and 2 with SSE2 doubles
+  // Four partial sums per power (sample i to partial i % 4), written as vectors: two doubles per
+  // SSE2/NEON register. Left to the vectoriser, the same loop ran 0.43 ns a sample at -O2 and
+  // 1.07 at -O3 (GCC 12; the library builds at -O3); this form runs 0.51 at both.
+  typedef double v2d __attribute__((vector_size(16)));
+  using simd::v4f;
   const double k = x[0];
-  double s1[kPartials] = {}, s2[kPartials] = {}, s3[kPartials] = {}, s4[kPartials] = {};
-  float lo[kPartials], hi[kPartials];
-  std::fill_n(lo, kPartials, x[0]);
-  std::fill_n(hi, kPartials, x[0]);
+  const v2d kk = {k, k};
+  v2d s1a = {}, s2a = {}, s3a = {}, s4a = {}, s1b = {}, s2b = {}, s3b = {}, s4b = {};
+  v4f lo = {x[0], x[0], x[0], x[0]}, hi = lo;
   size_t i = 0;
-  for (; i + kPartials <= n; i += kPartials)
-    for (size_t j = 0; j < kPartials; ++j) {
-      const float v = x[i + j];
-      const double d = double(v) - k, d2 = d * d;
-      s1[j] += d;
-      s2[j] += d2;
-      s3[j] += d2 * d;
-      s4[j] += d2 * d2;
-      lo[j] = lo[j] < v ? lo[j] : v;
-      hi[j] = hi[j] > v ? hi[j] : v;
-    }
+  for (; i + 4 <= n; i += 4) {
+    const v4f v = simd::load4(x + i);
+    lo = lo < v ? lo : v;  // a NaN sample makes lo and hi NaN, as it does the sums
+    hi = hi > v ? hi : v;
+    const v2d da = __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), v2d) - kk;
+    const v2d db = __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), v2d) - kk;
+    const v2d da2 = da * da, db2 = db * db;
+    s1a += da;
+    s2a += da2;
+    s3a += da2 * da;
+    s4a += da2 * da2;
+    s1b += db;
+    s2b += db2;
+    s3b += db2 * db;
+    s4b += db2 * db2;
+  }
+  double t1 = s1a[0] + s1a[1] + s1b[0] + s1b[1], t2 = s2a[0] + s2a[1] + s2b[0] + s2b[1];
+  double t3 = s3a[0] + s3a[1] + s3b[0] + s3b[1], t4 = s4a[0] + s4a[1] + s4b[0] + s4b[1];
+  float mn = *std::min_element(&lo[0], &lo[0] + 4), mx = *std::max_element(&hi[0], &hi[0] + 4);
   for (; i < n; ++i) {
     const float v = x[i];
     const double d = double(v) - k, d2 = d * d;
-    s1[0] += d;
-    s2[0] += d2;
-    s3[0] += d2 * d;
-    s4[0] += d2 * d2;
-    lo[0] = std::min(lo[0], v);
-    hi[0] = std::max(hi[0], v);
+    t1 += d;
+    t2 += d2;
+    t3 += d2 * d;
+    t4 += d2 * d2;
+    mn = mn < v ? mn : v;
+    mx = mx > v ? mx : v;
   }
-  double t1 = 0, t2 = 0, t3 = 0, t4 = 0;
-  for (size_t j = 0; j < kPartials; ++j) t1 += s1[j], t2 += s2[j], t3 += s3[j], t4 += s4[j];
   // Power sums about k -> central sums about the mean (d: mean - k).
   Moments m;
   const double count = double(n), d = t1 / count, d2 = d * d;
@@ -71,8 +82,8 @@ Moments moments_of(const float* x, size_t n) noexcept {
   m.m2 = std::max(0.0, t2 - count * d2);
   m.m3 = t3 - 3 * d * t2 + 2 * count * d2 * d;
   m.m4 = std::max(0.0, t4 - 4 * d * t3 + 6 * d2 * t2 - 3 * count * d2 * d2);
-  m.lo = *std::min_element(lo, lo + kPartials);
-  m.hi = *std::max_element(hi, hi + kPartials);
+  m.lo = mn;
+  m.hi = mx;
   return m;
 }
 
