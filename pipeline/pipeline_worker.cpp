@@ -59,6 +59,8 @@ void PipelineWorker::fill_slot(OutputSlot& slot, uint32_t frames, uint64_t first
         float* dst = slot.data[o].data() + lane * slot.stride;
         if (dec <= 1)
           std::copy_n(src, kept.count, dst);
+        else if (dec == 2)  // a stride known at compile time vectorises (even lanes by shuffles)
+          for (uint32_t k = 0; k < kept.count; ++k) dst[k] = src[2 * size_t(k)];
         else
           for (uint32_t k = 0; k < kept.count; ++k) dst[k] = src[size_t(k) * dec];
       }

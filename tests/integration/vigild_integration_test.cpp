@@ -1139,28 +1139,32 @@ TEST(VigildDecimation, ADecimatedOutputCarriesEveryNthSampleAtItsTime) {
 outputs:
   - {kind: vita49, stream: bands, destination: "127.0.0.1:@DATA@"}
   - {kind: vita49, stream: bands, decimation: 8, destination: "127.0.0.1:@DATA@"}
+  - {kind: vita49, stream: bands, decimation: 2, destination: "127.0.0.1:@DATA@"}
   - {kind: events, destination: "127.0.0.1:@EVENTS@"}
 )", r);
   ASSERT_FALSE(HasFatalFailure());
-  for (uint32_t band = 0; band < 2; ++band)
-    for (uint32_t ch = 0; ch < 2; ++ch) {
-      const uint32_t full_id = stream_id(0, band, ch), dec_id = stream_id(1, band, ch);
-      const __int128 t0 = r.timestamps.at(full_id).front().first;
-      EXPECT_EQ(r.timestamps.at(dec_id).front().first, t0);
-      const auto full = by_time(r, full_id, t0), dec = by_time(r, dec_id, t0, 8);
-      size_t compared = 0;
-      for (const auto& [k, v] : dec) {
-        ASSERT_EQ(k % 8, 0) << "a kept sample off the grid of every 8th";
-        const auto it = full.find(k);
-        if (it == full.end()) continue;
-        ASSERT_EQ(v, it->second) << "band " << band << " ch " << ch << " sample " << k;
-        ++compared;
+  // Output 1 decimates by 8 (the general stride), output 2 by 2 (a copy of its own, vectorised).
+  for (const auto& [output, dec_by] : {std::pair{1u, 8}, std::pair{2u, 2}})
+    for (uint32_t band = 0; band < 2; ++band)
+      for (uint32_t ch = 0; ch < 2; ++ch) {
+        const uint32_t full_id = stream_id(0, band, ch), dec_id = stream_id(output, band, ch);
+        const __int128 t0 = r.timestamps.at(full_id).front().first;
+        EXPECT_EQ(r.timestamps.at(dec_id).front().first, t0);
+        const auto full = by_time(r, full_id, t0), dec = by_time(r, dec_id, t0, dec_by);
+        size_t compared = 0;
+        for (const auto& [k, v] : dec) {
+          ASSERT_EQ(k % dec_by, 0) << "a kept sample off the grid of every " << dec_by << "th";
+          const auto it = full.find(k);
+          if (it == full.end()) continue;
+          ASSERT_EQ(v, it->second) << "decimation " << dec_by << " band " << band << " ch " << ch << " sample " << k;
+          ++compared;
+        }
+        // At least half of the kept samples (bursts lose some), at most all of them.
+        EXPECT_GT(compared, 2u * 51200 / dec_by / 2);
+        EXPECT_LE(dec.size(), 2u * 51200 / dec_by);
+        EXPECT_EQ(r.monitor.streams().at(dec_id).rate_hz, 51200.0 / dec_by);
+        EXPECT_EQ(r.monitor.streams().at(full_id).rate_hz, 51200.0);
       }
-      EXPECT_GT(compared, 2u * 51200 / 8 / 2);  // at least half of the 12 800 kept samples (bursts lose some)
-      EXPECT_LE(dec.size(), 2u * 51200 / 8);
-      EXPECT_EQ(r.monitor.streams().at(dec_id).rate_hz, 6400.0);
-      EXPECT_EQ(r.monitor.streams().at(full_id).rate_hz, 51200.0);
-    }
 }
 
 }  // namespace
