@@ -28,7 +28,9 @@ LOADS = {
 # pipeline.threads per backend and scenario (0: one per core). S1 on the H100 host (16 vCPUs, 2026-11-22):
 # with 16 threads the AE stage's 16 lanes took 2.4 ms a chunk (p50) and 16 channels missed 2-20
 # deadlines in 3-5 s; with 8, 1.2 ms and none (the capture, output and receiving threads need cores too).
-THREADS = {"cpu": {}, "cuda": {"s1": 8}, "auto": {}}
+# S3 on the CPU: its 2 channels split over 2 threads at most; on a 16-core host the default (one per
+# core) would keep 14 idle helpers spinning under --busy-poll.
+THREADS = {"cpu": {"s3": 2}, "cuda": {"s1": 8}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
