@@ -30,7 +30,10 @@ LOADS = {
 # deadlines in 3-5 s; with 8, 1.2 ms and none (the capture, output and receiving threads need cores too).
 # S3 on the CPU: its 2 channels split over 2 threads at most; on a 16-core host the default (one per
 # core) would keep 14 idle helpers spinning under --busy-poll.
-THREADS = {"cpu": {"s3": 2}, "cuda": {"s1": 8}, "auto": {}}
+# S2 on the GPU: 4 (its FIR and vibration stages run on the GPU; the pool converts and copies), so
+# that with --busy-poll its spinning helpers, eight spinning senders, the pipeline and output threads
+# and vigil-listen fit the 16 cores (probes, 2026-11-23: p50 479-495 us at 64 channels this way).
+THREADS = {"cpu": {"s3": 2}, "cuda": {"s1": 8, "s2": 4}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
@@ -74,7 +77,7 @@ def run_step(args, scen, channels, rate_factor, workdir, discard_data=False):
         listen_data_port = data_port
     text = open(os.path.join(args.scenarios, FILES[scen])).read()
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
-                 "BUSY_POLL": "true" if args.busy_poll else "false",
+                 "BUSY_POLL": "true" if args.busy_poll and scen in ("s2", "s3") else "false",
                  "THREADS": THREADS[args.backend].get(scen, 0),
                  "SEND_THREADS": SEND_THREADS[args.backend].get(scen, 1),
                  "DATA_PORT": data_port, "EVENT_PORT": event_port,
@@ -177,7 +180,8 @@ def main():
     p.add_argument("--failures", type=int, default=1, help="stop a scenario after this many failed steps in a row")
     p.add_argument("--json", help="also write every step as JSON lines to this file")
     p.add_argument("--busy-poll", action="store_true",
-                   help="S3 (the latency scenario) with pipeline.busy_poll: its threads spin instead of sleeping")
+                   help="S2 and S3 (the scenarios with a latency goal) with pipeline.busy_poll: their threads "
+                        "spin instead of sleeping")
     p.add_argument("--gnuradio", action="store_true",
                    help="also run S2 through GNU Radio (installs Debian's gnuradio if missing) and Vigil unpaced")
     args = p.parse_args()
@@ -186,7 +190,7 @@ def main():
     s2_best = None  # S2's highest clean load, for the GNU Radio comparison
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
-            poll = ", pipeline.busy_poll" if args.busy_poll and scen == "s3" else ""
+            poll = ", pipeline.busy_poll" if args.busy_poll and scen in ("s2", "s3") else ""
             print(f"\n### {TITLES[scen]} (backend {args.backend}{poll}, {args.seconds:g} s a step)\n", flush=True)
             print("| channels | rate factor | input samples/s (sustained / offered) | latency p50 | p99 | p99.9 | max "
                   "| deadline misses | dropped (vigild) | lost on the way | ok |")
