@@ -6,6 +6,18 @@
 #include <cstdint>
 #include <cstring>
 
+// A hot loop written as plain C++ that the vectoriser handles, built three times on x86-64: with
+// AVX-512 (x86-64-v4), AVX2 + FMA (x86-64-v3) and the SSE2 baseline; the dynamic loader picks the
+// best the CPU has (an ifunc). The default build stays portable (no -march), aarch64 builds once
+// (NEON is its baseline). The clones compute each element with the same operations in the same
+// order (no contraction into FMA: ISO C++ mode keeps -ffp-contract=off), so every clone gives the
+// same result to the bit, only more elements at a time.
+#if defined(__x86_64__) && defined(__ELF__)
+#define VIGIL_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define VIGIL_SIMD_CLONES
+#endif
+
 namespace vigil::simd {
 
 typedef float v4f __attribute__((vector_size(16)));

@@ -29,4 +29,13 @@ VibrationStats stats_of(const Moments& m) noexcept;
 // carries, whatever the DC offset; runs of one chunk keep that range local.
 Moments moments_of(const float* x, size_t n) noexcept;
 
+namespace detail {
+// The two forms of moments_of() (the same sums in another order; tested against each other and a
+// reference): wide, eight samples a step in four-double vectors, which x86-64 builds per
+// instruction set (AVX2/AVX-512 where the CPU has them) and takes; narrow, four samples a step in
+// two-double vectors, the form for 128-bit NEON (aarch64) and SSE2.
+Moments moments_of_wide(const float* x, size_t n) noexcept;
+Moments moments_of_narrow(const float* x, size_t n) noexcept;
+}  // namespace detail
+
 }  // namespace vigil

@@ -32,23 +32,27 @@ Reference reference(const std::vector<float>& x) {
   return {std::sqrt(sq / n), (m4 / n) / ((m2 / n) * (m2 / n)), lo, hi};
 }
 
+using Form = Moments (*)(const float*, size_t) noexcept;
+
 // The window cut into runs of random lengths 1..max_run, each summarised and merged in order.
-Moments merged_runs(const std::vector<float>& x, size_t max_run, std::mt19937& rng) {
+Moments merged_runs(const std::vector<float>& x, size_t max_run, std::mt19937& rng, Form form) {
   std::uniform_int_distribution<size_t> len(1, max_run);
   Moments m;
   for (size_t i = 0; i < x.size();) {
     const size_t n = std::min(len(rng), x.size() - i);
-    m = merge(m, moments_of(x.data() + i, n));
+    m = merge(m, form(x.data() + i, n));
     i += n;
   }
   return m;
 }
 
+// moments_of() and both of its forms (the one this machine does not take is tested here too).
 void expect_matches(const std::vector<float>& x, const char* what) {
   std::mt19937 rng(17);
   const Reference want = reference(x);
+  for (Form form : {Form(moments_of), Form(detail::moments_of_wide), Form(detail::moments_of_narrow)})
   for (size_t max_run : {size_t(1), size_t(7), size_t(1024), x.size()}) {
-    const Moments m = merged_runs(x, max_run, rng);
+    const Moments m = merged_runs(x, max_run, rng, form);
     ASSERT_EQ(m.n, double(x.size()));
     const VibrationStats s = stats_of(m);
     EXPECT_NEAR(s.rms, double(want.rms), 1e-12 * double(want.rms)) << what << ", runs up to " << max_run;
@@ -93,6 +97,32 @@ TEST(WindowMoments, MergeIsOrderIndependentAndEmptyIsNeutral) {
   EXPECT_EQ(same.n, a.n);
   EXPECT_EQ(same.m4, a.m4);
   EXPECT_EQ(merge(a, Moments{}).m2, a.m2);
+}
+
+// Every run length around the vector steps (4 and 8 samples) and their tails: the two forms agree
+// to within double rounding, with the extremes exact; a NaN sample makes the mean NaN in both.
+TEST(WindowMoments, BothFormsAgreeAtEveryRunLength) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> noise(0.3f, 2.0f);
+  for (size_t n = 1; n <= 40; ++n) {
+    std::vector<float> x(n);
+    for (float& v : x) v = noise(rng);
+    const Moments w = detail::moments_of_wide(x.data(), n), v = detail::moments_of_narrow(x.data(), n);
+    const Reference want = reference(x);
+    ASSERT_EQ(w.n, double(n));
+    ASSERT_EQ(v.n, double(n));
+    EXPECT_NEAR(w.mean, v.mean, 1e-14) << n;
+    EXPECT_NEAR(w.m2, v.m2, 1e-12 * std::max(1.0, v.m2)) << n;
+    EXPECT_NEAR(w.m3, v.m3, 1e-12 * std::max(1.0, std::fabs(v.m3))) << n;
+    EXPECT_NEAR(w.m4, v.m4, 1e-12 * std::max(1.0, v.m4)) << n;
+    EXPECT_EQ(w.lo, want.lo) << n;
+    EXPECT_EQ(w.hi, want.hi) << n;
+    EXPECT_EQ(v.lo, want.lo) << n;
+    EXPECT_EQ(v.hi, want.hi) << n;
+    x[n / 2] = std::nanf("");
+    EXPECT_TRUE(std::isnan(detail::moments_of_wide(x.data(), n).mean)) << n;
+    EXPECT_TRUE(std::isnan(detail::moments_of_narrow(x.data(), n).mean)) << n;
+  }
 }
 
 TEST(WindowMoments, ConstantWindowHasNoKurtosis) {
