@@ -12,7 +12,17 @@
 // (NEON is its baseline). The clones compute each element with the same operations in the same
 // order (no contraction into FMA: ISO C++ mode keeps -ffp-contract=off), so every clone gives the
 // same result to the bit, only more elements at a time.
-#if defined(__x86_64__) && defined(__ELF__)
+// Sanitizer builds take one build of each loop: an ifunc's resolver runs while the dynamic loader
+// relocates, before the sanitizer's runtime is up (clang 14 + TSan: a segfault at start).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define VIGIL_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(undefined_behavior_sanitizer)
+#define VIGIL_SANITIZED 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__ELF__) && !defined(VIGIL_SANITIZED)
 #define VIGIL_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VIGIL_SIMD_CLONES
