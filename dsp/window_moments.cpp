@@ -50,9 +50,15 @@ Moments central(double k, size_t n, double t1, double t2, double t3, double t4, 
   return m;
 }
 
-// The samples after the vector loop: added to the sums one by one.
-void add_tail(const float* x, size_t i, size_t n, double k, double& t1, double& t2, double& t3, double& t4, float& mn,
-              float& mx) noexcept {
+// After a vector loop that summed x[0, i) about k into t1..t4 and per-lane extremes lo, hi: the
+// lanes' extremes folded, the samples x[i, n) added one by one, the moments.
+Moments finish(const float* x, size_t i, size_t n, double k, double t1, double t2, double t3, double t4,
+               simd::v4f lo, simd::v4f hi) noexcept {
+  float mn = lo[0], mx = hi[0];
+  for (int j = 1; j < 4; ++j) {
+    mn = mn < lo[j] ? mn : lo[j];
+    mx = mx > hi[j] ? mx : hi[j];
+  }
   for (; i < n; ++i) {
     const float v = x[i];
     const double d = double(v) - k, d2 = d * d;
@@ -63,6 +69,7 @@ void add_tail(const float* x, size_t i, size_t n, double k, double& t1, double& 
     mn = mn < v ? mn : v;  // a NaN sample makes lo and hi NaN, as it does the sums
     mx = mx > v ? mx : v;
   }
+  return central(k, n, t1, t2, t3, t4, mn, mx);
 }
 
 }  // namespace
@@ -104,15 +111,8 @@ Moments moments_of_wide(const float* x, size_t n) noexcept {
   s4 += u4;
   lo = lo < lo2 ? lo : lo2;
   hi = hi > hi2 ? hi : hi2;
-  double t1 = s1[0] + s1[1] + s1[2] + s1[3], t2 = s2[0] + s2[1] + s2[2] + s2[3];
-  double t3 = s3[0] + s3[1] + s3[2] + s3[3], t4 = s4[0] + s4[1] + s4[2] + s4[3];
-  float mn = lo[0], mx = hi[0];
-  for (int j = 1; j < 4; ++j) {
-    mn = mn < lo[j] ? mn : lo[j];
-    mx = mx > hi[j] ? mx : hi[j];
-  }
-  add_tail(x, i, n, k, t1, t2, t3, t4, mn, mx);
-  return central(k, n, t1, t2, t3, t4, mn, mx);
+  return finish(x, i, n, k, s1[0] + s1[1] + s1[2] + s1[3], s2[0] + s2[1] + s2[2] + s2[3],
+                s3[0] + s3[1] + s3[2] + s3[3], s4[0] + s4[1] + s4[2] + s4[3], lo, hi);
 }
 
 // Four samples a step into two-double partial sums: SSE2 and NEON registers (0.51 ns a sample on
@@ -141,15 +141,8 @@ Moments moments_of_narrow(const float* x, size_t n) noexcept {
     s3b += db2 * db;
     s4b += db2 * db2;
   }
-  double t1 = s1a[0] + s1a[1] + s1b[0] + s1b[1], t2 = s2a[0] + s2a[1] + s2b[0] + s2b[1];
-  double t3 = s3a[0] + s3a[1] + s3b[0] + s3b[1], t4 = s4a[0] + s4a[1] + s4b[0] + s4b[1];
-  float mn = lo[0], mx = hi[0];
-  for (int j = 1; j < 4; ++j) {
-    mn = mn < lo[j] ? mn : lo[j];
-    mx = mx > hi[j] ? mx : hi[j];
-  }
-  add_tail(x, i, n, k, t1, t2, t3, t4, mn, mx);
-  return central(k, n, t1, t2, t3, t4, mn, mx);
+  return finish(x, i, n, k, s1a[0] + s1a[1] + s1b[0] + s1b[1], s2a[0] + s2a[1] + s2b[0] + s2b[1],
+                s3a[0] + s3a[1] + s3b[0] + s3b[1], s4a[0] + s4a[1] + s4b[0] + s4b[1], lo, hi);
 }
 
 }  // namespace detail
