@@ -32,8 +32,6 @@ class ComplementaryBand {
                uint32_t others) noexcept;
   void reset() noexcept;
 
-  uint32_t delay_frames() const noexcept { return delay_; }
-
   // The delay D at which band_taps sum to a unit impulse, each tap of the sum within `tolerance`
   // of the impulse's (1 at D, 0 elsewhere); -1 when they do not (or fewer than 2 bands, or bands
   // of different lengths).

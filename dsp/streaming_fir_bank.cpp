@@ -57,9 +57,6 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
 
 std::vector<std::vector<float>> StreamingFirBank::filtered_bands(const std::vector<std::vector<float>>& band_taps) const {
   if (impulse_delay_ < 0) return band_taps;
-  if (ComplementaryBand::impulse_delay(band_taps, kComplementaryTolerance) != impulse_delay_)
-    throw std::invalid_argument("fir bank: new taps of a complementary bank must sum to a unit impulse at tap " +
-                                std::to_string(impulse_delay_) + " (each tap within 1e-6), and these do not");
   return {band_taps.begin(), band_taps.end() - 1};
 }
 
@@ -89,6 +86,9 @@ void StreamingFirBank::set_taps(const std::vector<std::vector<float>>& band_taps
     direct_->set_taps(band_taps, crossfade_frames);
     return;
   }
+  if (impulse_delay_ >= 0 && ComplementaryBand::impulse_delay(band_taps, kComplementaryTolerance) != impulse_delay_)
+    throw std::invalid_argument("fir bank: new taps of a complementary bank must sum to a unit impulse at tap " +
+                                std::to_string(impulse_delay_) + " (each tap within 1e-6), and these do not");
   const std::vector<std::vector<float>> filtered = filtered_bands(band_taps);
   for (Part& p : parts_) p.bank->set_taps(filtered);
 }
@@ -106,7 +106,8 @@ void StreamingFirBank::reset() noexcept {
 uint32_t StreamingFirBank::latency_frames() const noexcept { return direct_ ? 0 : parts_[0].bank->latency_frames(); }
 
 std::string StreamingFirBank::describe() const {
-  auto threads = [&] {
+  // What the FFT forms add to their name: the thread split and a complementary bank's last band.
+  auto extras = [&] {
     std::string s = parts_.size() > 1 ? ", channels over " + std::to_string(parts_.size()) + " threads" : std::string();
     if (impulse_delay_ >= 0) s += ", last band as the delayed input minus the others";
     return s;
@@ -115,12 +116,12 @@ std::string StreamingFirBank::describe() const {
   const PartitionedFirBank& first = parts_[0].bank->level(0);
   switch (form_) {
     case Form::kSingleBlock:
-      return "overlap-save, FFT " + std::to_string(first.fft_size()) + ", block " + std::to_string(first.block()) + threads();
+      return "overlap-save, FFT " + std::to_string(first.fft_size()) + ", block " + std::to_string(first.block()) + extras();
     case Form::kUniform:
       return "uniformly partitioned overlap-save, " + std::to_string(first.partitions()) + " partitions of " +
-             std::to_string(first.block()) + threads();
+             std::to_string(first.block()) + extras();
     case Form::kNonUniform:
-      return "non-uniformly partitioned overlap-save, partitions x block: " + parts_[0].bank->describe() + threads();
+      return "non-uniformly partitioned overlap-save, partitions x block: " + parts_[0].bank->describe() + extras();
     case Form::kDirect: break;
   }
   return "?";

@@ -61,7 +61,7 @@ class StreamingFirBank {
   bool last_band_from_the_rest() const noexcept { return impulse_delay_ >= 0; }
 
  private:
-  // The bands the FFT banks filter: all, or all but the last of a complementary bank (checked).
+  // The bands the FFT banks filter: all, or all but the last of a complementary bank.
   std::vector<std::vector<float>> filtered_bands(const std::vector<std::vector<float>>& band_taps) const;
 
   Form form_;
