@@ -28,6 +28,7 @@
 #include "pipeline/event_line.hpp"
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
+#include "pipeline/vrl_frame.hpp"
 #if VIGIL_HAVE_WEB
 #include <boost/asio/ip/address.hpp>
 
@@ -244,7 +245,7 @@ int main(int argc, char** argv) {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_tick;  // packets, samples at the last report
   std::vector<uint8_t> buf(65536);
   uint64_t datagrams = 0, malformed = 0, bad_events = 0;
-  uint64_t data_datagrams = 0;
+  uint64_t data_datagrams = 0, vrl_frames = 0;
   uint32_t data_kernel_drops = 0, event_kernel_drops = 0;  // SO_RXQ_OVFL: cumulative per socket
   const int64_t t0 = vigil::mono_now_ns();
   int64_t next_report = t0 + 1'000'000'000;
@@ -270,7 +271,8 @@ int main(int argc, char** argv) {
     if (quiet && !final_report) return;
     if (as_json) {
       std::cout << json{{"kind", final_report ? "summary" : "stats"}, {"elapsed_s", double(now - t0) / 1e9},
-                        {"datagrams", datagrams}, {"data_datagrams", data_datagrams}, {"malformed", malformed},
+                        {"datagrams", datagrams}, {"data_datagrams", data_datagrams}, {"vrl_frames", vrl_frames},
+                        {"malformed", malformed},
                         {"kernel_drops", {{"data", data_kernel_drops}, {"events", event_kernel_drops}}},
                         {"events", mon.events()},
                         {"event_gaps", mon.event_gaps()}, {"streams", streams}}.dump()
@@ -375,16 +377,26 @@ int main(int argc, char** argv) {
         ++datagrams;
         if (p.fd == data_fd) {
           ++data_datagrams;
-          vigil::vita49::Decoded d;
-          if (!vigil::vita49::decode(buf.data(), size_t(n), d)) {
-            ++malformed;
-            continue;
-          }
-          mon.on_packet(d);
+          // One packet, or a VRL frame of several (an output's `framing: vrl`).
+          vigil::vrl::FrameInfo frame;
+          const bool whole = vigil::vrl::for_each_packet(
+              buf.data(), size_t(n),
+              [&](const uint8_t* packet, size_t bytes) {
+                vigil::vita49::Decoded d;
+                if (!vigil::vita49::decode(packet, bytes, d)) {
+                  ++malformed;
+                  return;
+                }
+                mon.on_packet(d);
 #if VIGIL_HAVE_WEB
-          if (view) view->on_packet(d, mon.streams().at(d.stream_id));
+                if (view) view->on_packet(d, mon.streams().at(d.stream_id));
 #endif
-          if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId) recorder.write(d);
+                if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId)
+                  recorder.write(d);
+              },
+              &frame);
+          if (!whole) ++malformed;
+          if (frame.packets) ++vrl_frames;
         } else {
           json ev;
           if (!vigil::parse_event_datagram(buf.data(), size_t(n), ev)) {

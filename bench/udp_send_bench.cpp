@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <cstring>
@@ -44,7 +45,7 @@ struct Receiver {
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
     port = ntohs(a.sin_port);
     thread = std::thread([this] {
-      std::vector<std::vector<char>> bufs(64, std::vector<char>(9000));
+      std::vector<std::vector<char>> bufs(64, std::vector<char>(65536));
       std::vector<iovec> iov(64);
       std::vector<mmsghdr> msgs(64);
       for (size_t i = 0; i < 64; ++i) {
@@ -69,22 +70,27 @@ struct Receiver {
 void BM_SendChunk(benchmark::State& state) {
   const auto senders = uint32_t(state.range(0));
   const auto lanes = uint32_t(state.range(1));
+  // Packets a datagram carries: 1, or a VRL frame (VITA 49.1) of that many plus its 12 bytes.
+  const auto per_frame = uint32_t(state.range(2));
+  const size_t datagram = per_frame == 1 ? kDatagram : per_frame * kDatagram + 12;
   Receiver rx;
   boost::asio::io_context io;
   std::vector<std::unique_ptr<vigil::UdpSender>> out;
   std::vector<std::unique_ptr<vigil::DatagramBatch>> batches;
   for (uint32_t i = 0; i < senders; ++i) {
     out.push_back(std::make_unique<vigil::UdpSender>(io, vigil::Endpoint{"127.0.0.1", rx.port}));
-    batches.push_back(std::make_unique<vigil::DatagramBatch>(vigil::UdpSender::kMaxBatch, 9000));
+    batches.push_back(std::make_unique<vigil::DatagramBatch>(vigil::UdpSender::kMaxBatch, std::max<size_t>(datagram, 9000)));
   }
   vigil::WorkerPool pool(senders);
   std::atomic<uint64_t> sent{0};
   auto part = [&](uint32_t p) {
     const auto r = vigil::WorkerPool::range(lanes, senders, p);
     vigil::DatagramBatch& b = *batches[p];
-    for (uint32_t lane = r.first; lane < r.end; ++lane) {
-      std::memset(b.next(), int(lane), kDatagram);
-      b.commit(kDatagram);
+    for (uint32_t lane = r.first; lane < r.end; lane += per_frame) {
+      const uint32_t k = std::min(per_frame, r.end - lane);
+      const size_t bytes = per_frame == 1 ? kDatagram : k * kDatagram + 12;
+      std::memset(b.next(), int(lane), bytes);
+      b.commit(bytes);
       if (b.full()) {
         sent.fetch_add(out[p]->send_batch(b).sent, std::memory_order_relaxed);
         b.clear();
@@ -100,15 +106,17 @@ void BM_SendChunk(benchmark::State& state) {
     for (int i = 0; i < 200 && rx.got.load() < sent.load(); ++i) std::this_thread::sleep_for(std::chrono::microseconds(50));
     state.ResumeTiming();
   }
-  state.counters["datagrams_per_chunk"] = double(lanes);
-  state.SetItemsProcessed(int64_t(state.iterations()) * lanes);  // datagrams
+  state.counters["datagrams_per_chunk"] = double((lanes + per_frame - 1) / per_frame);
+  state.SetItemsProcessed(int64_t(state.iterations()) * lanes);  // VITA 49 packets
   // Not received within 10 ms of the last chunk (the receiver's buffer overflowed): the receiver
   // shares the machine's cores, as vigil-listen does in the scenarios.
   state.counters["not_received"] = double(sent.load() - std::min(sent.load(), rx.got.load()));
 }
 BENCHMARK(BM_SendChunk)
-    ->Args({1, 256})->Args({2, 256})->Args({4, 256})->Args({8, 256})
-    ->Args({1, 4096})->Args({4, 4096})->Args({8, 4096})
+    ->Args({1, 256, 1})->Args({2, 256, 1})->Args({4, 256, 1})->Args({8, 256, 1})
+    ->Args({1, 4096, 1})->Args({4, 4096, 1})->Args({8, 4096, 1})
+    ->Args({1, 256, 4})->Args({1, 256, 31})->Args({4, 256, 31})->Args({8, 256, 31})
+    ->Args({1, 4096, 31})->Args({4, 4096, 31})->Args({8, 4096, 31})
     ->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -666,13 +666,14 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
     std::string kind;
     if (!r.choice(o, where, "kind", {"vita49", "events"}, kind, true)) continue;
     if (kind == "vita49") {
-      r.check_keys(o, where, {"kind", "stream", "destination", "jumbo", "context_interval_s", "decimation"});
+      r.check_keys(o, where, {"kind", "stream", "destination", "jumbo", "context_interval_s", "decimation", "framing"});
       DataOutputSettings d;
       r.string(o, where, "stream", d.stream, true);
       read_endpoint(r, o, where, d.destination);
       r.boolean(o, where, "jumbo", d.jumbo);
       r.number(o, where, "context_interval_s", 0.1, 3600.0, d.context_interval_s);
       r.number<uint32_t>(o, where, "decimation", 1, 1024, d.decimation);
+      r.choice(o, where, "framing", {"none", "vrl"}, d.framing);
       s.data_outputs.push_back(d);
     } else {
       r.check_keys(o, where, {"kind", "destination", "status_interval_s"});

@@ -92,6 +92,9 @@ struct DataOutputSettings {
   bool jumbo = false;            // allow datagrams up to 8972 bytes instead of 1472
   double context_interval_s = 2; // context packets at start and this often
   uint32_t decimation = 1;       // send every Nth sample (of a fir_bank whose bands fit under rate/2N)
+  // "none": one VITA 49 packet a datagram; "vrl": VRL frames (VITA 49.1) of as many packets as fit
+  // the datagram size above (fewer datagrams: cheaper to send and receive, docs/PROTOCOL.md)
+  std::string framing = "none";
   bool operator==(const DataOutputSettings&) const = default;
 };
 

@@ -40,6 +40,9 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     if (d.stream >= 0)
       for (uint32_t p = 1; p < options_.send_threads; ++p)
         d.helpers.push_back(std::make_unique<UdpSender>(io_, d.settings.destination));
+    d.vrl = d.settings.framing == "vrl";
+    d.datagram_bytes = d.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram;
+    d.frame_counts.assign(std::max<uint32_t>(options_.send_threads, 1), 0);
     d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
     d.context_counts.assign(size_t(f.bands) * f.channels, 0);
     data_.push_back(std::move(d));
@@ -49,6 +52,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     for (uint32_t p = 1; p < options_.send_threads; ++p)
       helper_batches_.push_back(std::make_unique<DatagramBatch>(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram));
   }
+  frames_.resize(std::max<uint32_t>(options_.send_threads, 1));
   for (const EventOutputSettings& e : settings.event_outputs)
     event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0, {}});
   packet_.resize(vita49::kMaxJumboDatagram);
@@ -82,6 +86,12 @@ void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
       p.stream_id = stream_id(out.output_index, b, c);
       p.packet_count = out.context_counts[lane];
       out.context_counts[lane] = uint8_t((out.context_counts[lane] + 1) & 0xF);
+      if (out.vrl) {  // into frames with the others, sent together below
+        size_t room = 0;
+        uint8_t* at = frame_room(out, 0, vita49::kContextBytes, room);
+        frames_[0].add(vita49::encode_context(p, at, room));
+        continue;
+      }
       const size_t n = vita49::encode_context(p, packet_.data(), packet_.size());
       if (out.sender->send(packet_.data(), n)) {
         counters_.context_packets_sent.fetch_add(1, std::memory_order_relaxed);
@@ -91,14 +101,35 @@ void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
       }
     }
   }
+  if (out.vrl) flush(out, 0, true);
+}
+
+uint8_t* OutputWorker::frame_room(DataOutput& out, uint32_t part, size_t bytes, size_t& room) noexcept {
+  vrl::FrameWriter& fw = frames_[part];
+  if (fw.is_open() && fw.room() < bytes) {
+    end_frame(out, part);
+    if (batch_of(part).full()) flush(out, part);
+  }
+  if (!fw.is_open()) fw.open(batch_of(part).next(), out.datagram_bytes);
+  room = fw.room();
+  return fw.cursor();
+}
+
+void OutputWorker::end_frame(DataOutput& out, uint32_t part) noexcept {
+  vrl::FrameWriter& fw = frames_[part];
+  if (!fw.is_open()) return;
+  const uint32_t packets = fw.packets();
+  batch_of(part).commit(fw.close(out.frame_counts[part]), packets);
+  out.frame_counts[part] = uint16_t((out.frame_counts[part] + 1) & 0xFFF);
 }
 
 void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n_total,
                              __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz,
                              uint32_t part) noexcept {
-  DatagramBatch& batch = part ? *helper_batches_[part - 1] : batch_;
+  DatagramBatch& batch = batch_of(part);
+  // In a VRL frame, a packet has the datagram's room less the frame's header and trailer.
   const size_t per_packet =
-      vita49::max_samples_per_packet(out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram);
+      vita49::max_samples_per_packet(out.datagram_bytes - (out.vrl ? vrl::kOverheadBytes : 0));
   const size_t lane = size_t(band) * out.format->channels + channel;
   vita49::DataPacket p;
   p.stream_id = stream_id(out.output_index, band, channel);
@@ -110,16 +141,23 @@ void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, c
     p.sample_loss = k == 0 && sample_loss;
     p.packet_count = out.packet_counts[lane];
     out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
+    if (out.vrl) {
+      size_t room = 0;
+      uint8_t* at = frame_room(out, part, vita49::kDataOverheadBytes + 4 * n, room);
+      frames_[part].add(vita49::encode_data(p, samples + k, n, at, room));
+      continue;
+    }
     batch.commit(vita49::encode_data(p, samples + k, n, batch.next(), batch.max_bytes()));
     if (batch.full()) flush(out, part);
   }
 }
 
-void OutputWorker::flush(DataOutput& out, uint32_t part) noexcept {
-  DatagramBatch& batch = part ? *helper_batches_[part - 1] : batch_;
+void OutputWorker::flush(DataOutput& out, uint32_t part, bool context) noexcept {
+  end_frame(out, part);
+  DatagramBatch& batch = batch_of(part);
   if (batch.size() == 0) return;
   const UdpSender::BatchResult r = (part ? *out.helpers[part - 1] : *out.sender).send_batch(batch);
-  counters_.packets_sent.fetch_add(r.sent, std::memory_order_relaxed);
+  (context ? counters_.context_packets_sent : counters_.packets_sent).fetch_add(r.items, std::memory_order_relaxed);
   counters_.bytes_sent.fetch_add(r.bytes, std::memory_order_relaxed);
   counters_.send_errors.fetch_add(batch.size() - r.sent, std::memory_order_relaxed);
   batch.clear();

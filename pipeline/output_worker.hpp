@@ -21,6 +21,7 @@
 #include "pipeline/metrics.hpp"
 #include "pipeline/output_slot.hpp"
 #include "pipeline/udp_sender.hpp"
+#include "pipeline/vrl_frame.hpp"
 
 namespace vigil {
 
@@ -85,6 +86,9 @@ class OutputWorker {
     int64_t next_context_mono_ns = 0;
     ReceiverWatch watch;
     bool loss_pending = false;     // a loss flag whose chunk kept no sample: goes on the next packet
+    bool vrl = false;              // framing: vrl (packets go out in VRL frames)
+    size_t datagram_bytes = 0;     // the largest datagram (a packet, or a frame of packets)
+    std::vector<uint16_t> frame_counts;  // 12-bit VRL frame counter per lane part (per socket)
   };
   struct EventOutput {
     EventOutputSettings settings;
@@ -104,8 +108,14 @@ class OutputWorker {
   void send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps, bool loss,
                   bool clipped, double rate_hz) noexcept;
   void send_context(DataOutput& out, bool changed) noexcept;
-  // Hands out's batched data packets of lane part `part` to its sender (send_lane batches them).
-  void flush(DataOutput& out, uint32_t part = 0) noexcept;
+  // Hands out's batched data packets of lane part `part` to its sender (send_lane batches them),
+  // counted as context packets or data packets.
+  void flush(DataOutput& out, uint32_t part = 0, bool context = false) noexcept;
+  // framing: vrl. Puts a packet of at most `bytes` into part's open frame (ending the frame, and
+  // flushing a full batch, when it does not fit); returns where to encode it and its room.
+  uint8_t* frame_room(DataOutput& out, uint32_t part, size_t bytes, size_t& room) noexcept;
+  void end_frame(DataOutput& out, uint32_t part) noexcept;  // commits part's open frame, if any
+  DatagramBatch& batch_of(uint32_t part) noexcept { return part ? *helper_batches_[part - 1] : batch_; }
   void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
   // To every event output, counted. While the output thread drains the stages' events
   // (batching_events_), a text that fits a batch datagram is queued into event_batch_ instead,
@@ -134,6 +144,7 @@ class OutputWorker {
   DatagramBatch event_batch_;    // stage events queued for every event output (send_event_text)
   bool batching_events_ = false;
   std::vector<std::unique_ptr<DatagramBatch>> helper_batches_;  // the send pool's, lane parts 1..
+  std::vector<vrl::FrameWriter> frames_;  // the open VRL frame of each lane part's batch
   std::unique_ptr<WorkerPool> send_pool_;  // Options::send_threads > 1
   int64_t last_utc_ns_ = 0;      // signal time of the newest chunk sent (context timestamps)
   // Set once in the constructor, before any thread runs: status_json() reads it from the main

@@ -249,7 +249,15 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   // and deadlines there (after the chunk's events), so an events-only rig is accounted too.
   OutputSlot* slot = nullptr;
   {
-    if (free_slots_.pop(slot)) {
+    bool free = free_slots_.pop(slot);
+    while (!free && wait_for_output_) {  // unpaced: the output thread frees one as it sends
+      if (busy_poll_)
+        cpu_relax();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      free = free_slots_.pop(slot);
+    }
+    if (free) {
       slot->header = header;
       if (output_lost_frames_) {  // tell the receiver, through the trailer, what it never got
         slot->header.flags |= chunk_flags::kOverrunBefore;

@@ -1,6 +1,7 @@
 // PipelineWorker: the pipeline thread's body. Pops captured chunks, converts them to planar
 // float, returns the chunk to the pool at once, runs the graph, and hands the requested streams
-// to the output thread in a preallocated slot (dropped and counted when none is free).
+// to the output thread in a preallocated slot (dropped and counted when none is free, unless the
+// source is unpaced: set_wait_for_output).
 // The look-ahead (Graph::look_ahead(): the first CUDA stage has a second staged input): while the
 // GPU runs a chunk, the next one, when it is already waiting, is taken, converted into the other
 // slot and its copy to the device started, so that two chunks are in flight; it is then
@@ -41,6 +42,11 @@ class PipelineWorker {
   void set_stall_after_ns(int64_t ns) noexcept { stall_after_ns_ = ns; }
   // pipeline.busy_poll: wait for the next chunk spinning, never sleeping.
   void set_busy_poll(bool on) noexcept { busy_poll_ = on; }
+  // An unpaced source (a file or synthetic source at rate_factor 0) has no clock to keep up with:
+  // with this set, a chunk waits for a free output slot instead of being dropped, as the capture
+  // loop waits for a free pool chunk, so an unpaced run loses nothing and goes at the pace of its
+  // slowest thread, the output included.
+  void set_wait_for_output(bool on) noexcept { wait_for_output_ = on; }
   // Test-only load: each chunk takes at least cost_ns, for for_ns from the first chunk (0: always),
   // as a stage too slow for the rate would.
   void set_test_chunk_cost(int64_t cost_ns, int64_t for_ns) noexcept {
@@ -106,6 +112,7 @@ class PipelineWorker {
   void fill_slot(OutputSlot& slot, uint32_t frames, uint64_t first_frame) noexcept;
   int64_t stall_after_ns_ = 0;
   bool busy_poll_ = false;
+  bool wait_for_output_ = false;
   int64_t chunk_cost_ns_ = 0, chunk_cost_for_ns_ = 0;
   int64_t t_first_chunk_ = 0;
   void watch_overload(int64_t t_done, int64_t t_capture, const Exec& exec) noexcept;

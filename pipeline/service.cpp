@@ -175,6 +175,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
                                                *full_slots_, *events_, stream_of_output, decimation_of_output);
   pipeline_->set_stall_after_ns(int64_t(settings_.pipeline.test_stall_after_s * 1e9));
   pipeline_->set_busy_poll(settings_.pipeline.busy_poll);
+  pipeline_->set_wait_for_output(!source_->paced());
   pipeline_->set_test_chunk_cost(int64_t(settings_.pipeline.test_chunk_cost_ms * 1e6),
                                  int64_t(settings_.pipeline.test_chunk_cost_for_s * 1e9));
 

@@ -124,6 +124,7 @@ size_t UdpSender::send_messages(DatagramBatch& batch, size_t from, BatchResult& 
         if (msgs_[q].msg_len == groups_[q].bytes) {
           r.sent += groups_[q].count;
           r.bytes += groups_[q].bytes;
+          for (size_t i = groups_[q].first; i < groups_[q].first + groups_[q].count; ++i) r.items += batch.items(i);
         } else {  // sent short: cannot happen for UDP, counted if it does
           count_failure(asio::error::message_size, groups_[q].count);
         }

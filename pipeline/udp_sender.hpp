@@ -47,6 +47,7 @@ class UdpSender {
   struct BatchResult {
     size_t sent = 0;   // datagrams handed whole to the kernel
     size_t bytes = 0;  // their bytes
+    size_t items = 0;  // their items (DatagramBatch::commit)
   };
   BatchResult send_batch(DatagramBatch& batch) noexcept;
   bool segmenting() const noexcept { return gso_; }  // false once the kernel refused UDP GSO

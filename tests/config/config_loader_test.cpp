@@ -471,5 +471,18 @@ TEST(ConfigLoader, DecimationOnlyWhereItCannotAlias) {
   expect_one_error(raw, 20, 17, "only a fir_bank stream can be decimated");
 }
 
+// framing on a vita49 output: none (the default) or vrl; anything else named where it is.
+TEST(ConfigLoader, FramingIsNoneOrVrl) {
+  const ConfigResult plain = parse_config(kValid, "test.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(plain.settings->data_outputs[0].framing, "none");
+  const std::string vrl = edit("    destination: 127.0.0.1:5000\n", "    destination: 127.0.0.1:5000\n    framing: vrl\n");
+  const ConfigResult ok = parse_config(vrl, "test.yaml");
+  ASSERT_TRUE(ok.errors.empty()) << format_error("test.yaml", ok.errors[0]);
+  EXPECT_EQ(ok.settings->data_outputs[0].framing, "vrl");
+  expect_one_error(edit("    destination: 127.0.0.1:5000\n", "    destination: 127.0.0.1:5000\n    framing: vrt\n"), 22,
+                   14, "framing must be one of none, vrl, got 'vrt'");
+}
+
 }  // namespace
 }  // namespace vigil

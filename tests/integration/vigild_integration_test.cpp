@@ -87,7 +87,8 @@ SyntheticSpec integration_spec() {
 // send_input false: the input stream is then not sent (only the bands and the events).
 std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event_port, const std::string& extra_source,
                          const std::string& source_block = "", const std::string& name = "vigil-test.yaml",
-                         const std::string& extra_stages = "", bool send_input = true) {
+                         const std::string& extra_stages = "", bool send_input = true,
+                         const std::string& output_keys = "") {
   const fs::path p = dir / name;
   std::ofstream(p) << (source_block.empty() ? std::string(kSyntheticSource) + extra_source + kSignals : source_block)
                    << R"(stages:
@@ -104,12 +105,11 @@ std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event
     window_s: 0.05
     threshold: 0.2
 )" << extra_stages << "outputs:\n"
-                   << (send_input ? "  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:" + std::to_string(data_port) + "\n"
+                   << (send_input ? "  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:" + std::to_string(data_port) + "\n" + output_keys
                                   : std::string())
                    << R"(  - kind: vita49
     stream: bands
-    destination: 127.0.0.1:)" << data_port << R"(
-  - kind: events
+    destination: 127.0.0.1:)" << data_port << "\n" << output_keys << R"(  - kind: events
     destination: 127.0.0.1:)" << event_port << R"(
     status_interval_s: 0.5
 )";
@@ -126,12 +126,15 @@ void expect_contiguous_timestamps(const Received& r, uint32_t id) {
   }
 }
 
-// extra: top-level config keys added after the stages (e.g. a `pipeline:` block).
-void check_a_complete_run(const std::string& extra) {
+// extra: top-level config keys added after the stages (e.g. a `pipeline:` block); output_keys:
+// keys added to both data outputs (lines of "    key: value\n").
+void check_a_complete_run(const std::string& extra, const std::string& output_keys = "") {
   const fs::path dir = fs::temp_directory_path() / ("vigil-it-" + std::to_string(getpid()));
   fs::create_directories(dir);
   UdpSocket data, events;
-  const std::string config = write_config(dir, data.port, events.port, "", "", "vigil-test.yaml", extra);
+  const std::string config =
+      write_config(dir, data.port, events.port, "", "", "vigil-test.yaml", extra, true, output_keys);
+  const bool framed = output_keys.find("framing: vrl") != std::string::npos;
 
   Received r;
   std::atomic<bool> stop{false};
@@ -196,8 +199,27 @@ void check_a_complete_run(const std::string& extra) {
   uint64_t vita_datagrams = 0;
   for (const json& o : final_status["outputs"])
     if (o["kind"] == "vita49") vita_datagrams += o["datagrams"].get<uint64_t>();
-  EXPECT_EQ(vita_datagrams,
-            final_status["packets_sent"].get<uint64_t>() + final_status["context_packets_sent"].get<uint64_t>());
+  const uint64_t vita_packets =
+      final_status["packets_sent"].get<uint64_t>() + final_status["context_packets_sent"].get<uint64_t>();
+  EXPECT_EQ(r.datagrams, vita_datagrams);  // every one arrived (loopback)
+  if (!framed) {
+    EXPECT_EQ(vita_datagrams, vita_packets);
+    EXPECT_EQ(r.vrl_frames, 0u);
+  } else {
+    // VRL frames: every datagram a frame; a chunk's 2 input lanes in one, its 4 bands lanes in
+    // another (2 080-byte packets, up to 4 in an 8 972-byte frame), so a third of the datagrams.
+    EXPECT_EQ(r.vrl_frames, r.datagrams);
+    EXPECT_LE(vita_datagrams * 2, vita_packets);
+    // Each sender's 12-bit frame counter runs on by 1 from 0.
+    ASSERT_FALSE(r.frame_counts.empty());
+    std::map<uint16_t, uint16_t> next;  // by source port
+    for (const auto& [port, count] : r.frame_counts) {
+      const auto it = next.try_emplace(port, 0).first;
+      ASSERT_EQ(count, it->second) << "sender port " << port;
+      it->second = uint16_t((count + 1) & 0xFFF);
+    }
+    EXPECT_EQ(next.size(), 2u);  // the input's sender and the bands'
+  }
   int alarms_seen = 0;
   for (const json& e : r.events) alarms_seen += e["type"] == "alarm";
   EXPECT_EQ(final_status["events_by_type"]["alarm"], alarms_seen);
@@ -245,6 +267,12 @@ TEST(VigildIntegration, BusyPollingDeliversTheSameAndStopsCleanly) {
 // Data packets built and sent by three threads (pipeline.send_threads): each stream still
 // complete, contiguous and in order (a lane always goes through the same thread's socket).
 TEST(VigildIntegration, DataSentByThreeThreadsArrivesCompleteInOrder) { check_a_complete_run("pipeline: {send_threads: 3}\n"); }
+
+// The data outputs in VRL frames (framing: vrl): the same streams, complete and in order, in a
+// third of the datagrams, each sender's frames counted on without a gap.
+TEST(VigildIntegration, VrlFramedDataArrivesCompleteInOrderInFewerDatagrams) {
+  check_a_complete_run("", "    jumbo: true\n    framing: vrl\n");
+}
 
 TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-listen-" + std::to_string(getpid()));

@@ -28,7 +28,7 @@ void fill(DatagramBatch& batch, uint32_t n, uint32_t first, bool equal_runs = fa
     const uint32_t index = first + i;
     std::memcpy(p, &index, 4);
     for (size_t k = 4; k < bytes; ++k) p[k] = uint8_t(index + k);
-    batch.commit(bytes);
+    batch.commit(bytes, 1 + index % 3);  // items (a VRL frame's packets) are counted through
   }
 }
 
@@ -40,11 +40,16 @@ void send_and_receive(bool equal_runs) {
   uint32_t sent = 0;
   for (uint32_t round = 0; round < 10; ++round) {
     fill(batch, round == 9 ? 17 : 64, sent, equal_runs);
-    size_t expect_bytes = 0;
-    for (size_t i = 0; i < batch.size(); ++i) expect_bytes += batch.bytes(i);
+    size_t expect_bytes = 0, expect_items = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      expect_bytes += batch.bytes(i);
+      expect_items += batch.items(i);
+    }
     const UdpSender::BatchResult r = sender.send_batch(batch);
     ASSERT_EQ(r.sent, batch.size());
     ASSERT_EQ(r.bytes, expect_bytes);
+    ASSERT_EQ(r.items, expect_items);
+    ASSERT_GT(r.items, r.sent);
     sent += uint32_t(r.sent);
   }
   EXPECT_EQ(sender.counters().datagrams.load(), sent);

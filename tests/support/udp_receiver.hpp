@@ -17,6 +17,7 @@
 
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
+#include "pipeline/vrl_frame.hpp"
 
 namespace vigil::test {
 
@@ -52,6 +53,9 @@ struct Received {
   bool keep_samples = false;  // true: every sample of every stream, in arrival order
   std::map<uint32_t, std::vector<float>> samples;
   uint64_t malformed = 0;
+  uint64_t datagrams = 0;   // data datagrams: packets, or VRL frames of packets
+  uint64_t vrl_frames = 0;
+  std::vector<std::pair<uint16_t, uint16_t>> frame_counts;  // each VRL frame's (source port, count), in arrival order
 };
 
 // Timings in these tests count from vigild's start event, not from the spawn: making a GPU's
@@ -73,18 +77,32 @@ void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>&
     }
     quiet_polls = 0;
     for (;;) {
-      const ssize_t len = recv(data.fd, buf.data(), buf.size(), 0);
+      sockaddr_in from{};
+      socklen_t from_len = sizeof from;
+      const ssize_t len = recvfrom(data.fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &from_len);
       if (len < 0) break;
-      vita49::Decoded d;
-      if (!vita49::decode(buf.data(), size_t(len), d)) {
-        ++r.malformed;
-        continue;
+      ++r.datagrams;
+      vrl::FrameInfo frame;
+      const bool whole = vrl::for_each_packet(
+          buf.data(), size_t(len),
+          [&](const uint8_t* packet, size_t bytes) {
+            vita49::Decoded d;
+            if (!vita49::decode(packet, bytes, d)) {
+              ++r.malformed;
+              return;
+            }
+            r.monitor.on_packet(d);
+            if (r.keep_timestamps && d.type == vita49::PacketType::kSignalDataWithStreamId)
+              r.timestamps[d.stream_id].push_back({__int128(d.ts_int) * 1'000'000'000'000 + d.ts_frac, d.samples});
+            if (r.keep_samples && d.type == vita49::PacketType::kSignalDataWithStreamId)
+              for (size_t i = 0; i < d.samples; ++i) r.samples[d.stream_id].push_back(d.sample(i));
+          },
+          &frame);
+      if (!whole) ++r.malformed;
+      if (frame.packets) {
+        ++r.vrl_frames;
+        r.frame_counts.push_back({ntohs(from.sin_port), frame.frame_count});
       }
-      r.monitor.on_packet(d);
-      if (r.keep_timestamps && d.type == vita49::PacketType::kSignalDataWithStreamId)
-        r.timestamps[d.stream_id].push_back({__int128(d.ts_int) * 1'000'000'000'000 + d.ts_frac, d.samples});
-      if (r.keep_samples && d.type == vita49::PacketType::kSignalDataWithStreamId)
-        for (size_t i = 0; i < d.samples; ++i) r.samples[d.stream_id].push_back(d.sample(i));
     }
     for (;;) {
       const ssize_t len = recv(events.fd, buf.data(), buf.size(), 0);
