@@ -108,6 +108,11 @@ void MomentsCudaStage<Cpu>::describe_event(const EventRecord& ev, nlohmann::json
 }
 
 template <class Cpu>
+bool MomentsCudaStage<Cpu>::write_event(const EventRecord& ev, EventText& text) const {
+  return ev.kind != EventKind::kBackendFallback && cpu_.write_event(ev, text);
+}
+
+template <class Cpu>
 void MomentsCudaStage<Cpu>::add_status(nlohmann::json& status) const {
   if (gpu_) {
     staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));

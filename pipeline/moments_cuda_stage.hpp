@@ -46,6 +46,8 @@ class MomentsCudaStage final : public Stage {
   StageUpdatePlan plan_update(const StageSettings& next) const override { return cpu_.plan_update(next); }
   void apply_update(StageUpdate& update) noexcept override { cpu_.apply_update(update); }
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+  // The twin's events as text; a fallback event goes through describe_event.
+  bool write_event(const EventRecord& ev, EventText& text) const override;
   void add_status(nlohmann::json& status) const override;
   // The staged input, for the graph to spare host copies; the producer's device output (Stage).
   void bind_input(const float* page_locked) noexcept override { staging_.bind_input(page_locked); }

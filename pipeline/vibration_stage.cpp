@@ -1,4 +1,4 @@
-// RT: pipeline thread (process, acknowledge); output thread (describe_event).
+// RT: pipeline thread (process, acknowledge); output thread (describe_event, write_event).
 #include "config/settings.hpp"
 #include "pipeline/vibration_stage.hpp"
 
@@ -9,6 +9,7 @@
 
 #include "acquisition/spsc_queue.hpp"
 #include "pipeline/event_record.hpp"
+#include "pipeline/event_text.hpp"
 #include "pipeline/event_time.hpp"
 
 namespace vigil {
@@ -262,26 +263,44 @@ void VibrationStage::acknowledge() noexcept {
     for (AlarmRuleState& r : l.rules) r.acknowledge();
 }
 
-void VibrationStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
-  const bool calibrated = settings_.analysis.full_scale_v > 0 && settings_.analysis.sensitivity_v_per_ms2 > 0;
+namespace {
+
+// A vibration stage's event fields (metrics, or an alarm's edge), into either sink (JsonFields or
+// EventText): one list for both. Each hop sends one metrics event per lane (S2: 256 every half
+// second), so the output thread writes them as text.
+template <class Sink>
+void vibration_event_fields(const EventRecord& ev, const VibrationStageSettings& settings, double window_s, Sink& out) {
+  const bool calibrated = settings.analysis.full_scale_v > 0 && settings.analysis.sensitivity_v_per_ms2 > 0;
   if (ev.kind == EventKind::kVibration) {
-    body["units"] = calibrated ? "m/s^2" : "full scale";
-    body["window_s"] = double(analyzer_->window()) / rate_hz_;
+    out.field("units", calibrated ? "m/s^2" : "full scale");
+    out.field("window_s", window_s);
     for (size_t m = 0; m < kVibrationMetricCount; ++m) {
       const double v = ev.vibration.value[m];
-      if (!std::isnan(v)) body[to_string(VibrationMetric(m))] = v;
+      if (!std::isnan(v)) out.field(to_string(VibrationMetric(m)), v);
     }
-    if (ev.vibration.zone) body["iso_zone"] = std::string(1, ev.vibration.zone);
+    if (ev.vibration.zone) out.field("iso_zone", std::string(1, ev.vibration.zone));
     return;
   }
-  const VibrationRuleSettings& r = settings_.rules.at(ev.rule);
-  body["state"] = ev.kind == EventKind::kAlarmRaised ? "raised" : "cleared";
-  body["rule"] = r.name;
-  body["metric"] = to_string(r.metric);
-  body["level"] = to_string(AlarmLevel(ev.level));
-  body["from"] = to_string(AlarmLevel(ev.from_level));
-  body["value"] = ev.value;
-  body["threshold"] = ev.threshold;
+  const VibrationRuleSettings& r = settings.rules.at(ev.rule);
+  out.field("state", ev.kind == EventKind::kAlarmRaised ? "raised" : "cleared");
+  out.field("rule", r.name);
+  out.field("metric", to_string(r.metric));
+  out.field("level", to_string(AlarmLevel(ev.level)));
+  out.field("from", to_string(AlarmLevel(ev.from_level)));
+  out.field("value", ev.value);
+  out.field("threshold", ev.threshold);
+}
+
+}  // namespace
+
+void VibrationStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+  JsonFields fields{body};
+  vibration_event_fields(ev, settings_, double(analyzer_->window()) / rate_hz_, fields);
+}
+
+bool VibrationStage::write_event(const EventRecord& ev, EventText& text) const {
+  vibration_event_fields(ev, settings_, double(analyzer_->window()) / rate_hz_, text);
+  return true;
 }
 
 }  // namespace vigil

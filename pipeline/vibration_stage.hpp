@@ -32,6 +32,7 @@ class VibrationStage final : public Stage {
   StageUpdatePlan plan_update(const StageSettings& next) const override;
   void apply_update(StageUpdate& update) noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
+  bool write_event(const EventRecord& ev, EventText& text) const override;
 
   // Windows whose analysis was overtaken by the next one before it ran (never, at sane hops).
   uint64_t windows_skipped() const noexcept { return windows_skipped_; }

@@ -105,7 +105,9 @@ def run_step(args, scen, channels, rate_factor, workdir, discard_data=False):
     if final is None:
         row["error"] = "no final status (" + open(log).read().strip().splitlines()[-1][:200] + ")" if os.path.getsize(log) else "no final status"
         return row
-    frames, up = final["frames_in"], max(final["uptime_s"], 1e-9)
+    # Frames out: those that reached the output thread (the same as in for a clean paced step; an
+    # unpaced source waits for the output, so unpaced steps measure the whole service, sending included).
+    frames, up = final["frames_out"], max(final["uptime_s"], 1e-9)
     lost_rx = 0
     if summary:
         lost_rx = sum(summary["kernel_drops"].values()) + sum(s["gaps"] for s in summary["streams"]) + summary["event_gaps"]

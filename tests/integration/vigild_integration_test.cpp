@@ -931,6 +931,23 @@ std::string unpaced_source() {
   return source + kSignals;
 }
 
+// An unpaced source has no clock to keep up with: a processed chunk waits for a free output slot
+// (two here, and 12 datagrams a chunk to send) instead of being dropped, so the whole second of
+// signal goes out.
+TEST(VigildIntegration, AnUnpacedSourceWaitsForTheOutputInsteadOfDropping) {
+  const RunToEnd run("unpaced-output", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return write_config(dir, data, events, "", unpaced_source() + "pipeline: {output_slots: 2, threads: 1}\n");
+  });
+  ASSERT_NE(run.status, -1);
+  ASSERT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  const json last = run.last_status();
+  ASSERT_TRUE(last["final"].get<bool>());
+  EXPECT_EQ(last["frames_in"], 51200);
+  EXPECT_EQ(last["frames_out"], 51200);
+  EXPECT_EQ(last["dropped_frames"], 0);
+  EXPECT_EQ(last["output_dropped_frames"], 0);
+}
+
 TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
   SKIP_WITHOUT_CUDA();
   // The 20th chunk's launch fails (a real invalid launch on the GPU): the fir_bank continues on

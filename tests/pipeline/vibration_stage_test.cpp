@@ -13,6 +13,7 @@
 #include "acquisition/spsc_queue.hpp"
 #include "config/config_loader.hpp"
 #include "pipeline/event_record.hpp"
+#include "pipeline/event_text.hpp"
 #include "pipeline/graph.hpp"
 
 namespace vigil {
@@ -84,6 +85,18 @@ TEST(VibrationStage, MetricsZonesAndTheAlarmSequence) {
     frame += kChunk;
   }
   EXPECT_EQ(dropped.load(), 0u);
+
+  // The output thread writes these events as text (write_event): the same fields and values as
+  // the JSON bodies describe_event gives, metrics (with the ISO zone) and alarms alike.
+  EventText text;
+  for (const EventRecord& e : got) {
+    nlohmann::json body;
+    g.stage(0).describe_event(e, body);
+    text.begin();
+    ASSERT_TRUE(g.stage(0).write_event(e, text));
+    text.end();
+    ASSERT_EQ(nlohmann::json::parse(text.str()), body) << text.str();
+  }
 
   // Window k ends at frame 25599 + 12800 k.
   std::vector<std::vector<EventRecord>> metrics(4);
