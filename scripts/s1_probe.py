@@ -24,6 +24,7 @@ p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
 p.add_argument("--pool-chunks", type=int, default=32, help="pipeline.pool_chunks (the pool is limited to 1 GiB: 8 for 384-512 channels)")
 p.add_argument("--resident", action="store_true", help="S1: pipeline.gpu_resident true (AE hits on the GPU, chunk kept there); without it false")
+p.add_argument("--framing", choices=["none", "vrl"], help="the data output's framing (default: the config's)")
 a = p.parse_args()
 if a.threads is None:
     a.threads = 8 if a.scenario == "s1" else 0
@@ -47,6 +48,8 @@ if a.scenario == "s1":
     keys["gpu_resident"] = str(a.resident).lower()
     keys["pool_chunks"] = str(a.pool_chunks)
 text = text[:line.start()] + "pipeline: {" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}" + text[line.end():]
+if a.framing:
+    text = re.sub(r"framing: \w+", f"framing: {a.framing}", text)
 work = tempfile.mkdtemp(prefix="s1-probe-")
 config = os.path.join(work, a.scenario + ".yaml")
 open(config, "w").write(text)
@@ -63,7 +66,7 @@ final, _ = final_status(out)
 if final is None:
     print(f"{a.channels} {a.rate_factor} rc={rc}: no final status; log in {work}")
     raise SystemExit(1)
-rate = final["frames_in"] * a.channels / max(final["uptime_s"], 1e-9)
+rate = final["frames_out"] * a.channels / max(final["uptime_s"], 1e-9)
 def stage_text(name, s):
     gpu = f" gpu {s['gpu_us']['p50']}" if "gpu_us" in s else ""
     return f"{name} {s['time_us']['p50']}/{s['time_us']['p99']}{gpu} ({s.get('backend', 'cpu')})"
