@@ -33,7 +33,9 @@ LOADS = {
 # S2 on the GPU: 4 (its FIR and vibration stages run on the GPU; the pool converts and copies), so
 # that with --busy-poll its spinning helpers, eight spinning senders, the pipeline and output threads
 # and vigil-listen fit the 16 cores (probes, 2026-11-23: p50 479-495 us at 64 channels this way).
-THREADS = {"cpu": {"s3": 2}, "cuda": {"s1": 8, "s2": 4}, "auto": {}}
+# S3 on the GPU: 2 as well (its crossover runs on the GPU; the default kept 16 helpers spinning, which
+# vigild warns about; probes, second session of 2026-11-25: p99 83-135 us with 1, 2 or 16 alike).
+THREADS = {"cpu": {"s3": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
