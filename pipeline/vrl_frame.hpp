@@ -32,20 +32,17 @@ struct FrameInfo {
   bool has_crc = false;  // the trailer is a CRC (not checked here), not "VEND"
 };
 
+// A big-endian word.
+inline uint32_t word_at(const uint8_t* p) noexcept {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
+}
+
 // The VITA 49 packets of one datagram: the datagram itself when it is not a VRL frame, else each
 // packet of the frame in order, as f(const uint8_t* packet, size_t bytes). Returns false (with
 // why) when the frame is malformed: its size field disagrees with the datagram, a packet's size is
 // 0 or runs past the trailer. Packets before the fault have been given to f then.
 template <class F>
-bool for_each_packet(const uint8_t* data, size_t size, F&& f, FrameInfo* info = nullptr, std::string* why = nullptr);
-
-// Reads a big-endian word (the template below needs it).
-inline uint32_t word_at(const uint8_t* p) noexcept {
-  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | uint32_t(p[3]);
-}
-
-template <class F>
-bool for_each_packet(const uint8_t* data, size_t size, F&& f, FrameInfo* info, std::string* why) {
+bool for_each_packet(const uint8_t* data, size_t size, F&& f, FrameInfo* info = nullptr, std::string* why = nullptr) {
   if (!is_frame(data, size)) {
     f(data, size);
     if (info) *info = {};

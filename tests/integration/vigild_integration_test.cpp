@@ -274,12 +274,14 @@ TEST(VigildIntegration, VrlFramedDataArrivesCompleteInOrderInFewerDatagrams) {
   check_a_complete_run("", "    jumbo: true\n    framing: vrl\n");
 }
 
-TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
+// vigil-listen records exactly what vigild generated; output_keys as in check_a_complete_run.
+void check_listen_records_exactly(const std::string& output_keys) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-listen-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const uint16_t data_port = test::free_udp_port(), event_port = test::free_udp_port();
-  const std::string config = write_config(dir, data_port, event_port, "  duration_s: 1.0\n");
+  const std::string config = write_config(dir, data_port, event_port, "  duration_s: 1.0\n", "", "vigil-test.yaml", "",
+                                          true, output_keys);
   const std::string out = (dir / "listen.jsonl").string();
 
   test::Process listen({kListen, "--data-port", std::to_string(data_port), "--event-port", std::to_string(event_port),
@@ -309,6 +311,10 @@ TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
   ASSERT_FALSE(summary.is_null()) << "no summary line in " << out;
   EXPECT_EQ(summary["event_gaps"], 0);
   EXPECT_EQ(summary["malformed"], 0);
+  // With VRL framing every data datagram was a frame (of several packets), else none was.
+  const bool framed = output_keys.find("framing: vrl") != std::string::npos;
+  EXPECT_GT(summary["data_datagrams"].get<uint64_t>(), 0u);
+  EXPECT_EQ(summary["vrl_frames"], framed ? summary["data_datagrams"].get<uint64_t>() : 0u);
   EXPECT_EQ(summary["streams"].size(), 6u);
   for (const json& s : summary["streams"]) {
     EXPECT_EQ(s["gaps"], 0);
@@ -344,6 +350,13 @@ TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
   EXPECT_EQ(sidecar["stream_id"], 1);
   EXPECT_TRUE(sidecar["first_timestamp"].get<std::string>().ends_with("Z"));
   fs::remove_all(dir);
+}
+
+TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) { check_listen_records_exactly(""); }
+
+// The same with the data in VRL frames: vigil-listen unpacks them into the same streams.
+TEST(VigildIntegration, ListenUnpacksVrlFramesIntoTheSameStreams) {
+  check_listen_records_exactly("    jumbo: true\n    framing: vrl\n");
 }
 
 TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarmsAndHits) {
