@@ -20,6 +20,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "acquisition/clock.hpp"
@@ -412,14 +413,23 @@ int main(int argc, char** argv) {
           if (view) view->on_event(ev);
 #endif
           if (quiet) continue;
-          if (as_json)
-            std::cout << json{{"kind", "event"}, {"from", sender}, {"event", ev}}.dump() << std::endl;
-          else
+          // Flushed once the sockets are drained (below), not per event: a write(2) each capped
+          // the events this could take at a rig's tens of thousands a second.
+          if (as_json) {
+            // The datagram as it came (it parsed as one JSON object), unless a line break in it
+            // would split the line: no second serialisation of every event.
+            const std::string_view raw(reinterpret_cast<const char*>(buf.data()), size_t(n));
+            if (raw.find_first_of("\r\n") == std::string_view::npos)
+              std::cout << R"({"kind":"event","from":")" << sender << R"(","event":)" << raw << "}\n";
+            else
+              std::cout << json{{"kind", "event"}, {"from", sender}, {"event", std::move(ev)}}.dump() << '\n';
+          } else {
             std::printf("%s\n", vigil::event_line(ev).c_str());
-          std::fflush(stdout);
+          }
         }
       }
     }
+    std::fflush(stdout);
   }
   report(true);
   for (const pollfd& p : fds) close(p.fd);

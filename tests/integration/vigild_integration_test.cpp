@@ -354,6 +354,46 @@ void check_listen_records_exactly(const std::string& output_keys) {
 
 TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) { check_listen_records_exactly(""); }
 
+// vigil-listen --json writes each event datagram into its line as it came (no second
+// serialisation), and serialises it again only where a line break in the datagram would split the
+// line: every line parses, and carries the event that was sent.
+TEST(VigildIntegration, ListenJsonLinesCarryEachEventWholeWhateverItsLayout) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-listen-json-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const uint16_t event_port = test::free_udp_port();
+  const std::string out = (dir / "listen.jsonl").string();
+  test::Process listen({kListen, "--data-port", "0", "--event-port", std::to_string(event_port), "--json",
+                        "--seconds", "30"},
+                       out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::vector<std::string> sent = {
+      R"({"type":"alarm","seq":0,"time":"2026-11-25T00:00:00Z","value":0.5})",
+      "{\n  \"type\": \"ae_hit\",\n  \"seq\": 1,\n  \"note\": \"a\\nb\"\n}\n",  // pretty-printed
+      R"({"type":"status","seq":2,"text":"x"})"};
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(event_port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (const std::string& d : sent)
+    ASSERT_EQ(sendto(fd, d.data(), d.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(d.size()));
+  close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  listen.signal(SIGINT);
+  ASSERT_NE(listen.wait(std::chrono::seconds(5)), -1);
+  std::ifstream lines(out);
+  std::string line;
+  std::vector<json> events;
+  while (std::getline(lines, line)) {
+    const json j = json::parse(line);  // throws (fails the test) on a split line
+    if (j["kind"] == "event") events.push_back(j["event"]);
+    if (j["kind"] == "summary") EXPECT_EQ(j["event_gaps"], 0);
+  }
+  ASSERT_EQ(events.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(events[i], json::parse(sent[i])) << i;
+  fs::remove_all(dir);
+}
+
 // The same with the data in VRL frames: vigil-listen unpacks them into the same streams.
 TEST(VigildIntegration, ListenUnpacksVrlFramesIntoTheSameStreams) {
   check_listen_records_exactly("    jumbo: true\n    framing: vrl\n");
