@@ -399,33 +399,36 @@ int main(int argc, char** argv) {
           if (!whole) ++malformed;
           if (frame.packets) ++vrl_frames;
         } else {
-          json ev;
-          if (!vigil::parse_event_datagram(buf.data(), size_t(n), ev)) {
-            ++bad_events;
-            ++malformed;
-            continue;
-          }
           char addr[INET_ADDRSTRLEN] = {};
           inet_ntop(AF_INET, &from.sin_addr, addr, sizeof addr);
           const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
-          mon.on_event_seq(sender, ev["seq"].get<uint64_t>());
+          // One event (any JSON layout), or an output's `framing: lines`: several, one a line.
+          vigil::for_each_event(buf.data(), size_t(n), [&](const uint8_t* text, size_t bytes, json* parsed) {
+            if (!parsed) {
+              ++bad_events;
+              ++malformed;
+              return;
+            }
+            json& ev = *parsed;
+            mon.on_event_seq(sender, ev["seq"].get<uint64_t>());
 #if VIGIL_HAVE_WEB
-          if (view) view->on_event(ev);
+            if (view) view->on_event(ev);
 #endif
-          if (quiet) continue;
-          // Flushed once the sockets are drained (below), not per event: a write(2) each capped
-          // the events this could take at a rig's tens of thousands a second.
-          if (as_json) {
-            // The datagram as it came (it parsed as one JSON object), unless a line break in it
-            // would split the line: no second serialisation of every event.
-            const std::string_view raw(reinterpret_cast<const char*>(buf.data()), size_t(n));
-            if (raw.find_first_of("\r\n") == std::string_view::npos)
-              std::cout << R"({"kind":"event","from":")" << sender << R"(","event":)" << raw << "}\n";
-            else
-              std::cout << json{{"kind", "event"}, {"from", sender}, {"event", std::move(ev)}}.dump() << '\n';
-          } else {
-            std::printf("%s\n", vigil::event_line(ev).c_str());
-          }
+            if (quiet) return;
+            // Flushed once the sockets are drained (below), not per event: a write(2) each capped
+            // the events this could take at a rig's tens of thousands a second.
+            if (as_json) {
+              // The event as it came (it parsed as one JSON object), unless a line break in it
+              // would split the line: no second serialisation of every event.
+              const std::string_view raw(reinterpret_cast<const char*>(text), bytes);
+              if (raw.find_first_of("\r\n") == std::string_view::npos)
+                std::cout << R"({"kind":"event","from":")" << sender << R"(","event":)" << raw << "}\n";
+              else
+                std::cout << json{{"kind", "event"}, {"from", sender}, {"event", std::move(ev)}}.dump() << '\n';
+            } else {
+              std::printf("%s\n", vigil::event_line(ev).c_str());
+            }
+          });
         }
       }
     }

@@ -676,10 +676,12 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
       r.choice(o, where, "framing", {"none", "vrl"}, d.framing);
       s.data_outputs.push_back(d);
     } else {
-      r.check_keys(o, where, {"kind", "destination", "status_interval_s"});
+      r.check_keys(o, where, {"kind", "destination", "status_interval_s", "framing", "jumbo"});
       EventOutputSettings e;
       read_endpoint(r, o, where, e.destination);
       r.number(o, where, "status_interval_s", 0.1, 3600.0, e.status_interval_s);
+      r.choice(o, where, "framing", {"none", "lines"}, e.framing);
+      r.boolean(o, where, "jumbo", e.jumbo);
       s.event_outputs.push_back(e);
     }
   }

@@ -101,6 +101,10 @@ struct DataOutputSettings {
 struct EventOutputSettings {
   Endpoint destination{"127.0.0.1", 4992};
   double status_interval_s = 1;
+  // "none": one JSON event a datagram; "lines": the events of a pass several to a datagram, one
+  // per line (newline-delimited JSON), up to the datagram size (docs/PROTOCOL.md)
+  std::string framing = "none";
+  bool jumbo = false;  // lines: datagrams up to 8972 bytes instead of 1472
   bool operator==(const EventOutputSettings&) const = default;
 };
 

@@ -53,8 +53,12 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
       helper_batches_.push_back(std::make_unique<DatagramBatch>(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram));
   }
   frames_.resize(std::max<uint32_t>(options_.send_threads, 1));
-  for (const EventOutputSettings& e : settings.event_outputs)
-    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0, {}});
+  for (const EventOutputSettings& e : settings.event_outputs) {
+    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0, {}, nullptr});
+    if (e.framing == "lines")
+      event_outputs_.back().lines = std::make_unique<DatagramBatch>(
+          UdpSender::kMaxBatch, std::max(kEventBatchBytes, e.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram));
+  }
   packet_.resize(vita49::kMaxJumboDatagram);
   misses_by_ = std::make_unique<std::atomic<uint64_t>[]>(graph_.stage_count() + 2);
   update_layout(settings);
@@ -272,12 +276,39 @@ void OutputWorker::flush_events() noexcept {
   const size_t n = event_batch_.size();
   if (n == 0) return;
   for (EventOutput& e : event_outputs_) {
-    const UdpSender::BatchResult r = e.sender->send_batch(event_batch_);
-    counters_.events_sent.fetch_add(r.sent, std::memory_order_relaxed);
+    if (e.lines) pack_lines(e);
+    DatagramBatch& batch = e.lines ? *e.lines : event_batch_;
+    const UdpSender::BatchResult r = e.sender->send_batch(batch);
+    counters_.events_sent.fetch_add(r.items, std::memory_order_relaxed);
     counters_.bytes_sent.fetch_add(r.bytes, std::memory_order_relaxed);
-    if (r.sent < n) counters_.send_errors.fetch_add(n - r.sent, std::memory_order_relaxed);
+    if (r.sent < batch.size()) counters_.send_errors.fetch_add(batch.size() - r.sent, std::memory_order_relaxed);
   }
   event_batch_.clear();
+}
+
+void OutputWorker::pack_lines(EventOutput& out) noexcept {
+  DatagramBatch& packed = *out.lines;
+  const size_t limit = out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram;
+  packed.clear();
+  size_t used = 0;
+  uint32_t items = 0;
+  uint8_t* at = nullptr;
+  // As many whole events as fit the limit (an event longer than it goes alone, as unframed);
+  // never more datagrams than events, so the batch (as large as the queue) never fills.
+  for (size_t i = 0; i < event_batch_.size(); ++i) {
+    const size_t len = event_batch_.bytes(i);
+    if (items && used + 1 + len > limit) {
+      packed.commit(used, items);
+      used = 0;
+      items = 0;
+    }
+    if (items == 0) at = packed.next();
+    else at[used++] = '\n';
+    std::memcpy(at + used, event_batch_.iov(i)->iov_base, len);
+    used += len;
+    ++items;
+  }
+  if (items) packed.commit(used, items);
 }
 
 void OutputWorker::send_event_record(const EventRecord& ev) noexcept {

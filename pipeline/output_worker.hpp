@@ -95,7 +95,10 @@ class OutputWorker {
     std::unique_ptr<UdpSender> sender;
     int64_t next_status_mono_ns = 0;
     ReceiverWatch watch;
+    std::unique_ptr<DatagramBatch> lines;  // framing: lines: the queued events packed, one a line
   };
+  // framing: lines: packs the queued events (event_batch_) into out's datagrams, in order.
+  void pack_lines(EventOutput& out) noexcept;
 
   void send_slot(const OutputSlot& slot) noexcept;
   bool send_waveforms(DataOutput& out) noexcept;

@@ -25,6 +25,7 @@ p.add_argument("--seconds", type=float, default=4)
 p.add_argument("--pool-chunks", type=int, default=32, help="pipeline.pool_chunks (the pool is limited to 1 GiB: 8 for 384-512 channels)")
 p.add_argument("--resident", action="store_true", help="S1: pipeline.gpu_resident true (AE hits on the GPU, chunk kept there); without it false")
 p.add_argument("--framing", choices=["none", "vrl"], help="the data output's framing (default: the config's)")
+p.add_argument("--event-framing", choices=["none", "lines"], help="the events output's framing (default: the config's)")
 a = p.parse_args()
 if a.threads is None:
     a.threads = 8 if a.scenario == "s1" else 0
@@ -49,7 +50,9 @@ if a.scenario == "s1":
     keys["pool_chunks"] = str(a.pool_chunks)
 text = text[:line.start()] + "pipeline: {" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}" + text[line.end():]
 if a.framing:
-    text = re.sub(r"framing: \w+", f"framing: {a.framing}", text)
+    text = re.sub(r"(kind: vita49.*)framing: \w+", rf"\g<1>framing: {a.framing}", text)
+if a.event_framing:
+    text = re.sub(r"(kind: events.*)framing: \w+", rf"\g<1>framing: {a.event_framing}", text)
 work = tempfile.mkdtemp(prefix="s1-probe-")
 config = os.path.join(work, a.scenario + ".yaml")
 open(config, "w").write(text)

@@ -471,6 +471,22 @@ TEST(ConfigLoader, DecimationOnlyWhereItCannotAlias) {
   expect_one_error(raw, 20, 17, "only a fir_bank stream can be decimated");
 }
 
+// framing on an events output: none (the default) or lines, with jumbo.
+TEST(ConfigLoader, EventFramingIsNoneOrLines) {
+  const ConfigResult plain = parse_config(kValid, "test.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(plain.settings->event_outputs[0].framing, "none");
+  EXPECT_FALSE(plain.settings->event_outputs[0].jumbo);
+  const ConfigResult ok =
+      parse_config(edit("    destination: \"[::1]:5001\"\n", "    destination: \"[::1]:5001\"\n    framing: lines\n    jumbo: true\n"),
+                   "test.yaml");
+  ASSERT_TRUE(ok.errors.empty()) << format_error("test.yaml", ok.errors[0]);
+  EXPECT_EQ(ok.settings->event_outputs[0].framing, "lines");
+  EXPECT_TRUE(ok.settings->event_outputs[0].jumbo);
+  expect_one_error(edit("    destination: \"[::1]:5001\"\n", "    destination: \"[::1]:5001\"\n    framing: vrl\n"), 24, 14,
+                   "framing must be one of none, lines, got 'vrl'");
+}
+
 // framing on a vita49 output: none (the default) or vrl; anything else named where it is.
 TEST(ConfigLoader, FramingIsNoneOrVrl) {
   const ConfigResult plain = parse_config(kValid, "test.yaml");

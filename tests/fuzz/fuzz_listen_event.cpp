@@ -1,4 +1,5 @@
-// Fuzz target: vigil-listen's event path. Any datagram on the event port is parsed, its seq
+// Fuzz target: vigil-listen's event path. Any datagram on the event port is parsed (whole, or line
+// by line: framing: lines), each event's text lying inside the datagram, its seq
 // accounted by the stream monitor, and printed as a line (and as JSON with --json); nothing may
 // throw or crash, and a line always starts with "event ". The web view's model takes every event
 // too (layouts, hits, the log) and its updates must stay within their byte budget.
@@ -10,10 +11,10 @@
 #include "pipeline/stream_monitor.hpp"
 #include "web/live_view.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+namespace {
+
+void on_event(nlohmann::json& ev, size_t size) {
   static vigil::StreamMonitor monitor;  // kept across inputs, as the listener keeps it
-  nlohmann::json ev;
-  if (!vigil::parse_event_datagram(data, size, ev)) return 0;
   monitor.on_event_seq(size % 2 ? "127.0.0.1:1" : "127.0.0.1:2", ev["seq"].get<uint64_t>());
   const std::string line = vigil::event_line(ev);
   if (line.compare(0, 6, "event ") != 0) __builtin_trap();
@@ -27,5 +28,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   view.on_event(ev);
   // Log lines are clipped and thinned before the budget gives: no stream here, so it always holds.
   if (++inputs % 64 == 0 && view.update(nlohmann::json::object(), monitor).size() > 200'000) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  vigil::for_each_event(data, size, [&](const uint8_t* text, size_t bytes, nlohmann::json* ev) {
+    if (text < data || bytes > size || text + bytes > data + size) __builtin_trap();
+    if (ev) on_event(*ev, size);
+  });
   return 0;
 }

@@ -354,9 +354,10 @@ void check_listen_records_exactly(const std::string& output_keys) {
 
 TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) { check_listen_records_exactly(""); }
 
-// vigil-listen --json writes each event datagram into its line as it came (no second
-// serialisation), and serialises it again only where a line break in the datagram would split the
-// line: every line parses, and carries the event that was sent.
+// vigil-listen --json writes each event into its line as it came (no second serialisation), and
+// serialises it again only where a line break in the datagram would split the line; a datagram of
+// several events one a line (framing: lines) gives each its own: every line parses, and carries the
+// event that was sent.
 TEST(VigildIntegration, ListenJsonLinesCarryEachEventWholeWhateverItsLayout) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-listen-json-" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -369,7 +370,10 @@ TEST(VigildIntegration, ListenJsonLinesCarryEachEventWholeWhateverItsLayout) {
   const std::vector<std::string> sent = {
       R"({"type":"alarm","seq":0,"time":"2026-11-25T00:00:00Z","value":0.5})",
       "{\n  \"type\": \"ae_hit\",\n  \"seq\": 1,\n  \"note\": \"a\\nb\"\n}\n",  // pretty-printed
-      R"({"type":"status","seq":2,"text":"x"})"};
+      R"({"type":"status","seq":2,"text":"x"})",
+      "{\"type\":\"ae_hit\",\"seq\":3}\n{\"type\":\"ae_hit\",\"seq\":4}\n"};  // framing: lines
+  const std::vector<json> expect = {json::parse(sent[0]), json::parse(sent[1]), json::parse(sent[2]),
+                                    json{{"type", "ae_hit"}, {"seq", 3}}, json{{"type", "ae_hit"}, {"seq", 4}}};
   const int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in to{};
   to.sin_family = AF_INET;
@@ -389,8 +393,8 @@ TEST(VigildIntegration, ListenJsonLinesCarryEachEventWholeWhateverItsLayout) {
     if (j["kind"] == "event") events.push_back(j["event"]);
     if (j["kind"] == "summary") EXPECT_EQ(j["event_gaps"], 0);
   }
-  ASSERT_EQ(events.size(), sent.size());
-  for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(events[i], json::parse(sent[i])) << i;
+  ASSERT_EQ(events.size(), expect.size());
+  for (size_t i = 0; i < expect.size(); ++i) EXPECT_EQ(events[i], expect[i]) << i;
   fs::remove_all(dir);
 }
 
@@ -982,6 +986,48 @@ std::string unpaced_source() {
   std::string source = kSyntheticSource;
   source.replace(source.find("rate_factor: 10"), 15, "rate_factor: 0\n  duration_s: 1.0\n  loop_s: 0.1");
   return source + kSignals;
+}
+
+// Events several to a datagram (framing: lines): an AE rig's thousands of hits a second arrive
+// complete and in seq order, in a fraction of the datagrams, each line one event.
+TEST(VigildIntegration, EventsPackedInLinesArriveCompleteInOrderInFewerDatagrams) {
+  const RunToEnd run("event-lines", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    const fs::path p = dir / "vigil.yaml";
+    std::ofstream(p) << R"(source:
+  kind: synthetic
+  rate_hz: 1000000
+  channels: 4
+  format: int16
+  chunk_frames: 65536
+  seed: 5
+  rate_factor: 0
+  duration_s: 1.0
+  loop_s: 0.25
+  signals:
+    - {noise_rms: 0.0002, bursts: {amplitude: 0.05, freq_hz: 50000, rise_s: 0.00002, decay_s: 0.00005, rate_hz: 2000}}
+pipeline: {threads: 1}
+stages:
+  - {name: hits, kind: ae_hits, input: input, threshold_db: 45, hdt_us: 100, pdt_us: 20, hlt_us: 50, full_scale_v: 10, preamp_gain_db: 40}
+outputs:
+  - {kind: vita49, stream: input, destination: "127.0.0.1:)" << data << R"("}
+  - {kind: events, destination: "127.0.0.1:)" << events << R"(", framing: lines, jumbo: true, status_interval_s: 100}
+)";
+    return p.string();
+  });
+  ASSERT_NE(run.status, -1);
+  ASSERT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  const std::vector<json>& events = run.received().events;
+  size_t hits = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    ASSERT_EQ(events[i]["seq"].get<uint64_t>(), i) << events[i].dump();
+    hits += events[i]["type"] == "ae_hit";
+  }
+  EXPECT_GT(hits, 1000u);  // ~2 000 bursts a second on each of 4 channels
+  const json last = run.last_status();
+  ASSERT_TRUE(last["final"].get<bool>());
+  EXPECT_EQ(last["events_by_type"]["ae_hit"], hits);
+  EXPECT_EQ(last["send_errors"], 0);
+  EXPECT_LT(run.received().event_datagrams * 10, events.size()) << "lines did not pack the events";
 }
 
 // An unpaced source has no clock to keep up with: a processed chunk waits for a free output slot

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -55,6 +56,7 @@ struct Received {
   uint64_t malformed = 0;
   uint64_t datagrams = 0;   // data datagrams: packets, or VRL frames of packets
   uint64_t vrl_frames = 0;
+  uint64_t event_datagrams = 0;
   std::vector<std::pair<uint16_t, uint16_t>> frame_counts;  // each VRL frame's (source port, count), in arrival order
 };
 
@@ -107,8 +109,14 @@ void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>&
     for (;;) {
       const ssize_t len = recv(events.fd, buf.data(), buf.size(), 0);
       if (len < 0) break;
-      r.events.push_back(nlohmann::json::parse(buf.begin(), buf.begin() + len));
-      if (r.events.back()["type"] == "reload") r.reloads.fetch_add(1);
+      ++r.event_datagrams;
+      // One event a datagram, or several, one a line (framing: lines).
+      for (auto at = buf.begin(), end = buf.begin() + len; at < end;) {
+        const auto eol = std::find(at, end, uint8_t('\n'));
+        r.events.push_back(nlohmann::json::parse(at, eol));
+        if (r.events.back()["type"] == "reload") r.reloads.fetch_add(1);
+        at = eol == end ? end : eol + 1;
+      }
       r.started.store(true);
     }
   }
