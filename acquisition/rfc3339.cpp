@@ -1,7 +1,10 @@
 #include "acquisition/rfc3339.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace vigil {
@@ -13,13 +16,25 @@ std::string rfc3339_utc(int64_t utc_ns) {
     ns += 1'000'000'000;
     --sec;
   }
-  const time_t t = time_t(sec);
-  tm parts{};
-  gmtime_r(&t, &parts);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", parts.tm_year + 1900, parts.tm_mon + 1,
-                parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, static_cast<long long>(ns));
-  return buf;
+  // The date and time of the second, kept per thread: an AE rig's events come by the tens of
+  // thousands a second, each stamped twice, mostly within the same second.
+  thread_local int64_t cached_sec = INT64_MIN;
+  thread_local char prefix[40];
+  thread_local int prefix_len = 0;
+  if (sec != cached_sec) {
+    const time_t t = time_t(sec);
+    tm parts{};
+    gmtime_r(&t, &parts);
+    prefix_len = std::snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d.", parts.tm_year + 1900,
+                               parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec);
+    cached_sec = sec;
+  }
+  char buf[64];
+  std::memcpy(buf, prefix, size_t(prefix_len));
+  char* d = buf + prefix_len;
+  for (int k = 8; k >= 0; --k, ns /= 10) d[k] = char('0' + ns % 10);
+  d[9] = 'Z';
+  return std::string(buf, size_t(prefix_len) + 10);
 }
 
 bool parse_rfc3339_utc(const std::string& s, int64_t& utc_ns) {

@@ -3,10 +3,36 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <random>
 
 namespace vigil {
 namespace {
+
+// The writer keeps the last second's date and time: every value, in and out of order, across
+// second, day and year boundaries and before 1970, as gmtime and printf would write it.
+TEST(EventJson, Rfc3339MatchesGmtimeForRandomTimes) {
+  std::mt19937_64 rng(21);
+  std::uniform_int_distribution<int64_t> any(-2'000'000'000'000'000'000, 4'000'000'000'000'000'000);
+  std::uniform_int_distribution<int64_t> near(-3'000'000'000, 3'000'000'000);
+  int64_t t = 1'795'290'081'999'999'990;
+  for (int i = 0; i < 20000; ++i) {
+    t = i % 3 == 0 ? any(rng) : t + near(rng);  // jumps, and steps within and across seconds
+    int64_t sec = t / 1'000'000'000, ns = t % 1'000'000'000;
+    if (ns < 0) {
+      ns += 1'000'000'000;
+      --sec;
+    }
+    const time_t tt = time_t(sec);
+    tm parts{};
+    gmtime_r(&tt, &parts);
+    char want[64];
+    std::snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", parts.tm_year + 1900, parts.tm_mon + 1,
+                  parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, static_cast<long long>(ns));
+    ASSERT_EQ(rfc3339_utc(t), want) << t;
+  }
+}
 
 TEST(EventJson, Rfc3339RoundTrip) {
   EXPECT_EQ(rfc3339_utc(0), "1970-01-01T00:00:00.000000000Z");
