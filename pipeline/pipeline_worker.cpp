@@ -254,7 +254,7 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
       if (busy_poll_)
         cpu_relax();
       else
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        free_slots_.wait_for_item(1'000'000);  // its push of the freed slot wakes this at once
       free = free_slots_.pop(slot);
     }
     if (free) {

@@ -65,30 +65,27 @@ def final_status(listen_out):
     return final, summary
 
 
-def run_step(args, scen, channels, rate_factor, workdir, discard_data=False):
-    """discard_data: the data datagrams go to a socket that never reads them (the kernel drops them
-    once its buffer is full), as a null sink would take them; vigil-listen gets the events only."""
-    data_port, event_port = free_port(), free_port()
-    sink = None
-    if discard_data:
-        sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sink.bind(("127.0.0.1", 0))
-        data_port, listen_data_port = sink.getsockname()[1], free_port()
-    else:
-        listen_data_port = data_port
+def scenario_config(args, scen, channels, rate_factor, busy_poll, data_port, event_port, workdir):
+    """The scenario's config text with the runner's values filled in (bench/scenarios/*.yaml)."""
     text = open(os.path.join(args.scenarios, FILES[scen])).read()
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
-                 "BUSY_POLL": "true" if args.busy_poll and scen in ("s2", "s3") else "false",
+                 "BUSY_POLL": "true" if busy_poll and scen in ("s2", "s3") else "false",
                  "THREADS": THREADS[args.backend].get(scen, 0),
                  "SEND_THREADS": SEND_THREADS[args.backend].get(scen, 1),
                  "DATA_PORT": data_port, "EVENT_PORT": event_port,
                  "WISDOM": os.path.join(workdir, "fftwf.wisdom")}.items():
         text = text.replace(f"@{k}@", str(v))
+    return text
+
+
+def run_step(args, scen, channels, rate_factor, workdir):
+    """One step: vigild on the scenario, vigil-listen receiving its data and events."""
+    data_port, event_port = free_port(), free_port()
+    text = scenario_config(args, scen, channels, rate_factor, args.busy_poll, data_port, event_port, workdir)
     config = os.path.join(workdir, f"{scen}-{channels}-{rate_factor}.yaml")
     open(config, "w").write(text)
     listen_out = config + ".listen.jsonl"
-    listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", str(listen_data_port),
+    listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", str(data_port),
                                "--event-port", str(event_port), "--json"], stdout=open(listen_out, "w"),
                               stderr=subprocess.DEVNULL)
     time.sleep(0.3)
@@ -100,8 +97,6 @@ def run_step(args, scen, channels, rate_factor, workdir, discard_data=False):
     time.sleep(0.5)
     listen.send_signal(signal.SIGTERM)
     listen.wait(timeout=10)
-    if sink:
-        sink.close()
     final, summary = final_status(listen_out)
     row = {"scenario": scen, "channels": channels, "rate_factor": rate_factor, "rc": rc, "wall_s": wall}
     if final is None:
@@ -135,12 +130,8 @@ def run_unreceived(args, scen, channels, workdir):
     sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sink.bind(("127.0.0.1", 0))
-    text = open(os.path.join(args.scenarios, FILES[scen])).read()
-    for k, v in {"CHANNELS": channels, "RATE_FACTOR": 0, "BACKEND": args.backend, "BUSY_POLL": "false",
-                 "THREADS": THREADS[args.backend].get(scen, 0), "SEND_THREADS": SEND_THREADS[args.backend].get(scen, 1),
-                 "DATA_PORT": sink.getsockname()[1], "EVENT_PORT": sink.getsockname()[1],
-                 "WISDOM": os.path.join(workdir, "fftwf.wisdom")}.items():
-        text = text.replace(f"@{k}@", str(v))
+    port = sink.getsockname()[1]
+    text = scenario_config(args, scen, channels, 0, False, port, port, workdir)
     config = os.path.join(workdir, f"{scen}-{channels}-unreceived.yaml")
     open(config, "w").write(text)
     err = subprocess.run([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds", str(args.seconds),

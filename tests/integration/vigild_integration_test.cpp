@@ -391,7 +391,9 @@ TEST(VigildIntegration, ListenJsonLinesCarryEachEventWholeWhateverItsLayout) {
   while (std::getline(lines, line)) {
     const json j = json::parse(line);  // throws (fails the test) on a split line
     if (j["kind"] == "event") events.push_back(j["event"]);
-    if (j["kind"] == "summary") EXPECT_EQ(j["event_gaps"], 0);
+    if (j["kind"] == "summary") {
+      EXPECT_EQ(j["event_gaps"], 0);
+    }
   }
   ASSERT_EQ(events.size(), expect.size());
   for (size_t i = 0; i < expect.size(); ++i) EXPECT_EQ(events[i], expect[i]) << i;

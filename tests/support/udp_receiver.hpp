@@ -8,14 +8,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "pipeline/event_line.hpp"
 #include "pipeline/stream_monitor.hpp"
 #include "pipeline/vita49.hpp"
 #include "pipeline/vrl_frame.hpp"
@@ -110,13 +113,15 @@ void receive(UdpSocket& data, UdpSocket& events, Received& r, std::atomic<bool>&
       const ssize_t len = recv(events.fd, buf.data(), buf.size(), 0);
       if (len < 0) break;
       ++r.event_datagrams;
-      // One event a datagram, or several, one a line (framing: lines).
-      for (auto at = buf.begin(), end = buf.begin() + len; at < end;) {
-        const auto eol = std::find(at, end, uint8_t('\n'));
-        r.events.push_back(nlohmann::json::parse(at, eol));
+      // One event a datagram, or several, one a line (framing: lines), read as vigil-listen does.
+      for_each_event(buf.data(), size_t(len), [&](const uint8_t* text, size_t bytes, nlohmann::json* ev) {
+        if (!ev) {
+          ADD_FAILURE() << "not an event: " << std::string(reinterpret_cast<const char*>(text), bytes);
+          return;
+        }
+        r.events.push_back(std::move(*ev));
         if (r.events.back()["type"] == "reload") r.reloads.fetch_add(1);
-        at = eol == end ? end : eol + 1;
-      }
+      });
       r.started.store(true);
     }
   }
