@@ -13,6 +13,11 @@ CaptureLoop::CaptureLoop(Source& source, SpscQueue<Chunk*>& free_chunks, SpscQue
   scratch_.capacity_bytes = chunk_bytes;
 }
 
+void CaptureLoop::track_progress() noexcept {
+  tracking_ = true;
+  source_.set_progress(&progress_);
+}
+
 void CaptureLoop::run() noexcept {
   uint64_t lost = 0;       // frames dropped since the last chunk handed over
   Chunk* held = nullptr;   // a free chunk we took but have not handed over yet
@@ -30,7 +35,9 @@ void CaptureLoop::run() noexcept {
     Chunk& target = held ? *held : scratch_;
     target.header.flags = 0;  // a source sets its own loss (an overrun) before ours is added
     target.header.frames_lost_before = 0;
+    if (tracking_) progress_.begin(held);  // the scratch chunk's progress is nobody's
     const ReadStatus status = source_.read(target);
+    target.capture_generation = tracking_ ? progress_.generation() : 0;
     if (status == ReadStatus::kEnd) break;
     if (status == ReadStatus::kError) {
       counters_.read_errors.fetch_add(1, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "acquisition/capture_progress.hpp"
 #include "acquisition/chunk.hpp"
 #include "acquisition/rt_log.hpp"
 #include "acquisition/source.hpp"
@@ -38,6 +39,12 @@ class CaptureLoop {
   const CaptureCounters& counters() const noexcept { return counters_; }
   // Lines for the journal (read errors starting and ending, chunks dropped), drained by vigild.
   RtLog& log() noexcept { return log_; }
+  // Before run(): publish each pool chunk's progress while it is read (the source's, where it
+  // publishes any: Source::set_progress), for the pipeline to start moving it early.
+  void track_progress() noexcept;
+  // The progress of the chunk being read (Chunk::capture_generation matches it on the chunk
+  // handed over). Any thread.
+  const CaptureProgress& progress() const noexcept { return progress_; }
 
  private:
   Source& source_;
@@ -51,6 +58,8 @@ class CaptureLoop {
   std::atomic<bool> finished_{false};
   CaptureCounters counters_;
   RtLog log_;
+  CaptureProgress progress_;
+  bool tracking_ = false;
 };
 
 }  // namespace vigil

@@ -34,6 +34,9 @@ struct Chunk {
   ChunkHeader header;
   std::byte* data = nullptr;  // header.frames * header.channels interleaved samples
   size_t capacity_bytes = 0;
+  // The CaptureProgress generation it was read under (the capture loop's; 0 without one): what
+  // the pipeline matches against the frames it moved while the chunk was being captured.
+  uint64_t capture_generation = 0;
 };
 
 }  // namespace vigil

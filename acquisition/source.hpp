@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "acquisition/capture_progress.hpp"
 #include "acquisition/chunk.hpp"
 
 namespace vigil {
@@ -35,6 +36,10 @@ class Source {
   // nothing is lost by waiting for it, so the capture loop waits for a free chunk instead of
   // dropping one (a replay as fast as possible processes every sample).
   virtual bool paced() const noexcept { return true; }
+  // Before the first read (capture thread): where read() may publish how much of the chunk is
+  // complete while it waits for the rest (CaptureProgress::publish), so that the pipeline can
+  // start moving it. A source that ignores it (the default) is read chunk by chunk, as before.
+  virtual void set_progress(CaptureProgress* /*progress*/) noexcept {}
 };
 
 }  // namespace vigil

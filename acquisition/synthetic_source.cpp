@@ -211,18 +211,16 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   const uint32_t ch = spec_.channels;
   if (size_t(frames) * ch * bytes_per_sample(spec_.format) > chunk.capacity_bytes) return ReadStatus::kError;
 
-  if (loop_frames_ == 0) {
-    fill(frames, chunk.data);
-  } else if (copy_pool_ && size_t(frames) * ch * bytes_per_sample(spec_.format) >= kSplitCopyBytes) {
-    const uint32_t parts = copy_pool_->threads();
-    auto part = [&](uint32_t p) {
-      const WorkerPool::Range r = WorkerPool::range(frames, parts, p);
-      copy_from_loop((next_frame_ + r.first) % loop_frames_, r.end - r.first,
-                     chunk.data + size_t(r.first) * ch * bytes_per_sample(spec_.format));
-    };
-    copy_pool_->run(parts, part);
-  } else {
-    copy_from_loop(next_frame_ % loop_frames_, frames, chunk.data);
+  const size_t frame_bytes = size_t(ch) * bytes_per_sample(spec_.format);
+  const uint32_t parts = parts_of(frames);
+  for (uint32_t p = 0; p < parts; ++p) {
+    const WorkerPool::Range r = WorkerPool::range(frames, parts, p);
+    produce(r.first, r.end - r.first, chunk.data + size_t(r.first) * frame_bytes);
+    if (parts > 1 && p + 1 < parts) {  // the last part's time is the chunk's, below
+      sleep_until_mono_ns(start_mono_ns_ +
+                          int64_t(double(frames_to_ns(next_frame_ + r.end, spec_.rate_hz)) / spec_.rate_factor));
+      progress_->publish(r.end);
+    }
   }
 
   ChunkHeader& h = chunk.header;
@@ -237,7 +235,35 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
     sleep_until_mono_ns(start_mono_ns_ + ahead_ns);
   }
   h.t_capture_mono_ns = mono_now_ns();
+  if (parts > 1) progress_->publish(frames);
   return ReadStatus::kOk;
+}
+
+uint32_t SyntheticSource::parts_of(uint32_t frames) const noexcept {
+  if (!progress_ || spec_.rate_factor <= 0) return 1;
+  const size_t bytes = size_t(frames) * spec_.channels * bytes_per_sample(spec_.format);
+  const auto span_ns = int64_t(double(frames_to_ns(frames, spec_.rate_hz)) / spec_.rate_factor);
+  const uint64_t by_bytes = bytes / kPartBytes, by_time = uint64_t(span_ns / kMinPartNs);
+  return uint32_t(std::clamp<uint64_t>(std::min(by_bytes, by_time), 1, kMaxParts));
+}
+
+void SyntheticSource::produce(uint32_t first, uint32_t frames, std::byte* out) noexcept {
+  if (loop_frames_ == 0) {
+    fill(frames, out);  // each channel's state carries on: parts give the samples one fill would
+    return;
+  }
+  const size_t frame_bytes = size_t(spec_.channels) * bytes_per_sample(spec_.format);
+  const uint64_t at = next_frame_ + first;
+  if (copy_pool_ && size_t(frames) * frame_bytes >= kSplitCopyBytes / 4) {
+    const uint32_t parts = copy_pool_->threads();
+    auto part = [&](uint32_t p) {
+      const WorkerPool::Range r = WorkerPool::range(frames, parts, p);
+      copy_from_loop((at + r.first) % loop_frames_, r.end - r.first, out + size_t(r.first) * frame_bytes);
+    };
+    copy_pool_->run(parts, part);
+  } else {
+    copy_from_loop(at % loop_frames_, frames, out);
+  }
 }
 
 }  // namespace vigil

@@ -70,6 +70,15 @@ class SyntheticSource final : public Source {
   std::string_view kind() const noexcept override { return "synthetic"; }
   ReadStatus read(Chunk& chunk) noexcept override;
   bool paced() const noexcept override { return spec_.rate_factor > 0; }
+  // Paced, a large chunk is produced in parts, each published when its last frame's time comes,
+  // as an ADC's DMA fills a buffer (parts_of()).
+  void set_progress(CaptureProgress* progress) noexcept override { progress_ = progress; }
+  // The parts a paced read of `frames` frames publishes: one per kPartBytes, at most kMaxParts,
+  // each at least kMinPartNs of signal at the pacing rate; 1 when there is no progress to publish.
+  uint32_t parts_of(uint32_t frames) const noexcept;
+  static constexpr size_t kPartBytes = size_t(512) << 10;
+  static constexpr uint32_t kMaxParts = 16;
+  static constexpr int64_t kMinPartNs = 200'000;
 
   // Frames produced so far (the next chunk's first frame index).
   uint64_t frames_produced() const noexcept { return next_frame_; }
@@ -110,6 +119,9 @@ class SyntheticSource final : public Source {
   std::unique_ptr<WorkerPool> copy_pool_;
   void copy_from_loop(uint64_t at, uint32_t frames, std::byte* out) noexcept;
   void fill(uint32_t frames, std::byte* out) noexcept;  // generate `frames` frames, interleaved
+  // The chunk's frames [first, first + frames) into out (its first frame): from the loop or generated.
+  void produce(uint32_t first, uint32_t frames, std::byte* out) noexcept;
+  CaptureProgress* progress_ = nullptr;
   uint64_t next_frame_ = 0;
   uint64_t end_frame_ = UINT64_MAX;
   int64_t start_mono_ns_ = 0;

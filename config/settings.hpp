@@ -125,6 +125,7 @@ struct PipelineSettings {
   std::string memory = "auto";      // auto | copy | mapped: how the CUDA stages' staging reaches the GPU
   bool busy_poll = false;           // the pipeline, output and pool threads spin instead of sleeping
   bool gpu_resident = true;         // CUDA: ae_hits on the GPU, reading the chunk where the stage before left it
+  bool upload_in_parts = true;      // CUDA, raw input, paced: a chunk goes to the GPU in parts while it is captured
   std::string fft_wisdom;           // FFTW wisdom file; "": $CACHE_DIRECTORY/fftwf.wisdom under systemd, else none; "off"
   uint32_t threads = 0;             // CPU backend: threads a fir_bank stage splits its channels over (0: one per core)
   uint32_t send_threads = 1;        // threads that build and send a chunk's data packets (the output thread + helpers)

@@ -138,11 +138,15 @@ bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale) {
   return true;
 }
 
-cudaError_t FirBankCudaStage::enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream) noexcept {
+cudaError_t FirBankCudaStage::enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream,
+                                          uint32_t frames_up) noexcept {
   const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
+  const size_t frame_bytes = size_t(channels_) * bytes_per_sample(raw_format_);
   VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_[slot], 0, counts, stream));
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_raw_[slot], raw, size_t(frames) * channels_ * bytes_per_sample(raw_format_),
-                                             cudaMemcpyHostToDevice, stream));
+  if (frames > frames_up)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + frames_up * frame_bytes,
+                                               static_cast<const std::byte*>(raw) + frames_up * frame_bytes,
+                                               size_t(frames - frames_up) * frame_bytes, cudaMemcpyHostToDevice, stream));
   cuda::ConvertParams p;
   p.d_in = d_raw_[slot];
   p.format = raw_format_;
@@ -176,12 +180,28 @@ void FirBankCudaStage::convert_on_host(const void* raw, const Block& in) noexcep
   }
 }
 
-bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames, const void* raw) noexcept {
+bool FirBankCudaStage::upload_input_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames) noexcept {
+  if (on_cpu_.load(std::memory_order_relaxed) || slot >= staging_.input_slots() || !raw_ || !raw) return false;
+  if (uint64_t(first) + frames > max_frames_) return false;
+  const size_t frame_bytes = size_t(channels_) * bytes_per_sample(raw_format_);
+  // The slot's raw buffer is free: the chunk that used it last has run (chunks run one at a
+  // time, and the look-ahead fills a slot only while the other one runs).
+  if (cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes,
+                      static_cast<const std::byte*>(raw) + size_t(first) * frame_bytes, size_t(frames) * frame_bytes,
+                      cudaMemcpyHostToDevice, staging_.copy_stream()) != cudaSuccess) {
+    cudaGetLastError();  // the chunk then copies all of itself, where any lasting error shows
+    return false;
+  }
+  parts_uploaded_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames, const void* raw, uint32_t frames_up) noexcept {
   if (on_cpu_.load(std::memory_order_relaxed) || slot >= staging_.input_slots()) return false;
   if (raw && !raw_) return false;
   cudaError_t e = cudaSuccess;
   if (raw) {  // raw_: the copy stream is there (accept_raw_input)
-    e = enqueue_raw(slot, raw, frames, staging_.copy_stream());
+    e = enqueue_raw(slot, raw, frames, staging_.copy_stream(), frames_up);
     if (e == cudaSuccess) e = staging_.mark_uploaded(slot, frames);
   } else {
     e = staging_.upload(slot, frames);
@@ -430,6 +450,7 @@ void FirBankCudaStage::add_status(nlohmann::json& status) const {
   staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   status["graph_chunks"] = graph_chunks();
   status["uploaded_ahead_chunks"] = uploaded_ahead_chunks();
+  status["parts_uploaded_while_captured"] = parts_uploaded();
   status["input_converted_on_gpu"] = raw_;
   status["form"] = direct_ ? "direct" : "fft (uniform partitions of " + std::to_string(block_) + ")";
 }

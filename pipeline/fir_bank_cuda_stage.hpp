@@ -87,7 +87,8 @@ class FirBankCudaStage final : public Stage {
   float* input_slot(unsigned slot) const noexcept override {
     return slot < staging_.input_slots() ? staging_.host_in(slot) : nullptr;
   }
-  bool upload_input(unsigned slot, uint32_t frames, const void* raw) noexcept override;
+  bool upload_input(unsigned slot, uint32_t frames, const void* raw, uint32_t frames_up = 0) noexcept override;
+  bool upload_input_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames) noexcept override;
   bool accept_raw_input(SampleFormat format, float scale) override;
   void input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept override {
     clipped = last_clipped_;
@@ -103,6 +104,8 @@ class FirBankCudaStage final : public Stage {
   // turn (the look-ahead's uploads taken).
   uint64_t graph_chunks() const noexcept { return graph_chunks_.load(std::memory_order_relaxed); }
   uint64_t uploaded_ahead_chunks() const noexcept { return uploaded_ahead_.load(std::memory_order_relaxed); }
+  // Raw input: parts of chunks copied up while those chunks were still being captured.
+  uint64_t parts_uploaded() const noexcept { return parts_uploaded_.load(std::memory_order_relaxed); }
   uint32_t block() const noexcept { return block_; }  // the FFT form's block (0: the direct form)
   bool direct() const noexcept { return direct_; }
 
@@ -131,7 +134,9 @@ class FirBankCudaStage final : public Stage {
   // Raw input: the chunk's samples to the slot's device input on `stream` (copy, conversion,
   // counts back to the host); the host-side conversion into a block's lanes (with the counts);
   // the newest frames into the history; the counts of the slot's last device conversion.
-  cudaError_t enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream) noexcept;
+  // frames_up: the first frames are in the slot's raw buffer already (upload_input_part).
+  cudaError_t enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream,
+                          uint32_t frames_up = 0) noexcept;
   void convert_on_host(const void* raw, const Block& in) noexcept;
   void read_counts(unsigned slot) noexcept;
   // The device part of a chunk from the staged input (slot) to the staged output, on the stream.
@@ -172,6 +177,7 @@ class FirBankCudaStage final : public Stage {
   std::vector<ChunkGraph> graphs_;           // per filter (bank_ and spare_ at prepare), slot and copy in
   std::atomic<uint64_t> graph_chunks_{0};
   std::atomic<uint64_t> uploaded_ahead_{0};
+  std::atomic<uint64_t> parts_uploaded_{0};
   StagedInputHistory history_;               // the newest history_frames_ input frames
   uint32_t history_frames_ = 0;
   std::vector<float> prime_;                 // unwrapped history, channels x history_frames_

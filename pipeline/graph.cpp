@@ -214,9 +214,14 @@ bool Graph::output_stays_on_device(size_t i, const std::vector<std::string>* hos
   return true;
 }
 
-bool Graph::upload_next_input(const void* raw) noexcept {
+bool Graph::upload_next_input(const void* raw, uint32_t frames_up) noexcept {
   if (look_ahead_stage_ < 0) return false;
-  return nodes_[size_t(look_ahead_stage_)].stage->upload_input(input_slot_ ^ 1u, next_input_.frames, raw);
+  return nodes_[size_t(look_ahead_stage_)].stage->upload_input(input_slot_ ^ 1u, next_input_.frames, raw, frames_up);
+}
+
+bool Graph::upload_next_input_part(const void* raw, uint32_t first, uint32_t frames) noexcept {
+  if (look_ahead_stage_ < 0 || !raw_input_) return false;
+  return nodes_[size_t(look_ahead_stage_)].stage->upload_input_part(input_slot_ ^ 1u, raw, first, frames);
 }
 
 bool Graph::take_raw_input(SampleFormat format, float scale) {

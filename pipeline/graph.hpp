@@ -57,9 +57,13 @@ class Graph {
   bool look_ahead() const noexcept { return look_ahead_stage_ >= 0; }
   Block& next_input_block() noexcept { return next_input_; }
   // raw: the next chunk's interleaved samples in raw-input mode (next_input_block() is then only
-  // its frame count), else null.
-  bool upload_next_input(const void* raw = nullptr) noexcept;
+  // its frame count), else null. frames_up: its first frames already on their way (below).
+  bool upload_next_input(const void* raw = nullptr, uint32_t frames_up = 0) noexcept;
+  // Raw input, while the next chunk is still being captured: its complete frames [first, first +
+  // frames) start their way to the device (Stage::upload_input_part); false: they did not.
+  bool upload_next_input_part(const void* raw, uint32_t first, uint32_t frames) noexcept;
   void advance_input() noexcept;
+  unsigned next_input_slot() const noexcept { return input_slot_ ^ 1u; }  // the staged input next_input_block() is
   // Raw input (main thread, after prepare): where the only reader of the input is a CUDA stage
   // that converts on the device (Stage::accept_raw_input), no output sends the input and the
   // memory is copy mode, each chunk goes to the graph as captured (Exec::raw_input): no conversion

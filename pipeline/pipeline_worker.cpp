@@ -84,13 +84,14 @@ void PipelineWorker::run() noexcept {
     if (has_ahead_) {  // taken while the GPU ran the chunk before: its turn now
       has_ahead_ = false;
       graph_.advance_input();
-      run_taken(ahead_, mono_now_ns());
+      const Taken current = ahead_;  // a copy: the look-ahead may take the next chunk into ahead_ meanwhile
+      run_taken(current, mono_now_ns());
       idle = 0;
       continue;
     }
     Chunk* chunk = nullptr;
     if (full_chunks_.pop(chunk)) {
-      process(*chunk);
+      run_popped(*chunk);
       idle = 0;
       continue;
     }
@@ -107,6 +108,7 @@ void PipelineWorker::run() noexcept {
     // thread at once). The timeout stays short: a long one lets the idle governor put the core in
     // a deep sleep state that takes hundreds of microseconds to leave (seen as late chunks at
     // 1 ms deadlines on the GPU machine); 100 us keeps it shallow, as the old 50 us polling did.
+    upload_captured_parts();
     if (busy_poll_)
       cpu_relax();
     else if (++idle < 64)
@@ -151,6 +153,8 @@ void PipelineWorker::watch_overload(int64_t t_done, int64_t t_capture, const Exe
 void PipelineWorker::take(Chunk& chunk, Block& in, Taken& taken) noexcept {
   taken.t_taken = mono_now_ns();
   taken.header = chunk.header;
+  taken_generation_ = chunk.capture_generation;  // parts_of(chunk) was asked before, where it matters
+  parts_ = Parts{};
   in.frames = std::min<uint32_t>(chunk.header.frames, uint32_t(in.stride));
   taken.clipped = taken.non_finite = 0;
   taken.raw = nullptr;
@@ -174,11 +178,53 @@ void PipelineWorker::on_gpu_wait(void* self) noexcept { static_cast<PipelineWork
 void PipelineWorker::look_ahead() noexcept {
   if (has_ahead_ || pending_update_.load(std::memory_order_acquire) || !graph_.look_ahead()) return;
   Chunk* next = nullptr;
-  if (!full_chunks_.pop(next)) return;
+  if (!full_chunks_.pop(next)) {
+    upload_captured_parts();
+    return;
+  }
+  const uint32_t up = parts_of(*next);
   take(*next, graph_.next_input_block(), ahead_);
-  graph_.upload_next_input(ahead_.raw ? ahead_.raw->data : nullptr);  // false: that chunk makes its own copy
+  graph_.upload_next_input(ahead_.raw ? ahead_.raw->data : nullptr, up);  // false: that chunk makes its own copy
   has_ahead_ = true;
   counters_.look_ahead_chunks.fetch_add(1, std::memory_order_relaxed);
+  if (up) counters_.chunks_uploaded_in_parts.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint32_t PipelineWorker::parts_of(const Chunk& chunk) const noexcept {
+  if (!upload_parts_ || parts_.frames == 0 || chunk.capture_generation != parts_.generation ||
+      parts_.slot != graph_.next_input_slot())
+    return 0;
+  return std::min(parts_.frames, chunk.header.frames);
+}
+
+void PipelineWorker::upload_captured_parts() noexcept {
+  if (!upload_parts_ || has_ahead_ || pending_update_.load(std::memory_order_acquire)) return;
+  CaptureProgress::Snapshot now;
+  if (!capture_.progress().snapshot(now) || now.generation == taken_generation_) return;
+  if (now.generation != parts_.generation) parts_ = Parts{now.generation, 0, graph_.next_input_slot(), false};
+  if (parts_.failed || parts_.slot != graph_.next_input_slot() || now.frames <= parts_.frames) return;
+  if (!graph_.upload_next_input_part(now.chunk->data, parts_.frames, now.frames - parts_.frames)) {
+    parts_.failed = true;  // those up so far stay valid; the chunk copies the rest when it comes
+    return;
+  }
+  parts_.frames = now.frames;
+}
+
+void PipelineWorker::run_popped(Chunk& chunk) noexcept {
+  const uint32_t up = pending_update_.load(std::memory_order_acquire) ? 0 : parts_of(chunk);
+  if (!up) {
+    process(chunk);
+    return;
+  }
+  // Its first frames are in the next staged input already: it runs from there, as a chunk the
+  // look-ahead took would.
+  const int64_t t0 = mono_now_ns();
+  take(chunk, graph_.next_input_block(), ahead_);
+  graph_.upload_next_input(ahead_.raw->data, up);  // false: the chunk makes its own copy, of all of it
+  graph_.advance_input();
+  counters_.chunks_uploaded_in_parts.fetch_add(1, std::memory_order_relaxed);
+  const Taken current = ahead_;  // a copy, as above
+  run_taken(current, t0);
 }
 
 void PipelineWorker::process(Chunk& chunk) noexcept {

@@ -9,6 +9,10 @@
 // added), and no look-ahead is taken while a reload is pending (it applies between chunks).
 // Raw input (Graph::take_raw_input): the chunk is not converted on the host but handed to the
 // graph as captured, and given back to the capture thread once the graph has run.
+// Uploads in parts (set_upload_in_parts, raw input with the look-ahead): while no chunk waits, the
+// one being captured goes to the look-ahead's staged input part by part as the source publishes
+// them (CaptureProgress); when it arrives only the rest is copied, and it runs as a look-ahead
+// chunk would. Parts go up from the GPU waits of the chunk before and from the wait for the next.
 #pragma once
 
 #include <atomic>
@@ -47,6 +51,13 @@ class PipelineWorker {
   // loop waits for a free pool chunk, so an unpaced run loses nothing and goes at the pace of its
   // slowest thread, the output included.
   void set_wait_for_output(bool on) noexcept { wait_for_output_ = on; }
+  // Before run(): upload each chunk in parts while it is captured (above), where the graph takes
+  // its input raw with a look-ahead; returns whether it will (the capture loop must then publish
+  // the progress: CaptureLoop::track_progress).
+  bool set_upload_in_parts(bool on) noexcept {
+    upload_parts_ = on && raw_ && graph_.look_ahead();
+    return upload_parts_;
+  }
   // Test-only load: each chunk takes at least cost_ns, for for_ns from the first chunk (0: always),
   // as a stage too slow for the rate would.
   void set_test_chunk_cost(int64_t cost_ns, int64_t for_ns) noexcept {
@@ -90,6 +101,22 @@ class PipelineWorker {
   void run_taken(const Taken& taken, int64_t t0) noexcept;     // the graph, events and output slot
   static void on_gpu_wait(void* self) noexcept;
   void look_ahead() noexcept;
+  // A chunk off the capture queue: run as a look-ahead chunk when parts of it went up (below),
+  // else processed as usual.
+  void run_popped(Chunk& chunk) noexcept;
+  // The chunk being captured: its frames published since the last call, to the device.
+  void upload_captured_parts() noexcept;
+  // The frames of `chunk` that went up in parts into the next staged input (0: none).
+  uint32_t parts_of(const Chunk& chunk) const noexcept;
+  bool upload_parts_ = false;
+  struct Parts {
+    uint64_t generation = 0;  // CaptureProgress's for the chunk they belong to
+    uint32_t frames = 0;      // its first frames, up (a copy enqueued)
+    unsigned slot = 0;        // the staged input they went to
+    bool failed = false;      // a part's copy could not be started: no more for this chunk
+  };
+  Parts parts_;
+  uint64_t taken_generation_ = 0;  // of the last chunk taken: its parts are not to go up again
   bool has_ahead_ = false;  // a chunk taken by the look-ahead, in Graph::next_input_block()
   bool raw_ = false;        // Graph::raw_input()
   Taken ahead_;

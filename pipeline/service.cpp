@@ -176,6 +176,10 @@ Service::Service(const Settings& settings) : settings_(settings) {
   pipeline_->set_stall_after_ns(int64_t(settings_.pipeline.test_stall_after_s * 1e9));
   pipeline_->set_busy_poll(settings_.pipeline.busy_poll);
   pipeline_->set_wait_for_output(!source_->paced());
+  // Raw input from a paced source: the chunk being captured goes to the GPU in the parts the
+  // source publishes (pipeline.upload_in_parts), so only its last part is left when it is complete.
+  if (settings_.pipeline.upload_in_parts && source_->paced() && pipeline_->set_upload_in_parts(true))
+    capture_->track_progress();
   pipeline_->set_test_chunk_cost(int64_t(settings_.pipeline.test_chunk_cost_ms * 1e6),
                                  int64_t(settings_.pipeline.test_chunk_cost_for_s * 1e9));
 
@@ -340,6 +344,7 @@ nlohmann::json Service::status_json() const {
   j["non_finite_samples"] = pc.non_finite_samples.load(std::memory_order_relaxed);
   j["events_dropped"] = pc.events_dropped.load(std::memory_order_relaxed);
   j["look_ahead_chunks"] = pc.look_ahead_chunks.load(std::memory_order_relaxed);
+  j["chunks_uploaded_in_parts"] = pc.chunks_uploaded_in_parts.load(std::memory_order_relaxed);
   const LatencyHistogram& p = pc.processing;
   j["processing_us"] = {{"p50", p.quantile_us(0.5)}, {"p99", p.quantile_us(0.99)}, {"p999", p.quantile_us(0.999)},
                         {"max", p.max_us()}};

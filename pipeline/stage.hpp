@@ -75,7 +75,16 @@ class Stage {
   // and the copy under way. False: the upload could not be started (the chunk goes the usual way).
   virtual float* input_slot(unsigned slot) const noexcept { return slot == 0 ? input_buffer() : nullptr; }
   // raw: the chunk's interleaved samples when the input is taken raw (below), else null.
-  virtual bool upload_input(unsigned /*slot*/, uint32_t /*frames*/, const void* /*raw*/) noexcept { return false; }
+  // frames_up: its first frames already went up in parts (upload_input_part): only the rest is copied.
+  virtual bool upload_input(unsigned /*slot*/, uint32_t /*frames*/, const void* /*raw*/, uint32_t /*frames_up*/ = 0) noexcept {
+    return false;
+  }
+  // Raw input, while the chunk is still being captured: its frames [first, first + frames),
+  // complete already, start their way to the slot (a copy on the look-ahead's stream); the chunk's
+  // upload_input() then copies only what is left. False: not started (upload_input() copies all).
+  virtual bool upload_input_part(unsigned /*slot*/, const void* /*raw*/, uint32_t /*first*/, uint32_t /*frames*/) noexcept {
+    return false;
+  }
   // Raw input: the stage reading the input (no other stage or output reading it on the host) may
   // take each chunk's interleaved samples as captured (Exec::raw_input) and convert them on the
   // device. Main thread, after prepare(); false: it does not (the input block is converted on

@@ -26,6 +26,7 @@ p.add_argument("--pool-chunks", type=int, default=32, help="pipeline.pool_chunks
 p.add_argument("--resident", action="store_true", help="S1: pipeline.gpu_resident true (AE hits on the GPU, chunk kept there); without it false")
 p.add_argument("--framing", choices=["none", "vrl"], help="the data output's framing (default: the config's)")
 p.add_argument("--event-framing", choices=["none", "lines"], help="the events output's framing (default: the config's)")
+p.add_argument("--upload-in-parts", choices=["true", "false"], help="pipeline.upload_in_parts (default: the service's, true)")
 a = p.parse_args()
 if a.threads is None:
     a.threads = 8 if a.scenario == "s1" else 0
@@ -45,6 +46,8 @@ keys["busy_poll"] = str(a.busy_poll).lower()
 keys["send_threads"] = str(a.send_threads)
 if a.memory or "memory" not in keys:
     keys["memory"] = a.memory or "auto"
+if a.upload_in_parts:
+    keys["upload_in_parts"] = a.upload_in_parts
 if a.scenario == "s1":
     keys["gpu_resident"] = str(a.resident).lower()
     keys["pool_chunks"] = str(a.pool_chunks)
@@ -82,4 +85,4 @@ parts = final.get("latency_parts_us", {})
 parts_text = " ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in parts.items())
 print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} | lat p50/p99 "
-      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} | {parts_text} | stage p50/p99 us: {stages}", flush=True)
+      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} in parts {final.get('chunks_uploaded_in_parts', 0)} | {parts_text} | stage p50/p99 us: {stages}", flush=True)

@@ -1119,14 +1119,54 @@ outputs:
   expect_streams_complete(run.received(), 2, 51200);
 }
 
+// The config at `path` with its fir_bank in the direct form (no delay on either backend; the CPU
+// would take an FFT form for 63 taps, a block late), for comparing the backends sample by sample.
+std::string direct_form(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  std::string c = text.str();
+  const size_t at = c.find("    taps: 63\n");
+  if (at != std::string::npos) c.insert(at, "    form: direct\n");
+  std::ofstream(path) << c;
+  return path;
+}
+
+// Every stream of `want` in `got` too, each sample the same up to the order of a filter's sums
+// (relative L2 <= 1e-5 a stream).
+void expect_same_bands(const Received& got, const Received& want, size_t streams) {
+  ASSERT_EQ(got.samples.size(), streams);
+  ASSERT_EQ(want.samples.size(), streams);
+  for (const auto& [id, w] : want.samples) {
+    ASSERT_TRUE(got.samples.count(id)) << std::hex << id;
+    const std::vector<float>& g = got.samples.at(id);
+    ASSERT_EQ(g.size(), w.size()) << std::hex << id;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      num += double(g[i] - w[i]) * double(g[i] - w[i]);
+      den += double(w[i]) * double(w[i]);
+    }
+    ASSERT_GT(den, 0.0);
+    EXPECT_LE(std::sqrt(num / den), 1e-5) << "stream " << std::hex << id;
+  }
+}
+
 // Nothing reads the input on the host (only the bands are sent): the chunks go to the GPU as
 // captured, from page-locked chunk memory, and are converted there; unpaced, with the look-ahead.
+// The bands equal the CPU backend's (relative L2 <= 1e-5 a stream): each chunk taken ahead was
+// converted and filtered as its own, and went back to the pool only after its turn.
 TEST(VigildCuda, TheInputGoesToTheGpuRawWhenOnlyTheBandsAreSent) {
   SKIP_WITHOUT_CUDA();
   const RunToEnd run("raw", [](const fs::path& dir, uint16_t data, uint16_t events) {
-    return write_config(dir, data, events, "", unpaced_source() + "pipeline: {backend: cuda, memory: copy}\n",
-                        "vigil-test.yaml", "", false);
-  });
+    return direct_form(write_config(dir, data, events, "", unpaced_source() + "pipeline: {backend: cuda, memory: copy}\n",
+                                    "vigil-test.yaml", "", false));
+  }, true);
+  const RunToEnd cpu("raw-cpu", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return direct_form(write_config(dir, data, events, "", unpaced_source() + "pipeline: {backend: cpu}\n",
+                                    "vigil-test.yaml", "", false));
+  }, true);
+  ASSERT_NE(cpu.status, -1);
+  ASSERT_EQ(WEXITSTATUS(cpu.status), 0) << cpu.log();
+  expect_same_bands(run.received(), cpu.received(), 4);
   ASSERT_NE(run.status, -1);
   EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.log();
   EXPECT_NE(run.log().find("chunks (page-locked)"), std::string::npos) << run.log();
@@ -1311,6 +1351,85 @@ outputs:
         EXPECT_EQ(r.monitor.streams().at(dec_id).rate_hz, 51200.0 / dec_by);
         EXPECT_EQ(r.monitor.streams().at(full_id).rate_hz, 51200.0);
       }
+}
+
+// A rig of large chunks (8 channels x 65536 frames of int16 at 500 kHz: 1 MiB, two parts) whose
+// bands alone are sent: the chunks go to the GPU raw. Paced, each goes up in parts while it is
+// captured (pipeline.upload_in_parts), or whole once complete with it turned off. Either way the
+// bands are the CPU backend's, sample for sample (relative L2 <= 1e-5 per stream: the GPU sums the
+// taps in another order), and every stream is complete.
+std::string large_chunk_rig(const fs::path& dir, uint16_t data, uint16_t events, const std::string& backend,
+                            double rate_factor, const std::string& pipeline_keys = "") {
+  const fs::path p = dir / "vigil.yaml";
+  std::ofstream(p) << R"(source:
+  kind: synthetic
+  rate_hz: 500000
+  channels: 8
+  format: int16
+  chunk_frames: 65536
+  seed: 21
+  rate_factor: )" << rate_factor << R"(
+  duration_s: 1.0
+  signals:
+    - sines: [{freq_hz: 3000, amplitude: 0.3}, {freq_hz: 60000, amplitude: 0.2}]
+      noise_rms: 0.05
+pipeline: {)" << pipeline_keys << "backend: " << backend << R"(, memory: copy, pool_chunks: 8}
+stages:
+  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 63
+    form: direct  # no delay on either backend: the CPU's auto form would be an FFT one, a block late
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 20000}
+outputs:
+  - kind: vita49
+    stream: bands
+    jumbo: true
+    destination: 127.0.0.1:)" << data << R"(
+  - kind: events
+    destination: 127.0.0.1:)" << events << R"(
+    status_interval_s: 0.25
+)";
+  return p.string();
+}
+
+
+TEST(VigildCuda, ChunksUploadedInPartsOrWholeGiveTheCpuBackendsBands) {
+  SKIP_WITHOUT_CUDA();
+  const RunToEnd cpu("parts-cpu", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return large_chunk_rig(dir, data, events, "cpu", 2);
+  }, true);
+  ASSERT_NE(cpu.status, -1);
+  ASSERT_EQ(WEXITSTATUS(cpu.status), 0) << cpu.log();
+  expect_streams_complete(cpu.received(), 8, 500000);
+
+  const RunToEnd parts("parts-gpu", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return large_chunk_rig(dir, data, events, "cuda", 2);
+  }, true);
+  ASSERT_NE(parts.status, -1);
+  ASSERT_EQ(WEXITSTATUS(parts.status), 0) << parts.log();
+  const json st = parts.last_status();
+  ASSERT_FALSE(st.is_null());
+  EXPECT_EQ(st["stages"]["bands"]["input_converted_on_gpu"], true) << st.dump();
+  EXPECT_EQ(st["stages"]["bands"]["backend"], "cuda");
+  // 8 chunks (the last one short); each after the first has the 131 ms of the one before to go up
+  // in parts, one of its two parts at least.
+  EXPECT_EQ(st["chunks_processed"], 8);
+  EXPECT_GE(st["chunks_uploaded_in_parts"].get<uint64_t>(), 6u) << st.dump();
+  EXPECT_GE(st["stages"]["bands"]["parts_uploaded_while_captured"].get<uint64_t>(),
+            st["chunks_uploaded_in_parts"].get<uint64_t>());
+  EXPECT_EQ(st["dropped_chunks"], 0);
+  expect_streams_complete(parts.received(), 8, 500000);
+  expect_same_bands(parts.received(), cpu.received(), 8);
+
+  const RunToEnd whole("parts-off", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return large_chunk_rig(dir, data, events, "cuda", 2, "upload_in_parts: false, ");
+  }, true);
+  ASSERT_NE(whole.status, -1);
+  ASSERT_EQ(WEXITSTATUS(whole.status), 0) << whole.log();
+  EXPECT_EQ(whole.last_status()["chunks_uploaded_in_parts"], 0) << "turned off";
+  expect_same_bands(whole.received(), cpu.received(), 8);
 }
 
 }  // namespace

@@ -250,9 +250,33 @@ struct RawRun {
   std::vector<uint64_t> clipped;  // per chunk
   bool raw = false;
   uint64_t uploaded_ahead = 0;
+  uint64_t parts = 0;                 // parts uploaded while "captured"
+  uint64_t completed_from_parts = 0;  // chunks whose rest upload_next_input() took
 };
 
-RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
+// The pipeline's uploads in parts (PipelineWorker with pipeline.upload_in_parts): while chunk k
+// runs, each GPU wait sends the next part of chunk k + 1 (kParts parts of unequal sizes, as its
+// capture completes them) into the next staged input; chunk k + 1 then copies only the rest
+// (upload_next_input with frames_up) and runs from that input. None for the reload's chunk.
+struct PartsAhead {
+  static constexpr uint32_t kParts = 3;
+  static constexpr uint32_t kEnds[kParts] = {1000, 2500, 3584};  // the last 512 frames come with the chunk
+  Graph* graph = nullptr;
+  const int16_t* raw = nullptr;
+  uint32_t next = 0, skip_at = ~0u, sent = 0, frames_up = 0, uploads = 0;
+  static void on_gpu_wait(void* self) {
+    PartsAhead& a = *static_cast<PartsAhead*>(self);
+    if (a.next >= kChunks || a.next == a.skip_at || a.sent == kParts) return;
+    const int16_t* chunk = a.raw + size_t(a.next) * kMaxFrames * kChannels;
+    const uint32_t end = kEnds[a.sent++];
+    if (a.graph->upload_next_input_part(chunk, a.frames_up, end - a.frames_up)) {
+      a.frames_up = end;
+      ++a.uploads;
+    }
+  }
+};
+
+RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false) {
   const uint32_t total = kMaxFrames * kChunks;
   constexpr float kScale = 1.0f / 32768;
   std::vector<int16_t> x(size_t(total) * kChannels);
@@ -274,6 +298,10 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
   look.graph = &graph;
   look.raw = x.data();
   look.skip_at = kReloadAt;
+  PartsAhead parts;
+  parts.graph = &graph;
+  parts.raw = x.data();
+  parts.skip_at = kReloadAt;
   r.band.resize(size_t(kChannels) * total);
   r.den.resize(size_t(kChannels) * total);
   std::vector<ConvertCounts> counts(kChannels);
@@ -282,9 +310,14 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
     if (look.taken) {
       graph.advance_input();
       look.taken = false;
+    } else if (parts.frames_up > 0) {  // the rest of it, then it runs from the next input
+      graph.next_input_block().frames = kMaxFrames;
+      r.completed_from_parts += graph.upload_next_input(chunk(k), parts.frames_up);
+      graph.advance_input();
     } else {
       graph.input_block().frames = kMaxFrames;
     }
+    parts.sent = parts.frames_up = 0;
     Exec exec;
     uint64_t clipped = 0, non_finite = 0;
     if (r.raw) {
@@ -299,6 +332,10 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
       look.next = k + 1;
       exec.on_gpu_wait = &LookAhead::on_gpu_wait;
       exec.on_gpu_wait_arg = &look;
+    } else if (r.raw && in_parts) {
+      parts.next = k + 1;
+      exec.on_gpu_wait = &PartsAhead::on_gpu_wait;
+      exec.on_gpu_wait_arg = &parts;
     }
     exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
     exec.events = &events;
@@ -316,6 +353,8 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at) {
   graph.stage(0).add_status(status);
   EXPECT_EQ(status["input_converted_on_gpu"], r.raw) << status.dump();
   r.uploaded_ahead = status["uploaded_ahead_chunks"].get<uint64_t>();
+  r.parts = status["parts_uploaded_while_captured"].get<uint64_t>();
+  EXPECT_EQ(r.parts, parts.uploads);
   return r;
 }
 
@@ -337,6 +376,23 @@ TEST(GraphCuda, TheInputTakenRawIsConvertedOnTheGpuWithTheSameOutput) {
   const RawRun gpu_ahead = run_raw(true, true, 0);
   expect_same_raw_run(gpu_ahead, host);
   EXPECT_EQ(gpu_ahead.uploaded_ahead, kChunks - 2) << "every chunk after the first but the reload's went up ahead";
+}
+
+// Uploads in parts: each chunk's first frames go up in parts of unequal sizes while the chunk
+// before runs (a part a GPU wait), the rest with the chunk; the bands, the denoised lanes and the clipped counts
+// equal the host conversion's to the bit. The chunk after the last part-uploaded one and the
+// reload's own chunk copy all of themselves.
+TEST(GraphCuda, AChunkUploadedInPartsWhileCapturedGivesTheSameOutput) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const RawRun host = run_raw(false, false, 0);
+  const RawRun parts = run_raw(true, false, 0, true);
+  ASSERT_TRUE(parts.raw);
+  expect_same_raw_run(parts, host);
+  // Chunks 1..11 but the reload's (5) came in parts (one a GPU wait of the chunk before: two
+  // stages, so two of the three), each finished and taken ahead.
+  EXPECT_EQ(parts.parts, 2u * (kChunks - 2));
+  EXPECT_EQ(parts.completed_from_parts, kChunks - 2);
+  EXPECT_EQ(parts.uploaded_ahead, kChunks - 2);
 }
 
 // Raw input only where the FIR stage is the input's one reader: not when an output sends the
