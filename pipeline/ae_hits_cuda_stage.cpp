@@ -37,7 +37,7 @@ StreamFormat AeHitsCudaStage::prepare(const StreamFormat& in, uint32_t max_frame
   return out;
 }
 
-cudaError_t AeHitsCudaStage::run_gpu(const Block& in, uint64_t first_frame) noexcept {
+cudaError_t AeHitsCudaStage::run_gpu(const Block& in, uint64_t first_frame, const Exec* exec) noexcept {
   // The producer's output still on the device (a CUDA stage that ran there this chunk): read it
   // there. Else the host block, staged (or read in place when it is the bound staging).
   const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
@@ -52,7 +52,7 @@ cudaError_t AeHitsCudaStage::run_gpu(const Block& in, uint64_t first_frame) noex
             },
             from_bound, device_in);
       },
-      timing_);
+      timing_, exec);
   if (e == cudaSuccess && device_in && timing_) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
   return e;
 }
@@ -118,7 +118,7 @@ StageStatus AeHitsCudaStage::process(const Block& in, Block& out, const Exec& ex
   deferred_error_ = cudaSuccess;
   if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
-  if (e == cudaSuccess) e = run_gpu(in, exec.chunk.first_frame);
+  if (e == cudaSuccess) e = run_gpu(in, exec.chunk.first_frame, &exec);
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
   emit_results(exec);
   std::copy(gpu_->state(), gpu_->state() + lanes_, last_state_.begin());

@@ -57,7 +57,7 @@ class AeHitsCudaStage final : public Stage {
   uint64_t device_input_chunks() const noexcept { return device_input_chunks_.load(std::memory_order_relaxed); }
 
  private:
-  cudaError_t run_gpu(const Block& in, uint64_t first_frame) noexcept;
+  cudaError_t run_gpu(const Block& in, uint64_t first_frame, const Exec* exec = nullptr) noexcept;
   void emit_results(const Exec& exec) noexcept;
   StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
 

@@ -55,6 +55,9 @@ struct Exec {
   // to take the next chunk meanwhile (PipelineWorker's look-ahead). May come more than once a chunk.
   void (*on_gpu_wait)(void* arg) = nullptr;
   void* on_gpu_wait_arg = nullptr;
+  // Call on_gpu_wait over and over until the kernels are done, not once before waiting: the
+  // pipeline's uploads in parts come from there, as the source completes them.
+  bool gpu_wait_polls = false;
   // The chunk's interleaved samples as captured, when the graph takes its input raw
   // (Graph::take_raw_input): the stage reading the input converts them on the GPU, and the input
   // block is not filled on the host.

@@ -182,13 +182,20 @@ class CudaStaging {
   // launch() between two events on the stream, then waits for the stream; the GPU time goes into
   // the status when `record` (not for warm-up or priming). Before waiting it calls the chunk's
   // Exec::on_gpu_wait, when there is one: the pipeline thread's chance to take the next chunk
-  // meanwhile. RT-safe.
+  // meanwhile (again and again until the stream is done, with Exec::gpu_wait_polls). RT-safe.
   template <class Launch>
   cudaError_t run(Launch&& launch, bool record, const Exec* exec = nullptr) noexcept {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(launch());
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
-    if (exec && exec->on_gpu_wait) exec->on_gpu_wait(exec->on_gpu_wait_arg);
+    if (exec && exec->on_gpu_wait) {
+      exec->on_gpu_wait(exec->on_gpu_wait_arg);
+      if (exec->gpu_wait_polls) {  // as the synchronisation's own spinning would, between offers
+        cudaError_t q;
+        while ((q = cudaStreamQuery(stream_)) == cudaErrorNotReady) exec->on_gpu_wait(exec->on_gpu_wait_arg);
+        VIGIL_CUDA_RETURN_IF_ERROR(q);
+      }
+    }
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     float ms = 0;
     if (record && cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));

@@ -50,7 +50,7 @@ StreamFormat DenoiseCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   return out;
 }
 
-cudaError_t DenoiseCudaStage::run_gpu(const Block& in) noexcept {
+cudaError_t DenoiseCudaStage::run_gpu(const Block& in, const Exec* exec) noexcept {
   // The producer's bands still on the device (a CUDA stage that ran there this chunk): read them
   // there, no copy in.
   const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
@@ -66,7 +66,7 @@ cudaError_t DenoiseCudaStage::run_gpu(const Block& in) noexcept {
         // The chunk's newest frames, from where the kernels read it, into the history.
         return history_.enqueue(device_in ? device_in : staging_.device_in(0), in.frames, staging_.stream());
       },
-      timing_);
+      timing_, exec);
 }
 
 StageStatus DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
@@ -105,7 +105,7 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
   cudaError_t e = cudaSuccess;
   if (options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
-  if (e == cudaSuccess) e = run_gpu(in);
+  if (e == cudaSuccess) e = run_gpu(in, &exec);
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
   if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);
   history_.commit(in);

@@ -60,7 +60,7 @@ class DenoiseCudaStage final : public Stage {
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
 
  private:
-  cudaError_t run_gpu(const Block& in) noexcept;  // in -> the staged output (and the history, copy mode)
+  cudaError_t run_gpu(const Block& in, const Exec* exec = nullptr) noexcept;  // in -> the staged output (and the history, copy mode)
   StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
 
   DenoiseStageSettings settings_;

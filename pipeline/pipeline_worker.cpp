@@ -267,6 +267,7 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   exec.log = &log_;
   exec.on_gpu_wait = &PipelineWorker::on_gpu_wait;
   exec.on_gpu_wait_arg = this;
+  exec.gpu_wait_polls = upload_parts_;
   exec.raw_input = taken.raw ? taken.raw->data : nullptr;
   if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
   const bool failed = graph_.run(exec) != StageStatus::kOk;
