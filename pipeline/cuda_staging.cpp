@@ -11,6 +11,7 @@ CudaStaging::~CudaStaging() {
     if (d) cudaFree(d);
   for (cudaEvent_t e : ev_uploaded_)
     if (e) cudaEventDestroy(e);
+  if (ev_wait_) cudaEventDestroy(ev_wait_);
   if (copy_stream_) cudaStreamDestroy(copy_stream_);
   if (d_out_) cudaFree(d_out_);
   if (ev_start_) cudaEventDestroy(ev_start_);
@@ -41,6 +42,7 @@ void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_fr
     if (slots_ == 2) {
       VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
       for (cudaEvent_t& e : ev_uploaded_) VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      VIGIL_CUDA_CHECK(cudaEventCreate(&ev_wait_));
     }
     if (out_floats) VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), out_floats * sizeof(float)));
   }
@@ -51,6 +53,10 @@ void CudaStaging::add_status(nlohmann::json& status, bool on_cpu, uint64_t cuda_
   status["memory"] = mapped_ ? "mapped" : "copy";
   status["cuda_errors"] = cuda_errors;
   status["gpu_us"] = {{"p50", gpu_time_.quantile_us(0.5)}, {"p99", gpu_time_.quantile_us(0.99)}, {"max", gpu_time_.max_us()}};
+  if (copy_stream_)
+    status["upload_wait_us"] = {{"p50", upload_wait_.quantile_us(0.5)},
+                                {"p99", upload_wait_.quantile_us(0.99)},
+                                {"max", upload_wait_.max_us()}};
 }
 
 }  // namespace vigil

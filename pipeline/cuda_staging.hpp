@@ -123,8 +123,11 @@ class CudaStaging {
     const bool same = uploaded_frames_[slot] == frames;
     uploaded_frames_[slot] = 0;
     if (!same) return cudaSuccess;
+    // The time the stream then waits for the upload, from here to run()'s start (upload_wait_us).
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_wait_, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ev_uploaded_[slot], 0));
     copy_in = false;
+    waited_ = true;
     return cudaSuccess;
   }
   // Forgets a slot's upload (its chunk runs on the CPU twin). RT-safe.
@@ -199,6 +202,9 @@ class CudaStaging {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     float ms = 0;
     if (record && cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
+    if (waited_ && record && cudaEventElapsedTime(&ms, ev_wait_, ev_start_) == cudaSuccess)
+      upload_wait_.record_us(uint64_t(ms * 1000.0f));
+    waited_ = false;
     return cudaSuccess;
   }
 
@@ -227,6 +233,9 @@ class CudaStaging {
   cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;        // the look-ahead's uploads (copy mode, two slots)
   cudaEvent_t ev_uploaded_[2] = {nullptr, nullptr};
+  cudaEvent_t ev_wait_ = nullptr;   // before a wait for an upload (take_upload)
+  bool waited_ = false;             // this chunk's stream waited for one
+  LatencyHistogram upload_wait_;    // how long, on the GPU: what of the copy was left when the chunk came
   uint32_t uploaded_frames_[2] = {0, 0};       // a slot's upload under way (0: none)
   cuda::PinnedBuffer h_in_[2], h_out_;
   float* d_in_[2] = {nullptr, nullptr};  // copy mode

@@ -138,25 +138,31 @@ bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale) {
   return true;
 }
 
-cudaError_t FirBankCudaStage::enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream,
-                                          uint32_t frames_up) noexcept {
-  const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
+cudaError_t FirBankCudaStage::enqueue_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames,
+                                           cudaStream_t stream) noexcept {
   const size_t frame_bytes = size_t(channels_) * bytes_per_sample(raw_format_);
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_[slot], 0, counts, stream));
-  if (frames > frames_up)
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + frames_up * frame_bytes,
-                                               static_cast<const std::byte*>(raw) + frames_up * frame_bytes,
-                                               size_t(frames - frames_up) * frame_bytes, cudaMemcpyHostToDevice, stream));
+  if (first == 0)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_[slot], 0, 2 * size_t(channels_) * sizeof(unsigned long long), stream));
+  if (frames == 0) return cudaSuccess;
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes,
+                                             static_cast<const std::byte*>(raw) + size_t(first) * frame_bytes,
+                                             size_t(frames) * frame_bytes, cudaMemcpyHostToDevice, stream));
   cuda::ConvertParams p;
-  p.d_in = d_raw_[slot];
+  p.d_in = static_cast<const std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes;
   p.format = raw_format_;
   p.frames = frames;
   p.channels = channels_;
   p.scale = raw_scale_;
-  p.d_out = staging_.device_in(slot);
+  p.d_out = staging_.device_in(slot) + first;
   p.out_stride_frames = max_frames_;
-  p.d_counts = d_counts_[slot];
-  VIGIL_CUDA_RETURN_IF_ERROR(cuda::launch_convert_to_planar(p, stream));
+  p.d_counts = d_counts_[slot];  // added to
+  return cuda::launch_convert_to_planar(p, stream);
+}
+
+cudaError_t FirBankCudaStage::enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream,
+                                          uint32_t frames_up) noexcept {
+  VIGIL_CUDA_RETURN_IF_ERROR(enqueue_part(slot, raw, frames_up, frames - std::min(frames, frames_up), stream));
+  const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
   return cudaMemcpyAsync(h_counts_.host<unsigned long long>() + slot * 2 * size_t(channels_), d_counts_[slot], counts,
                          cudaMemcpyDeviceToHost, stream);
 }
@@ -183,12 +189,9 @@ void FirBankCudaStage::convert_on_host(const void* raw, const Block& in) noexcep
 bool FirBankCudaStage::upload_input_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames) noexcept {
   if (on_cpu_.load(std::memory_order_relaxed) || slot >= staging_.input_slots() || !raw_ || !raw) return false;
   if (uint64_t(first) + frames > max_frames_) return false;
-  const size_t frame_bytes = size_t(channels_) * bytes_per_sample(raw_format_);
-  // The slot's raw buffer is free: the chunk that used it last has run (chunks run one at a
-  // time, and the look-ahead fills a slot only while the other one runs).
-  if (cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes,
-                      static_cast<const std::byte*>(raw) + size_t(first) * frame_bytes, size_t(frames) * frame_bytes,
-                      cudaMemcpyHostToDevice, staging_.copy_stream()) != cudaSuccess) {
+  // The slot is free: the chunk that used it last has run (chunks run one at a time, and the
+  // look-ahead fills a slot only while the other one runs). The part is converted as it lands.
+  if (enqueue_part(slot, raw, first, frames, staging_.copy_stream()) != cudaSuccess) {
     cudaGetLastError();  // the chunk then copies all of itself, where any lasting error shows
     return false;
   }

@@ -134,9 +134,12 @@ class FirBankCudaStage final : public Stage {
   // Raw input: the chunk's samples to the slot's device input on `stream` (copy, conversion,
   // counts back to the host); the host-side conversion into a block's lanes (with the counts);
   // the newest frames into the history; the counts of the slot's last device conversion.
-  // frames_up: the first frames are in the slot's raw buffer already (upload_input_part).
+  // frames_up: the first frames are in the slot's device input already (upload_input_part).
   cudaError_t enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream,
                           uint32_t frames_up = 0) noexcept;
+  // Frames [first, first + frames) of the chunk up and converted into the slot's device input,
+  // counting into its counts (zeroed with the first part).
+  cudaError_t enqueue_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames, cudaStream_t stream) noexcept;
   void convert_on_host(const void* raw, const Block& in) noexcept;
   void read_counts(unsigned slot) noexcept;
   // The device part of a chunk from the staged input (slot) to the staged output, on the stream.

@@ -24,6 +24,7 @@ struct PipelineCounters {
   std::atomic<uint64_t> chunks_shed{0};            // chunks processed without the optional stages
   std::atomic<uint64_t> look_ahead_chunks{0};      // taken and converted while the GPU ran the chunk before
   std::atomic<uint64_t> chunks_uploaded_in_parts{0};  // part of them on the GPU before they were complete
+  std::atomic<uint64_t> frames_uploaded_in_parts{0};  // those parts' frames
 };
 
 struct OutputCounters {

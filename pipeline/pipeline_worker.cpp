@@ -187,7 +187,10 @@ void PipelineWorker::look_ahead() noexcept {
   graph_.upload_next_input(ahead_.raw ? ahead_.raw->data : nullptr, up);  // false: that chunk makes its own copy
   has_ahead_ = true;
   counters_.look_ahead_chunks.fetch_add(1, std::memory_order_relaxed);
-  if (up) counters_.chunks_uploaded_in_parts.fetch_add(1, std::memory_order_relaxed);
+  if (up) {
+    counters_.chunks_uploaded_in_parts.fetch_add(1, std::memory_order_relaxed);
+    counters_.frames_uploaded_in_parts.fetch_add(up, std::memory_order_relaxed);
+  }
 }
 
 uint32_t PipelineWorker::parts_of(const Chunk& chunk) const noexcept {
@@ -223,6 +226,7 @@ void PipelineWorker::run_popped(Chunk& chunk) noexcept {
   graph_.upload_next_input(ahead_.raw->data, up);  // false: the chunk makes its own copy, of all of it
   graph_.advance_input();
   counters_.chunks_uploaded_in_parts.fetch_add(1, std::memory_order_relaxed);
+  counters_.frames_uploaded_in_parts.fetch_add(up, std::memory_order_relaxed);
   const Taken current = ahead_;  // a copy, as above
   run_taken(current, t0);
 }

@@ -75,6 +75,8 @@ if final is None:
 rate = final["frames_out"] * a.channels / max(final["uptime_s"], 1e-9)
 def stage_text(name, s):
     gpu = f" gpu {s['gpu_us']['p50']}" if "gpu_us" in s else ""
+    if "upload_wait_us" in s:
+        gpu += f" upload wait {s['upload_wait_us']['p50']}/{s['upload_wait_us']['p99']}"
     return f"{name} {s['time_us']['p50']}/{s['time_us']['p99']}{gpu} ({s.get('backend', 'cpu')})"
 stages = " ".join(stage_text(name, s) for name, s in final.get("stages", {}).items() if "time_us" in s)
 # Where the misses were blamed: the capture queue, the output, or a stage (PROTOCOL: deadline_misses_by).
@@ -85,4 +87,4 @@ parts = final.get("latency_parts_us", {})
 parts_text = " ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in parts.items())
 print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} | lat p50/p99 "
-      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} in parts {final.get('chunks_uploaded_in_parts', 0)} | {parts_text} | stage p50/p99 us: {stages}", flush=True)
+      f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} in parts {final.get('chunks_uploaded_in_parts', 0)} ({100 * final.get('frames_uploaded_in_parts', 0) / max(final.get('frames_out', 1) , 1):.0f} % of frames) | {parts_text} | stage p50/p99 us: {stages}", flush=True)
