@@ -271,7 +271,9 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   exec.log = &log_;
   exec.on_gpu_wait = &PipelineWorker::on_gpu_wait;
   exec.on_gpu_wait_arg = this;
-  exec.gpu_wait_polls = upload_parts_;
+  // Only once parts have come: a source whose chunks are too small to be published in parts (or
+  // that publishes none) keeps the plain wait.
+  exec.gpu_wait_polls = upload_parts_ && counters_.chunks_uploaded_in_parts.load(std::memory_order_relaxed) > 0;
   exec.raw_input = taken.raw ? taken.raw->data : nullptr;
   if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
   const bool failed = graph_.run(exec) != StageStatus::kOk;
