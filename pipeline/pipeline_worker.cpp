@@ -182,11 +182,15 @@ void PipelineWorker::look_ahead() noexcept {
     upload_captured_parts();
     return;
   }
-  const uint32_t up = parts_of(*next);
-  take(*next, graph_.next_input_block(), ahead_);
+  take_ahead(*next);
+  counters_.look_ahead_chunks.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PipelineWorker::take_ahead(Chunk& chunk) noexcept {
+  const uint32_t up = parts_of(chunk);
+  take(chunk, graph_.next_input_block(), ahead_);
   graph_.upload_next_input(ahead_.raw ? ahead_.raw->data : nullptr, up);  // false: that chunk makes its own copy
   has_ahead_ = true;
-  counters_.look_ahead_chunks.fetch_add(1, std::memory_order_relaxed);
   if (up) {
     counters_.chunks_uploaded_in_parts.fetch_add(1, std::memory_order_relaxed);
     counters_.frames_uploaded_in_parts.fetch_add(up, std::memory_order_relaxed);
@@ -214,21 +218,12 @@ void PipelineWorker::upload_captured_parts() noexcept {
 }
 
 void PipelineWorker::run_popped(Chunk& chunk) noexcept {
-  const uint32_t up = pending_update_.load(std::memory_order_acquire) ? 0 : parts_of(chunk);
-  if (!up) {
+  // Its first frames in the next staged input already: it runs from there, as a chunk the
+  // look-ahead took does (run()'s next turn).
+  if (!pending_update_.load(std::memory_order_acquire) && parts_of(chunk))
+    take_ahead(chunk);
+  else
     process(chunk);
-    return;
-  }
-  // Its first frames are in the next staged input already: it runs from there, as a chunk the
-  // look-ahead took would.
-  const int64_t t0 = mono_now_ns();
-  take(chunk, graph_.next_input_block(), ahead_);
-  graph_.upload_next_input(ahead_.raw->data, up);  // false: the chunk makes its own copy, of all of it
-  graph_.advance_input();
-  counters_.chunks_uploaded_in_parts.fetch_add(1, std::memory_order_relaxed);
-  counters_.frames_uploaded_in_parts.fetch_add(up, std::memory_order_relaxed);
-  const Taken current = ahead_;  // a copy, as above
-  run_taken(current, t0);
 }
 
 void PipelineWorker::process(Chunk& chunk) noexcept {

@@ -101,9 +101,12 @@ class PipelineWorker {
   void run_taken(const Taken& taken, int64_t t0) noexcept;     // the graph, events and output slot
   static void on_gpu_wait(void* self) noexcept;
   void look_ahead() noexcept;
-  // A chunk off the capture queue: run as a look-ahead chunk when parts of it went up (below),
-  // else processed as usual.
+  // A chunk off the capture queue: taken ahead when parts of it went up (below), else processed
+  // as usual.
   void run_popped(Chunk& chunk) noexcept;
+  // `chunk` into the next staged input with its upload started (the rest of it, where parts went
+  // up): its turn comes at run()'s next pass.
+  void take_ahead(Chunk& chunk) noexcept;
   // The chunk being captured: its frames published since the last call, to the device.
   void upload_captured_parts() noexcept;
   // The frames of `chunk` that went up in parts into the next staged input (0: none).
