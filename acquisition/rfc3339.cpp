@@ -9,32 +9,45 @@
 
 namespace vigil {
 
-std::string rfc3339_utc(int64_t utc_ns) {
+size_t rfc3339_utc_to(int64_t utc_ns, char* out) noexcept {
   int64_t sec = utc_ns / 1'000'000'000;
   int64_t ns = utc_ns % 1'000'000'000;
   if (ns < 0) {
     ns += 1'000'000'000;
     --sec;
   }
-  // The date and time of the second, kept per thread: an AE rig's events come by the tens of
-  // thousands a second, each stamped twice, mostly within the same second.
-  thread_local int64_t cached_sec = INT64_MIN;
-  thread_local char prefix[40];
-  thread_local int prefix_len = 0;
-  if (sec != cached_sec) {
+  // The date and time of the last two seconds asked for, kept per thread: an AE rig's events come
+  // by the tens of thousands a second, each stamped twice (the sample's time and the sending
+  // time, which differ by a second now and then, or always when a file is replayed).
+  struct Prefix {
+    int64_t sec = INT64_MIN;
+    char text[kRfc3339Max - 10];
+    int len = 0;
+  };
+  thread_local Prefix cache[2];
+  thread_local unsigned older = 0;
+  Prefix* p = cache[0].sec == sec ? &cache[0] : cache[1].sec == sec ? &cache[1] : nullptr;
+  if (!p) {
+    p = &cache[older];
+    older ^= 1u;
     const time_t t = time_t(sec);
     tm parts{};
     gmtime_r(&t, &parts);
-    prefix_len = std::snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d.", parts.tm_year + 1900,
-                               parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec);
-    cached_sec = sec;
+    const int n = std::snprintf(p->text, sizeof p->text, "%04d-%02d-%02dT%02d:%02d:%02d.", parts.tm_year + 1900,
+                                parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec);
+    p->len = std::clamp(n, 0, int(sizeof p->text) - 1);
+    p->sec = sec;
   }
-  char buf[64];
-  std::memcpy(buf, prefix, size_t(prefix_len));
-  char* d = buf + prefix_len;
+  std::memcpy(out, p->text, size_t(p->len));
+  char* d = out + p->len;
   for (int k = 8; k >= 0; --k, ns /= 10) d[k] = char('0' + ns % 10);
   d[9] = 'Z';
-  return std::string(buf, size_t(prefix_len) + 10);
+  return size_t(p->len) + 10;
+}
+
+std::string rfc3339_utc(int64_t utc_ns) {
+  char buf[kRfc3339Max];
+  return std::string(buf, rfc3339_utc_to(utc_ns, buf));
 }
 
 bool parse_rfc3339_utc(const std::string& s, int64_t& utc_ns) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "acquisition/clock.hpp"
 #include "acquisition/rt_log.hpp"
 #include "config/settings.hpp"
 #include "cuda/cuda_check.hpp"
@@ -120,7 +121,9 @@ StageStatus AeHitsCudaStage::process(const Block& in, Block& out, const Exec& ex
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
   if (e == cudaSuccess) e = run_gpu(in, exec.chunk.first_frame, &exec);
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
+  const int64_t t_emit = mono_now_ns();
   emit_results(exec);
+  emit_time_.record_ns(mono_now_ns() - t_emit);
   std::copy(gpu_->state(), gpu_->state() + lanes_, last_state_.begin());
   return StageStatus::kOk;
 }
@@ -167,6 +170,8 @@ bool AeHitsCudaStage::write_event(const EventRecord& ev, EventText& text) const 
 void AeHitsCudaStage::add_status(nlohmann::json& status) const {
   staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   status["device_input_chunks"] = device_input_chunks();
+  status["emit_us"] = {{"p50", emit_time_.quantile_us(0.5)}, {"p99", emit_time_.quantile_us(0.99)},
+                       {"max", emit_time_.max_us()}};
 }
 
 }  // namespace vigil

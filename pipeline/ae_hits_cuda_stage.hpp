@@ -24,6 +24,7 @@
 #include "pipeline/ae_hits_stage.hpp"
 #include "pipeline/cuda_staging.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"  // CudaStageOptions
+#include "pipeline/latency_histogram.hpp"
 #include "pipeline/stage.hpp"
 
 namespace vigil {
@@ -76,6 +77,7 @@ class AeHitsCudaStage final : public Stage {
   std::atomic<bool> on_cpu_{false};
   std::atomic<uint64_t> cuda_errors_{0}, device_input_chunks_{0};
   bool timing_ = false;  // not during the warm-up
+  LatencyHistogram emit_time_;  // the host's part after the GPU: ordering the hits, queueing the events
 };
 
 }  // namespace vigil

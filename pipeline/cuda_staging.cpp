@@ -53,6 +53,10 @@ void CudaStaging::add_status(nlohmann::json& status, bool on_cpu, uint64_t cuda_
   status["memory"] = mapped_ ? "mapped" : "copy";
   status["cuda_errors"] = cuda_errors;
   status["gpu_us"] = {{"p50", gpu_time_.quantile_us(0.5)}, {"p99", gpu_time_.quantile_us(0.99)}, {"max", gpu_time_.max_us()}};
+  status["enqueue_us"] = {{"p50", enqueue_time_.quantile_us(0.5)}, {"p99", enqueue_time_.quantile_us(0.99)},
+                          {"max", enqueue_time_.max_us()}};
+  status["wait_us"] = {{"p50", wait_time_.quantile_us(0.5)}, {"p99", wait_time_.quantile_us(0.99)},
+                       {"max", wait_time_.max_us()}};
   if (copy_stream_)
     status["upload_wait_us"] = {{"p50", upload_wait_.quantile_us(0.5)},
                                 {"p99", upload_wait_.quantile_us(0.99)},

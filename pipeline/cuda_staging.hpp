@@ -25,6 +25,7 @@
 #include <cstring>
 #include <nlohmann/json_fwd.hpp>
 
+#include "acquisition/clock.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pinned_buffer.hpp"
 #include "pipeline/block.hpp"
@@ -188,9 +189,11 @@ class CudaStaging {
   // meanwhile (again and again until the stream is done, with Exec::gpu_wait_polls). RT-safe.
   template <class Launch>
   cudaError_t run(Launch&& launch, bool record, const Exec* exec = nullptr) noexcept {
+    const int64_t t_launch = mono_now_ns();
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(launch());
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
+    const int64_t t_wait = mono_now_ns();
     if (exec && exec->on_gpu_wait) {
       exec->on_gpu_wait(exec->on_gpu_wait_arg);
       if (exec->gpu_wait_polls) {  // as the synchronisation's own spinning would, between offers
@@ -200,6 +203,10 @@ class CudaStaging {
       }
     }
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    if (record) {
+      enqueue_time_.record_ns(t_wait - t_launch);
+      wait_time_.record_ns(mono_now_ns() - t_wait);
+    }
     float ms = 0;
     if (record && cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
     if (waited_ && record && cudaEventElapsedTime(&ms, ev_wait_, ev_start_) == cudaSuccess)
@@ -241,6 +248,7 @@ class CudaStaging {
   float* d_in_[2] = {nullptr, nullptr};  // copy mode
   float* d_out_ = nullptr;
   LatencyHistogram gpu_time_;
+  LatencyHistogram enqueue_time_, wait_time_;  // the host's: queueing the work; then waiting for it (offers included)
 };
 
 }  // namespace vigil

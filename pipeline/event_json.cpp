@@ -11,7 +11,7 @@ std::string EventEncoder::encode(const std::string& type, nlohmann::json body, i
 
 const std::string& EventEncoder::finish(std::string_view type, EventText& text, int64_t utc_ns) {
   text.field("seq", seq_++);
-  text.field("time", rfc3339_utc(utc_ns));
+  text.time_field("time", utc_ns);
   text.field("type", type);
   text.end();
   return text.str();

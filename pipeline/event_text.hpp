@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "acquisition/rfc3339.hpp"
+
 namespace vigil {
 
 class EventText {
@@ -57,16 +59,32 @@ class EventText {
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
     text_.append(buf, size_t(r.ptr - buf));
   }
+  // A time as RFC 3339 UTC text (rfc3339_utc): nothing in it to escape.
+  void time_field(std::string_view key, int64_t utc_ns) {
+    key_(key);
+    char buf[kRfc3339Max + 2];
+    buf[0] = '"';
+    const size_t n = rfc3339_utc_to(utc_ns, buf + 1);
+    buf[n + 1] = '"';
+    text_.append(buf, n + 2);
+  }
 
  private:
+  // Keys are the program's own names: nothing in them to escape.
   void key_(std::string_view key) {
     if (!first_) text_ += ',';
     first_ = false;
-    string_(key);
-    text_ += ':';
+    text_ += '"';
+    text_ += key;
+    text_ += "\":";
   }
+  static bool plain(char c) noexcept { return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20; }
   void string_(std::string_view v) {
     text_ += '"';
+    size_t run = 0;  // the leading characters that need no escape go in one append
+    while (run < v.size() && plain(v[run])) ++run;
+    text_.append(v.data(), run);
+    v.remove_prefix(run);
     for (const char c : v) {
       switch (c) {
         case '"': text_ += "\\\""; break;
@@ -101,6 +119,7 @@ struct JsonFields {
   void field(std::string_view key, double v) {  // non-finite: null, as EventText writes it
     body[std::string(key)] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
   }
+  void time_field(std::string_view key, int64_t utc_ns) { body[std::string(key)] = rfc3339_utc(utc_ns); }
 };
 
 }  // namespace vigil

@@ -25,6 +25,7 @@ struct PipelineCounters {
   std::atomic<uint64_t> look_ahead_chunks{0};      // taken and converted while the GPU ran the chunk before
   std::atomic<uint64_t> chunks_uploaded_in_parts{0};  // part of them on the GPU before they were complete
   std::atomic<uint64_t> frames_uploaded_in_parts{0};  // those parts' frames
+  LatencyHistogram look_ahead_work;  // a GPU wait's offer that took a chunk ahead or uploaded a part: its time
 };
 
 struct OutputCounters {
@@ -40,6 +41,8 @@ struct OutputCounters {
   // end_to_end's parts: captured -> taken by the pipeline; processed -> taken by the output thread;
   // taken by the output thread -> its packets sent (processing itself is PipelineCounters'):
   LatencyHistogram queued, handed_over, sending;
+  LatencyHistogram event_passes;  // one pass of the output thread over the queued events: its time
+  LatencyHistogram event_sends;   // of event_passes: the time in handing the events to the sockets
 };
 
 }  // namespace vigil

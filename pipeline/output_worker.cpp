@@ -275,6 +275,7 @@ void OutputWorker::send_event_text(const std::string& text) noexcept {
 void OutputWorker::flush_events() noexcept {
   const size_t n = event_batch_.size();
   if (n == 0) return;
+  const int64_t t0 = mono_now_ns();
   for (EventOutput& e : event_outputs_) {
     if (e.lines) pack_lines(e);
     DatagramBatch& batch = e.lines ? *e.lines : event_batch_;
@@ -284,6 +285,7 @@ void OutputWorker::flush_events() noexcept {
     if (r.sent < batch.size()) counters_.send_errors.fetch_add(batch.size() - r.sent, std::memory_order_relaxed);
   }
   event_batch_.clear();
+  pass_send_ns_ += mono_now_ns() - t0;
 }
 
 void OutputWorker::pack_lines(EventOutput& out) noexcept {
@@ -359,7 +361,7 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       out.field("band", graph_.stage_input_band_name(ev.stage, ev.band));
       out.field("channel", ev.channel);
       out.field("frame", ev.frame);
-      out.field("sample_time", rfc3339_utc(ev.t_utc_ns));
+      out.time_field("sample_time", ev.t_utc_ns);
     };
     const Stage& stage = graph_.stage(ev.stage);
     if (!event_outputs_.empty()) {
@@ -441,6 +443,8 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   j["latency_parts_us"] = {{"queued", quantiles(counters_.queued)},
                            {"handed_over", quantiles(counters_.handed_over)},
                            {"sending", quantiles(counters_.sending)}};
+  j["event_passes_us"] = quantiles(counters_.event_passes);
+  j["event_sends_us"] = quantiles(counters_.event_sends);
   j["deadline_misses_by"] = {{"capture_queue", misses_by_[0].load(std::memory_order_relaxed)},
                              {"output", misses_by_[1].load(std::memory_order_relaxed)}};
   for (size_t i = 0; i < graph_.stage_count(); ++i) {
@@ -533,12 +537,20 @@ void OutputWorker::run() noexcept {
     }
     EventRecord ev;
     batching_events_ = true;
+    const int64_t t_events = mono_now_ns();
+    pass_send_ns_ = 0;
+    bool any = false;
     while (events_.pop(ev)) {
       send_event_record(ev);
-      did = true;
+      any = true;
     }
     flush_events();  // before the chunk's data: the events go out as soon as before
     batching_events_ = false;
+    if (any) {
+      counters_.event_passes.record_ns(mono_now_ns() - t_events);
+      counters_.event_sends.record_ns(pass_send_ns_);
+      did = true;
+    }
     for (DataOutput& out : data_)
       if (out.waveforms && send_waveforms(out)) did = true;
     OutputSlot* slot = nullptr;

@@ -146,6 +146,7 @@ class OutputWorker {
   static constexpr size_t kEventBatchBytes = 2048;  // an AE hit's text is ~300 bytes
   DatagramBatch event_batch_;    // stage events queued for every event output (send_event_text)
   bool batching_events_ = false;
+  int64_t pass_send_ns_ = 0;  // this pass over the events: time in flush_events (event_sends)
   std::vector<std::unique_ptr<DatagramBatch>> helper_batches_;  // the send pool's, lane parts 1..
   std::vector<vrl::FrameWriter> frames_;  // the open VRL frame of each lane part's batch
   std::unique_ptr<WorkerPool> send_pool_;  // Options::send_threads > 1

@@ -177,13 +177,15 @@ void PipelineWorker::on_gpu_wait(void* self) noexcept { static_cast<PipelineWork
 
 void PipelineWorker::look_ahead() noexcept {
   if (has_ahead_ || pending_update_.load(std::memory_order_acquire) || !graph_.look_ahead()) return;
+  const int64_t t0 = mono_now_ns();
   Chunk* next = nullptr;
   if (!full_chunks_.pop(next)) {
-    upload_captured_parts();
+    if (upload_captured_parts()) counters_.look_ahead_work.record_ns(mono_now_ns() - t0);
     return;
   }
   take_ahead(*next);
   counters_.look_ahead_chunks.fetch_add(1, std::memory_order_relaxed);
+  counters_.look_ahead_work.record_ns(mono_now_ns() - t0);
 }
 
 void PipelineWorker::take_ahead(Chunk& chunk) noexcept {
@@ -204,17 +206,18 @@ uint32_t PipelineWorker::parts_of(const Chunk& chunk) const noexcept {
   return std::min(parts_.frames, chunk.header.frames);
 }
 
-void PipelineWorker::upload_captured_parts() noexcept {
-  if (!upload_parts_ || has_ahead_ || pending_update_.load(std::memory_order_acquire)) return;
+bool PipelineWorker::upload_captured_parts() noexcept {
+  if (!upload_parts_ || has_ahead_ || pending_update_.load(std::memory_order_acquire)) return false;
   CaptureProgress::Snapshot now;
-  if (!capture_.progress().snapshot(now) || now.generation == taken_generation_) return;
+  if (!capture_.progress().snapshot(now) || now.generation == taken_generation_) return false;
   if (now.generation != parts_.generation) parts_ = Parts{now.generation, 0, graph_.next_input_slot(), false};
-  if (parts_.failed || parts_.slot != graph_.next_input_slot() || now.frames <= parts_.frames) return;
+  if (parts_.failed || parts_.slot != graph_.next_input_slot() || now.frames <= parts_.frames) return false;
   if (!graph_.upload_next_input_part(now.chunk->data, parts_.frames, now.frames - parts_.frames)) {
     parts_.failed = true;  // those up so far stay valid; the chunk copies the rest when it comes
-    return;
+    return true;
   }
   parts_.frames = now.frames;
+  return true;
 }
 
 void PipelineWorker::run_popped(Chunk& chunk) noexcept {

@@ -107,8 +107,9 @@ class PipelineWorker {
   // `chunk` into the next staged input with its upload started (the rest of it, where parts went
   // up): its turn comes at run()'s next pass.
   void take_ahead(Chunk& chunk) noexcept;
-  // The chunk being captured: its frames published since the last call, to the device.
-  void upload_captured_parts() noexcept;
+  // The chunk being captured: its frames published since the last call, to the device. Returns
+  // whether it tried (a part to copy).
+  bool upload_captured_parts() noexcept;
   // The frames of `chunk` that went up in parts into the next staged input (0: none).
   uint32_t parts_of(const Chunk& chunk) const noexcept;
   bool upload_parts_ = false;

@@ -346,6 +346,8 @@ nlohmann::json Service::status_json() const {
   j["look_ahead_chunks"] = pc.look_ahead_chunks.load(std::memory_order_relaxed);
   j["chunks_uploaded_in_parts"] = pc.chunks_uploaded_in_parts.load(std::memory_order_relaxed);
   j["frames_uploaded_in_parts"] = pc.frames_uploaded_in_parts.load(std::memory_order_relaxed);
+  const LatencyHistogram& w = pc.look_ahead_work;
+  j["look_ahead_work_us"] = {{"p50", w.quantile_us(0.5)}, {"p99", w.quantile_us(0.99)}, {"max", w.max_us()}};
   const LatencyHistogram& p = pc.processing;
   j["processing_us"] = {{"p50", p.quantile_us(0.5)}, {"p99", p.quantile_us(0.99)}, {"p999", p.quantile_us(0.999)},
                         {"max", p.max_us()}};

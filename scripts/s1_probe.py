@@ -70,13 +70,18 @@ listen.send_signal(signal.SIGTERM)
 listen.wait(timeout=10)
 final, _ = final_status(out)
 if final is None:
-    print(f"{a.channels} {a.rate_factor} rc={rc}: no final status; log in {work}")
+    print(f"{a.channels} {a.rate_factor} rc={rc}: no final status; log in {work}:")
+    print("".join(open(os.path.join(work, "vigild.log")).readlines()[-8:]))
     raise SystemExit(1)
 rate = final["frames_out"] * a.channels / max(final["uptime_s"], 1e-9)
 def stage_text(name, s):
     gpu = f" gpu {s['gpu_us']['p50']}" if "gpu_us" in s else ""
     if "upload_wait_us" in s:
         gpu += f" upload wait {s['upload_wait_us']['p50']}/{s['upload_wait_us']['p99']}"
+    if "enqueue_us" in s:
+        gpu += f" enq {s['enqueue_us']['p50']} wait {s['wait_us']['p50']}"
+    if "emit_us" in s:
+        gpu += f" emit {s['emit_us']['p50']}/{s['emit_us']['p99']}"
     return f"{name} {s['time_us']['p50']}/{s['time_us']['p99']}{gpu} ({s.get('backend', 'cpu')})"
 stages = " ".join(stage_text(name, s) for name, s in final.get("stages", {}).items() if "time_us" in s)
 # Where the misses were blamed: the capture queue, the output, or a stage (PROTOCOL: deadline_misses_by).
@@ -85,6 +90,13 @@ blame.update({name: s["deadline_misses"] for name, s in final.get("stages", {}).
 proc = final.get("processing_us", {})
 parts = final.get("latency_parts_us", {})
 parts_text = " ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in parts.items())
+# The time the output thread spent on each pass over the queued events, and events a chunk.
+passes = final.get("event_passes_us", {})
+events = sum(final.get("events_by_type", {}).values())
+sends = final.get("event_sends_us", {})
+parts_text += f" events {events / max(final.get('chunks_processed', 1), 1):.0f}/chunk in passes {passes.get('p50')}/{passes.get('p99')} (sends {sends.get('p50')}/{sends.get('p99')})"
+work_us = final.get("look_ahead_work_us", {})
+parts_text += f" | look-ahead work {work_us.get('p50')}/{work_us.get('p99')}"
 print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} | lat p50/p99 "
       f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} in parts {final.get('chunks_uploaded_in_parts', 0)} ({100 * final.get('frames_uploaded_in_parts', 0) / max(final.get('frames_out', 1) , 1):.0f} % of frames) | {parts_text} | stage p50/p99 us: {stages}", flush=True)

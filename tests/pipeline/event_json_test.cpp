@@ -71,6 +71,31 @@ TEST(EventJson, EncoderAddsTypeSeqAndTime) {
 }
 
 
+// An event is stamped with two times (the sample's, the sending's) that can sit in different
+// seconds every time (a file replayed): alternating between them, each keeps its own date.
+TEST(EventJson, Rfc3339KeepsTwoSecondsApart) {
+  const int64_t sample = 1'600'000'000'123'456'789, now = 1'795'290'081'987'654'321;
+  for (int i = 0; i < 6; ++i) {
+    const int64_t a = sample + i, b = now + 1000 * i, c = now + 2'000'000'000;  // c: a third second now and then
+    char buf[kRfc3339Max];
+    EXPECT_EQ(std::string(buf, rfc3339_utc_to(a, buf)), "2020-09-13T12:26:40." + std::to_string(123'456'789 + i) + "Z");
+    EXPECT_EQ(std::string(buf, rfc3339_utc_to(b, buf)), "2026-11-21T19:41:21.98765" + std::to_string(4321 + 1000 * i) + "Z");
+    if (i % 2) EXPECT_EQ(rfc3339_utc(c), "2026-11-21T19:41:23.987654321Z");
+  }
+}
+
+// A time field as text and as a JSON body's member: the same string.
+TEST(EventJson, TimeFieldIsTheRfc3339Text) {
+  EventText t;
+  t.begin();
+  t.time_field("sample_time", 1'795'290'081'000'000'007);
+  t.end();
+  nlohmann::json body;
+  JsonFields{body}.time_field("sample_time", 1'795'290'081'000'000'007);
+  EXPECT_EQ(nlohmann::json::parse(t.str()), body);
+  EXPECT_EQ(body["sample_time"], "2026-11-21T19:41:21.000000007Z");
+}
+
 // EventText writes what nlohmann::json would read back to the same values: doubles in their
 // shortest round-trip form (".0" where that looks like an integer), non-finite ones as null,
 // strings escaped.
@@ -93,6 +118,8 @@ TEST(EventJson, EventTextReadsBackAsItsValues) {
     t.field("nan", std::nan(""));
     t.field("inf", -HUGE_VAL);
     t.field("s", "a \"quoted\" \\ line\n\tand \x01");
+    t.field("plain", "nothing to escape");
+    t.field("first", "\"at once");
     t.end();
     const nlohmann::json j = nlohmann::json::parse(t.str());
     EXPECT_EQ(j["d"].get<double>(), d) << t.str();
@@ -105,7 +132,9 @@ TEST(EventJson, EventTextReadsBackAsItsValues) {
     EXPECT_TRUE(j["nan"].is_null());
     EXPECT_TRUE(j["inf"].is_null());
     EXPECT_EQ(j["s"], "a \"quoted\" \\ line\n\tand \x01");
-    EXPECT_EQ(j.size(), 9u);
+    EXPECT_EQ(j["plain"], "nothing to escape");
+    EXPECT_EQ(j["first"], "\"at once");
+    EXPECT_EQ(j.size(), 11u);
   }
 }
 

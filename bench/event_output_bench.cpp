@@ -1,0 +1,135 @@
+// The output thread's cost per AE event (issue 9, S1): a chunk's hits, as the GPU's AE stage queues
+// them all at once, formatted as text and sent in jumbo `lines` datagrams to a receiver draining
+// them on loopback. Each run: a real OutputWorker over S1's graph (CPU backend) with N queued
+// hits and one chunk, run() timed from start to its return (start and final status events
+// included: compare N = 0 with the others; the `per_event_us` counter subtracts nothing).
+// Usage: build/bench/event_output_bench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acquisition/clock.hpp"
+#include "acquisition/spsc_queue.hpp"
+#include "config/config_loader.hpp"
+#include "pipeline/event_record.hpp"
+#include "pipeline/graph.hpp"
+#include "pipeline/output_slot.hpp"
+#include "pipeline/output_worker.hpp"
+
+namespace {
+
+// Receives and discards datagrams until stopped.
+struct Drain {
+  int fd = -1;
+  uint16_t port = 0;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+  Drain() {
+    fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    const int big = 16 << 20;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    const timeval tv{0, 20000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind");
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    thread = std::thread([this] {
+      static char buf[65536];
+      while (!stop.load(std::memory_order_relaxed)) (void)::recv(fd, buf, sizeof buf, 0);
+    });
+  }
+  ~Drain() {
+    stop = true;
+    thread.join();
+    ::close(fd);
+  }
+};
+
+vigil::Settings s1_settings(uint16_t port) {
+  const std::string yaml = R"(source: {kind: synthetic, rate_hz: 10000000, channels: 16, format: int16, chunk_frames: 65536}
+pipeline: {backend: cpu}
+stages:
+  - {name: hits, kind: ae_hits, input: input, threshold_db: 45, hdt_us: 800, pdt_us: 200, hlt_us: 1000,
+     full_scale_v: 10, preamp_gain_db: 40, level_interval_s: 1}
+outputs:
+  - {kind: events, destination: "127.0.0.1:)" + std::to_string(port) +
+                           R"(", status_interval_s: 1, framing: lines, jumbo: true}
+)";
+  vigil::ConfigResult r = vigil::parse_config(yaml, "event_output_bench");
+  if (!r.settings) throw std::runtime_error("config: " + r.errors.front().message);
+  return *r.settings;
+}
+
+void BM_AeEventsOfOneChunk(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Drain drain;
+  const vigil::Settings settings = s1_settings(drain.port);
+  vigil::Graph graph(settings.stages);
+  vigil::StreamFormat input;
+  input.rate_hz = 10e6;
+  input.channels = 16;
+  graph.prepare(input, 65536);
+  vigil::SpscQueue<vigil::OutputSlot*> full(4), free_slots(4);
+  vigil::SpscQueue<vigil::EventRecord> events(n + 16);
+  vigil::OutputSlot slot;
+  double total_s = 0;
+  for (auto _ : state) {
+    std::atomic<bool> finished{false};
+    vigil::OutputWorker::Options opt;
+    opt.rate_hz = 10e6;
+    opt.deadline_budget_ns = 6'553'600;
+    opt.status_fields = [] { return nlohmann::json::object(); };
+    opt.upstream_finished = [&] { return finished.load(); };
+    vigil::OutputWorker worker(settings, graph, {}, full, free_slots, events, std::move(opt));
+    const int64_t t_chunk = vigil::utc_now_ns() - 5'000'000;  // as captured: a few milliseconds ago
+    for (size_t i = 0; i < n; ++i) {
+      vigil::EventRecord ev;
+      ev.kind = vigil::EventKind::kAeHit;
+      ev.channel = uint32_t(i % 16);
+      ev.frame = 1000 * i;
+      ev.t_utc_ns = t_chunk + int64_t(100 * i);
+      ev.hit.channel = ev.channel;
+      ev.hit.arrival_frame = ev.frame;
+      ev.hit.peak_frame = ev.frame + 137 + i % 11;
+      ev.hit.end_frame = ev.frame + 5011 + i % 97;
+      ev.hit.peak = 0.0431f + 1e-5f * float(i % 101);
+      ev.hit.threshold = 0.00178f;
+      ev.hit.counts = 41 + uint32_t(i % 13);
+      ev.hit.counts_to_peak = 3;
+      ev.hit.sum_sq = 0.731 + 1e-4 * double(i);
+      ev.hit.sum_abs = 61.2 + 1e-3 * double(i);
+      if (!events.push(ev)) throw std::runtime_error("event queue full");
+    }
+    slot.header.frames = 65536;
+    slot.frames = 65536;
+    slot.header.t_capture_mono_ns = slot.t_processed_mono_ns = slot.t_dequeued_mono_ns = vigil::mono_now_ns();
+    full.push(&slot);
+    finished = true;  // run() drains what is queued, then returns
+    const int64_t t0 = vigil::mono_now_ns();
+    worker.run();
+    const double s = double(vigil::mono_now_ns() - t0) * 1e-9;
+    state.SetIterationTime(s);
+    total_s += s;
+    vigil::OutputSlot* back = nullptr;
+    while (free_slots.pop(back)) {
+    }
+  }
+  state.counters["per_event_us"] = n ? 1e6 * total_s / double(state.iterations() * n) : 0.0;
+}
+
+BENCHMARK(BM_AeEventsOfOneChunk)->ArgName("hits")->Arg(0)->Arg(500)->Arg(1000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
