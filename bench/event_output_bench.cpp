@@ -2,7 +2,9 @@
 // them all at once, formatted as text and sent in jumbo `lines` datagrams to a receiver draining
 // them on loopback. Each run: a real OutputWorker over S1's graph (CPU backend) with N queued
 // hits and one chunk, run() timed from start to its return (start and final status events
-// included: compare N = 0 with the others; the `per_event_us` counter subtracts nothing).
+// included: compare N = 0 with the others; the `per_event_us` counter subtracts nothing), with
+// pipeline.send_threads 1 (the output thread formats every event) and more (a chunk's events
+// formatted on the send pool).
 // Usage: build/bench/event_output_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
@@ -73,6 +75,7 @@ outputs:
 
 void BM_AeEventsOfOneChunk(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
+  const uint32_t send_threads = uint32_t(state.range(1));
   Drain drain;
   const vigil::Settings settings = s1_settings(drain.port);
   vigil::Graph graph(settings.stages);
@@ -89,6 +92,7 @@ void BM_AeEventsOfOneChunk(benchmark::State& state) {
     vigil::OutputWorker::Options opt;
     opt.rate_hz = 10e6;
     opt.deadline_budget_ns = 6'553'600;
+    opt.send_threads = send_threads;
     opt.status_fields = [] { return nlohmann::json::object(); };
     opt.upstream_finished = [&] { return finished.load(); };
     vigil::OutputWorker worker(settings, graph, {}, full, free_slots, events, std::move(opt));
@@ -128,7 +132,11 @@ void BM_AeEventsOfOneChunk(benchmark::State& state) {
   state.counters["per_event_us"] = n ? 1e6 * total_s / double(state.iterations() * n) : 0.0;
 }
 
-BENCHMARK(BM_AeEventsOfOneChunk)->ArgName("hits")->Arg(0)->Arg(500)->Arg(1000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AeEventsOfOneChunk)
+    ->ArgNames({"hits", "send_threads"})
+    ->ArgsProduct({{0, 500, 1000}, {1, 2, 4}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

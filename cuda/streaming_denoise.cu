@@ -7,8 +7,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Shared memory of one window's block: two DWT buffers and the coefficients.
-size_t window_shared_bytes(uint32_t n) { return 3 * size_t(n) * sizeof(float); }
+// Shared memory of one window's block: the two buffers its levels alternate between.
+size_t window_shared_bytes(uint32_t n) { return 2 * size_t(n) * sizeof(float); }
 
 // The select's scratch: a count per 8-bit digit and the digit found.
 struct BlockSelect {
@@ -96,48 +96,48 @@ __device__ float block_median_abs(const float* v, uint32_t count, BlockSelect& s
   return 0.5f * (__uint_as_float(lower) + __uint_as_float(upper));
 }
 
-// kLen: 16 for 16-tap wavelets (db8, sym8: the DWT's taps unrolled), else 0 (any length).
+// kLen: 16 for 16-tap wavelets (db8, sym8: the DWT's taps unrolled), else 0 (any length). The
+// window's levels alternate between two buffers of shared memory (analyse_levels_alternating):
+// 32 KiB for S1's 4096-sample windows, where a third buffer for the coefficients took 48 and let
+// four blocks share a multiprocessor instead of six.
 template <int kLen>
 __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
   extern __shared__ float smem[];
   const uint32_t n = p.n, j = blockIdx.x, lane = blockIdx.y;
-  float* a = smem;
-  float* b = smem + n;
-  float* coeffs = smem + 2 * n;
+  float* const x = smem;
+  float* const c = smem + n;
   __shared__ BlockSelect select;
   const float* hist = p.hist + size_t(lane) * n;
   const float* in = p.in + size_t(lane) * p.in_stride;
   const size_t start = size_t(p.first_end) + size_t(j) * p.hop;  // in the line: hist, then the chunk
   for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
     const size_t at = start + i;
-    a[i] = at < n ? hist[at] : in[at - n];
+    x[i] = at < n ? hist[at] : in[at - n];
   }
   __syncthreads();
-  analyse_levels_in_block<kLen>(p.filters, a, b, n, p.levels, coeffs);
-  // Level j's details sit at coeffs + (n >> j), n >> j of them (1 = finest).
-  const float sigma_finest = block_median_abs(coeffs + n / 2, n / 2, select) / 0.6745f;
+  analyse_levels_alternating<kLen>(p.filters, x, c, n, p.levels);
+  // Level k's details: (k odd ? c : x)[(n >> k), n >> (k - 1)) (1 = finest).
+  const float sigma_finest = block_median_abs(c + n / 2, n / 2, select) / 0.6745f;
   for (unsigned level = 1; level <= p.levels; ++level) {
-    float* d = coeffs + (n >> level);
     const uint32_t len = n >> level;
+    float* d = (level & 1 ? c : x) + len;
+    // Per level: each level's median before its own details change; the levels do not overlap.
     const float sigma = p.per_level && level > 1 ? block_median_abs(d, len, select) / 0.6745f : sigma_finest;
     const float thr = float(double(sigma) * p.universal);
     for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
-      const float c = d[i];
+      const float v = d[i];
       if (p.soft) {
-        const float mag = fabsf(c) - thr;
-        d[i] = mag > 0.0f ? copysignf(mag, c) : 0.0f;
-      } else if (fabsf(c) < thr) {
+        const float mag = fabsf(v) - thr;
+        d[i] = mag > 0.0f ? copysignf(mag, v) : 0.0f;
+      } else if (fabsf(v) < thr) {
         d[i] = 0.0f;  // pywt keeps |x| >= threshold
       }
     }
-    __syncthreads();
   }
-  const uint32_t m0 = n >> p.levels;
-  for (uint32_t i = threadIdx.x; i < m0; i += blockDim.x) a[i] = coeffs[i];
   __syncthreads();
-  const float* y = synthesise_levels_in_block<kLen>(p.filters, coeffs, m0, p.levels, a, b);
+  synthesise_levels_alternating<kLen>(p.filters, x, c, n >> p.levels, p.levels);
   float* out = p.wout + (size_t(lane) * p.windows + j) * n;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(p.weight[i], y[i]);
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(p.weight[i], x[i]);
 }
 
 // The hop finished by window w of this chunk, at phase f: the earlier half plus w's first half

@@ -47,8 +47,10 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     d.context_counts.assign(size_t(f.bands) * f.channels, 0);
     data_.push_back(std::move(d));
   }
+  pass_events_.resize(kEventsPerPass);
   if (options_.send_threads > 1) {
     send_pool_ = std::make_unique<WorkerPool>(options_.send_threads, options_.busy_poll);
+    formatted_.resize(options_.send_threads);
     for (uint32_t p = 1; p < options_.send_threads; ++p)
       helper_batches_.push_back(std::make_unique<DatagramBatch>(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram));
   }
@@ -253,7 +255,7 @@ void OutputWorker::send_event(const std::string& type, nlohmann::json body, int6
   }
 }
 
-void OutputWorker::send_event_text(const std::string& text) noexcept {
+void OutputWorker::send_event_text(std::string_view text) noexcept {
   if (event_outputs_.empty()) return;
   if (batching_events_ && text.size() <= event_batch_.max_bytes()) {
     if (event_batch_.full()) flush_events();
@@ -343,44 +345,104 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       send_event("backend", std::move(body), utc_now_ns());
       return;
     }
-    const char* type = "alarm";
-    switch (ev.kind) {
-      case EventKind::kAlarmRaised:
-      case EventKind::kAlarmCleared: break;  // the stage adds state, rule and level
-      case EventKind::kAeHit: type = "ae_hit"; break;
-      case EventKind::kAeLevel: type = "ae_level"; break;
-      case EventKind::kVibration: type = "vibration"; break;
-      case EventKind::kOverload:
-      case EventKind::kSourceOverrun:
-      case EventKind::kBackendFallback: break;  // handled above
-    }
-    // The stage's own fields and those every stage event has: as text where the stage writes it
-    // so (AE hits and levels, thousands a second), else through a JSON body.
-    auto common = [&](auto& out) {
-      out.field("stage", graph_.stage_name(ev.stage));
-      out.field("band", graph_.stage_input_band_name(ev.stage, ev.band));
-      out.field("channel", ev.channel);
-      out.field("frame", ev.frame);
-      out.time_field("sample_time", ev.t_utc_ns);
-    };
-    const Stage& stage = graph_.stage(ev.stage);
-    if (!event_outputs_.empty()) {
-      event_text_.begin();
-      if (stage.write_event(ev, event_text_)) {
-        common(event_text_);
-        send_event_text(encoder_.finish(type, event_text_, utc_now_ns()));
-      } else {
-        nlohmann::json body;
-        JsonFields fields{body};
-        common(fields);
-        stage.describe_event(ev, body);
-        send_event(type, std::move(body), utc_now_ns());
-      }
-    }
-    const size_t by = ev.kind == EventKind::kAeHit ? 1 : ev.kind == EventKind::kAeLevel ? 2 : ev.kind == EventKind::kVibration ? 3 : 0;
-    events_by_type_[by].fetch_add(1, std::memory_order_relaxed);
+    if (!event_outputs_.empty()) send_event_text(stage_event_text(ev, event_text_, event_json_, encoder_.reserve(1)));
+    count_event(ev);
   } catch (...) {
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+std::string_view OutputWorker::stage_event_text(const EventRecord& ev, EventText& text, std::string& json,
+                                                uint64_t seq) const {
+  const char* type = "alarm";
+  switch (ev.kind) {
+    case EventKind::kAlarmRaised:
+    case EventKind::kAlarmCleared: break;  // the stage adds state, rule and level
+    case EventKind::kAeHit: type = "ae_hit"; break;
+    case EventKind::kAeLevel: type = "ae_level"; break;
+    case EventKind::kVibration: type = "vibration"; break;
+    case EventKind::kOverload:
+    case EventKind::kSourceOverrun:
+    case EventKind::kBackendFallback: break;  // the pipeline's own: send_event_record
+  }
+  // The stage's own fields and those every stage event has: as text where the stage writes it
+  // so (AE hits and levels, thousands a second), else through a JSON body.
+  auto common = [&](auto& out) {
+    out.field("stage", graph_.stage_name(ev.stage));
+    out.field("band", graph_.stage_input_band_name(ev.stage, ev.band));
+    out.field("channel", ev.channel);
+    out.field("frame", ev.frame);
+    out.time_field("sample_time", ev.t_utc_ns);
+  };
+  const Stage& stage = graph_.stage(ev.stage);
+  text.begin();
+  if (stage.write_event(ev, text)) {
+    common(text);
+    return EventEncoder::finish_with(type, text, utc_now_ns(), seq);
+  }
+  nlohmann::json body;
+  JsonFields fields{body};
+  common(fields);
+  stage.describe_event(ev, body);
+  json = EventEncoder::encode_with(type, std::move(body), utc_now_ns(), seq);
+  return json;
+}
+
+void OutputWorker::count_event(const EventRecord& ev) noexcept {
+  const size_t by = ev.kind == EventKind::kAeHit ? 1 : ev.kind == EventKind::kAeLevel ? 2 : ev.kind == EventKind::kVibration ? 3 : 0;
+  events_by_type_[by].fetch_add(1, std::memory_order_relaxed);
+}
+
+bool OutputWorker::pipeline_event(EventKind kind) noexcept {
+  return kind == EventKind::kSourceOverrun || kind == EventKind::kOverload || kind == EventKind::kBackendFallback;
+}
+
+void OutputWorker::send_stage_events_in_parallel(const EventRecord* ev, uint32_t n) noexcept {
+  const uint64_t seq0 = encoder_.reserve(n);
+  const uint32_t parts = std::min(send_pool_->threads(), (n + kEventsPerPart - 1) / kEventsPerPart);
+  auto format_part = [&](uint32_t part) {
+    FormattedEvents& f = formatted_[part];
+    f.bytes.clear();
+    f.ends.clear();
+    const WorkerPool::Range r = WorkerPool::range(n, parts, part);
+    for (uint32_t i = r.first; i < r.end; ++i) {
+      try {
+        f.bytes += stage_event_text(ev[i], f.text, f.json, seq0 + i);
+        f.ends.push_back(uint32_t(f.bytes.size()));
+      } catch (...) {  // out of memory: this one is lost (its seq is missing) and counted
+        f.ends.push_back(f.ends.empty() ? 0u : f.ends.back());
+        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  };
+  send_pool_->run(parts, format_part);
+  for (uint32_t part = 0; part < parts; ++part) {  // in their order, as one thread would have sent them
+    const FormattedEvents& f = formatted_[part];
+    uint32_t start = 0;
+    for (const uint32_t end : f.ends) {
+      if (end > start) send_event_text(std::string_view(f.bytes.data() + start, end - start));
+      start = end;
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) count_event(ev[i]);
+}
+
+bool OutputWorker::drain_events() noexcept {
+  for (bool any = false;; any = true) {
+    uint32_t n = 0;
+    while (n < kEventsPerPass && events_.pop(pass_events_[n])) ++n;
+    if (n == 0) return any;
+    for (uint32_t i = 0; i < n;) {
+      // A run of stage events long enough to share: formatted on the send pool, sent in order.
+      uint32_t j = i;
+      while (j < n && !pipeline_event(pass_events_[j].kind)) ++j;
+      if (send_pool_ && !event_outputs_.empty() && j - i >= kEventsPerPart * 2) {
+        send_stage_events_in_parallel(&pass_events_[i], j - i);
+        i = j;
+        continue;
+      }
+      send_event_record(pass_events_[i++]);
+    }
   }
 }
 
@@ -535,15 +597,10 @@ void OutputWorker::run() noexcept {
       for (auto& [type, body] : posted) send_event(type, std::move(body), utc_now_ns());
       did = did || !posted.empty();
     }
-    EventRecord ev;
     batching_events_ = true;
     const int64_t t_events = mono_now_ns();
     pass_send_ns_ = 0;
-    bool any = false;
-    while (events_.pop(ev)) {
-      send_event_record(ev);
-      any = true;
-    }
+    const bool any = drain_events();
     flush_events();  // before the chunk's data: the events go out as soon as before
     batching_events_ = false;
     if (any) {

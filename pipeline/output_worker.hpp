@@ -125,10 +125,30 @@ class OutputWorker {
   // and flush_events() hands the queue to each output in sendmmsg(2) calls of up to 64: a chunk's
   // hundreds of AE hits no longer cost a system call each. Anything sent directly flushes the
   // queue first, so every output gets the events in their order.
-  void send_event_text(const std::string& text) noexcept;
+  void send_event_text(std::string_view text) noexcept;
   void flush_events() noexcept;
   void send_event_record(const EventRecord& ev) noexcept;
+  // What the pipeline queued, in passes of up to kEventsPerPass: a run of at least two parts'
+  // worth of stage events (a chunk's AE hits from the GPU come by the thousand at once) is
+  // formatted on the send pool, where there is one, and sent in order. Returns whether there was any.
+  bool drain_events() noexcept;
+  void send_stage_events_in_parallel(const EventRecord* ev, uint32_t n) noexcept;
+  // A stage's event (not the pipeline's own: pipeline_event()) as text with the given seq, in
+  // `text` or `json` (any thread; throws on allocation failure).
+  std::string_view stage_event_text(const EventRecord& ev, EventText& text, std::string& json, uint64_t seq) const;
+  static bool pipeline_event(EventKind kind) noexcept;
+  void count_event(const EventRecord& ev) noexcept;  // events_by_type
   EventText event_text_;  // a stage event written as text (Stage::write_event), reused
+  std::string event_json_;  // or through a JSON body
+  static constexpr uint32_t kEventsPerPass = 4096, kEventsPerPart = 32;
+  std::vector<EventRecord> pass_events_;  // kEventsPerPass
+  struct FormattedEvents {  // one send-pool part's events: their texts back to back
+    EventText text;
+    std::string json;
+    std::string bytes;
+    std::vector<uint32_t> ends;  // where each event's text ends in bytes
+  };
+  std::vector<FormattedEvents> formatted_;  // one per send-pool thread
   void housekeeping(bool final_report) noexcept;
   void watch_receiver(const UdpSender& sender, ReceiverWatch& watch, int64_t now) noexcept;
 

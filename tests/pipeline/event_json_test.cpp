@@ -80,7 +80,9 @@ TEST(EventJson, Rfc3339KeepsTwoSecondsApart) {
     char buf[kRfc3339Max];
     EXPECT_EQ(std::string(buf, rfc3339_utc_to(a, buf)), "2020-09-13T12:26:40." + std::to_string(123'456'789 + i) + "Z");
     EXPECT_EQ(std::string(buf, rfc3339_utc_to(b, buf)), "2026-11-21T19:41:21.98765" + std::to_string(4321 + 1000 * i) + "Z");
-    if (i % 2) EXPECT_EQ(rfc3339_utc(c), "2026-11-21T19:41:23.987654321Z");
+    if (i % 2) {
+      EXPECT_EQ(rfc3339_utc(c), "2026-11-21T19:41:23.987654321Z");
+    }
   }
 }
 
