@@ -22,8 +22,8 @@ AeHitDetectorCuda::AeHitDetectorCuda(const AeSampleParams& params, uint32_t lane
     if (host_results) {
       h_hits_ = PinnedBuffer(capacity * sizeof(AeHit), true);
       h_levels_ = PinnedBuffer(capacity * sizeof(AeLevel), true);
-      h_counts_ = PinnedBuffer(kCounts * sizeof(unsigned int), false);
-      h_state_ = PinnedBuffer(lanes * sizeof(AeChannelState), false);
+      h_counts_ = PinnedBuffer(kCounts * sizeof(unsigned int), true);  // mapped: launch_ae_publish
+      h_state_ = PinnedBuffer(lanes * sizeof(AeChannelState), true);
     } else {
       VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_hits_), capacity * sizeof(AeHit)));
       VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_levels_), capacity * sizeof(AeLevel)));
@@ -112,7 +112,7 @@ AeHitDetectorCuda::Results AeHitDetectorCuda::results() noexcept {
 
 cudaError_t AeHitDetectorCuda::enqueue(const float* d_x, size_t stride, uint32_t frames, uint64_t first_frame,
                                        cudaStream_t stream) noexcept {
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_, 0, kCounts * sizeof(unsigned int), stream));
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_ae_zero_counts(d_counts_, kCounts, stream));
   if (poison_) {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_hits_, 0xFF, capacity_ * sizeof(AeHit), stream));
     VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_levels_, 0xFF, capacity_ * sizeof(AeLevel), stream));
@@ -131,12 +131,9 @@ cudaError_t AeHitDetectorCuda::enqueue(const float* d_x, size_t stride, uint32_t
   k.d_counts = d_counts_;
   if (seg_capacity_) k.seg = AeSegScratch{static_cast<AeSegMeta*>(d_seg_meta_), d_seg_hits_, d_seg_levels_, seg_capacity_};
   VIGIL_CUDA_RETURN_IF_ERROR(launch_ae_hits(k, stream));
-  if (host_results_) {
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_counts_.host(), d_counts_, kCounts * sizeof(unsigned int),
-                                               cudaMemcpyDeviceToHost, stream));
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_state_.host(), d_state_, lanes_ * sizeof(AeChannelState),
-                                               cudaMemcpyDeviceToHost, stream));
-  }
+  if (host_results_)
+    VIGIL_CUDA_RETURN_IF_ERROR(launch_ae_publish(d_counts_, h_counts_.device<unsigned int>(), kCounts, d_state_,
+                                                 h_state_.device<AeChannelState>(), lanes_, stream));
   return cudaSuccess;
 }
 

@@ -31,7 +31,38 @@ __global__ void ae_hits_kernel(AeHitsParams k) {
   if (lane == 0) k.d_state[channel] = s;
 }
 
+__global__ void ae_zero_counts_kernel(unsigned int* counts, unsigned n) {
+  if (threadIdx.x < n) counts[threadIdx.x] = 0;
+}
+
+static_assert(sizeof(AeChannelState) % sizeof(uint32_t) == 0 && alignof(AeChannelState) >= alignof(uint32_t),
+              "the lanes' state is copied word by word");
+
+__global__ void ae_publish_kernel(const unsigned int* counts, unsigned int* host_counts, unsigned n_counts,
+                                  const uint32_t* state, uint32_t* host_state, size_t words) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n_counts) host_counts[i] = counts[i];
+  for (size_t w = i; w < words; w += size_t(gridDim.x) * blockDim.x) host_state[w] = state[w];
+}
+
 }  // namespace
+
+cudaError_t launch_ae_zero_counts(unsigned int* d_counts, unsigned n, cudaStream_t stream) {
+  if (!d_counts || n == 0 || n > 32) return cudaErrorInvalidValue;
+  ae_zero_counts_kernel<<<1, 32, 0, stream>>>(d_counts, n);
+  return after_launch(stream);
+}
+
+cudaError_t launch_ae_publish(const unsigned int* d_counts, unsigned int* host_counts, unsigned n_counts,
+                              const AeChannelState* d_state, AeChannelState* host_state, uint32_t lanes,
+                              cudaStream_t stream) {
+  if (!d_counts || !host_counts || !d_state || !host_state || n_counts > 256) return cudaErrorInvalidValue;
+  const size_t words = size_t(lanes) * sizeof(AeChannelState) / sizeof(uint32_t);
+  ae_publish_kernel<<<grid_for(words > n_counts ? words : n_counts), 256, 0, stream>>>(
+      d_counts, host_counts, n_counts, reinterpret_cast<const uint32_t*>(d_state),
+      reinterpret_cast<uint32_t*>(host_state), words);
+  return after_launch(stream);
+}
 
 cudaError_t launch_ae_hits(const AeHitsParams& k, cudaStream_t stream) {
   if (k.lanes == 0 || k.lanes > (1u << 16) || !k.d_x || !k.d_state || !k.d_hits || !k.d_levels || !k.d_counts ||

@@ -71,4 +71,13 @@ struct AeHitsParams {
 cudaError_t launch_ae_hits(const AeHitsParams& k, cudaStream_t stream);
 cudaError_t launch_ae_hits_segmented(const AeHitsParams& k, cudaStream_t stream);
 
+// A chunk's small bookkeeping by kernels rather than the copy engines, where another stream's
+// bulk copy (a stage's input history: tens of MB a chunk at hundreds of lanes) would hold a
+// memset or a copy up for as long as it runs: the counts zeroed; the counts and the lanes' state
+// written to page-locked, mapped host memory (the device aliases of those buffers).
+cudaError_t launch_ae_zero_counts(unsigned int* d_counts, unsigned n, cudaStream_t stream);
+cudaError_t launch_ae_publish(const unsigned int* d_counts, unsigned int* host_counts, unsigned n_counts,
+                              const AeChannelState* d_state, AeChannelState* host_state, uint32_t lanes,
+                              cudaStream_t stream);
+
 }  // namespace vigil::cuda

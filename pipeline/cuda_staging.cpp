@@ -57,6 +57,8 @@ void CudaStaging::add_status(nlohmann::json& status, bool on_cpu, uint64_t cuda_
                           {"max", enqueue_time_.max_us()}};
   status["wait_us"] = {{"p50", wait_time_.quantile_us(0.5)}, {"p99", wait_time_.quantile_us(0.99)},
                        {"max", wait_time_.max_us()}};
+  status["start_lag_us"] = {{"p50", start_lag_.quantile_us(0.5)}, {"p99", start_lag_.quantile_us(0.99)},
+                            {"max", start_lag_.max_us()}};
   if (copy_stream_)
     status["upload_wait_us"] = {{"p50", upload_wait_.quantile_us(0.5)},
                                 {"p99", upload_wait_.quantile_us(0.99)},

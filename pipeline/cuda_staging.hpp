@@ -198,8 +198,13 @@ class CudaStaging {
       exec->on_gpu_wait(exec->on_gpu_wait_arg);
       if (exec->gpu_wait_polls) {  // as the synchronisation's own spinning would, between offers
         cudaError_t q;
-        while ((q = cudaStreamQuery(stream_)) == cudaErrorNotReady) exec->on_gpu_wait(exec->on_gpu_wait_arg);
+        int64_t t_started = 0;  // when the poll first saw the GPU begin this chunk's work
+        while ((q = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
+          if (!t_started && cudaEventQuery(ev_start_) == cudaSuccess) t_started = mono_now_ns();
+          exec->on_gpu_wait(exec->on_gpu_wait_arg);
+        }
         VIGIL_CUDA_RETURN_IF_ERROR(q);
+        if (record && t_started) start_lag_.record_ns(t_started - t_wait);
       }
     }
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
@@ -249,6 +254,7 @@ class CudaStaging {
   float* d_out_ = nullptr;
   LatencyHistogram gpu_time_;
   LatencyHistogram enqueue_time_, wait_time_;  // the host's: queueing the work; then waiting for it (offers included)
+  LatencyHistogram start_lag_;  // polled waits: from the work queued until the GPU was seen to begin it
 };
 
 }  // namespace vigil

@@ -19,7 +19,7 @@ LOADS = {
     "cpu": {"s1": [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1)],
             "s2": [(64, 1), (64, 5), (64, 10), (64, 20), (64, 35), (64, 50)],
             "s3": [(2, 1), (2, 10), (2, 50), (2, 100), (2, 200), (2, 500), (2, 1000)]},
-    "cuda": {"s1": [(16, 1), (32, 1), (64, 1), (128, 1), (256, 1)],
+    "cuda": {"s1": [(16, 1), (32, 1), (64, 1), (128, 1), (256, 1), (512, 1), (800, 1)],
              "s2": [(64, 1), (256, 1), (512, 1), (1024, 1), (1024, 2), (1024, 4)],
              "s3": [(2, 1), (2, 10), (2, 100), (2, 500), (2, 1000), (2, 2000)]},
 }
@@ -39,8 +39,11 @@ THREADS = {"cpu": {"s3": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
-# (bench/udp_send_bench, scripts/s1_probe.py). The 2-core machine has no core to spare for them.
-SEND_THREADS = {"cpu": {}, "cuda": {"s2": 8}, "auto": {}}
+# (bench/udp_send_bench, scripts/s1_probe.py). S1 at 800 channels queues ~750 AE hits a chunk at
+# once; four threads format them (bench/event_output_bench on the H100 host: 2.1 ms for 1000 hits
+# from one thread, 0.97 ms from four; in vigild the hand-over went from 1.7-2.7 ms to 0.7 ms, p50).
+# The 2-core machine has no core to spare for them.
+SEND_THREADS = {"cpu": {}, "cuda": {"s1": 4, "s2": 8}, "auto": {}}
 
 
 def free_port():
@@ -75,6 +78,9 @@ def scenario_config(args, scen, channels, rate_factor, busy_poll, data_port, eve
                  "DATA_PORT": data_port, "EVENT_PORT": event_port,
                  "WISDOM": os.path.join(workdir, "fftwf.wisdom")}.items():
         text = text.replace(f"@{k}@", str(v))
+    if scen == "s1":  # the chunk pool may take at most 1 GiB: 32 chunks of S1 up to 256 channels, 10 at 800
+        chunk_bytes = channels * 65536 * 2
+        text = text.replace("pool_chunks: 32", f"pool_chunks: {max(2, min(32, (1 << 30) // chunk_bytes))}")
     return text
 
 

@@ -65,7 +65,14 @@ listen = subprocess.Popen([os.path.join(a.build, "apps/vigil-listen"), "--event-
 time.sleep(0.3)
 rc = subprocess.call([os.path.join(a.build, "apps/vigild"), "--config", config, "--seconds", str(a.seconds),
                       "--log-interval", "0"], stderr=open(os.path.join(work, "vigild.log"), "w"))
-time.sleep(0.5)
+# vigil-listen may still be working through a backlog (S1 at hundreds of channels sends ~100 000
+# events a second): give it up to 10 s to reach the final status before stopping it.
+for _ in range(100):
+    time.sleep(0.1)
+    with open(out, "rb") as f:
+        f.seek(max(0, os.path.getsize(out) - 65536))
+        if b'"final":true' in f.read():
+            break
 listen.send_signal(signal.SIGTERM)
 listen.wait(timeout=10)
 final, _ = final_status(out)
@@ -80,6 +87,8 @@ def stage_text(name, s):
         gpu += f" upload wait {s['upload_wait_us']['p50']}/{s['upload_wait_us']['p99']}"
     if "enqueue_us" in s:
         gpu += f" enq {s['enqueue_us']['p50']} wait {s['wait_us']['p50']}"
+        if s.get("start_lag_us", {}).get("max"):
+            gpu += f" start lag {s['start_lag_us']['p50']}/{s['start_lag_us']['p99']}"
     if "emit_us" in s:
         gpu += f" emit {s['emit_us']['p50']}/{s['emit_us']['p99']}"
     return f"{name} {s['time_us']['p50']}/{s['time_us']['p99']}{gpu} ({s.get('backend', 'cpu')})"
