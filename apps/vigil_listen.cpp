@@ -236,6 +236,12 @@ int main(int argc, char** argv) {
     return 2;
   }
 #endif
+  // The text view and the web view read each event's fields; the rest needs only its seq.
+#if VIGIL_HAVE_WEB
+  const bool needs_tree = (!quiet && !as_json) || view != nullptr;
+#else
+  const bool needs_tree = !quiet && !as_json;
+#endif
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   if (!quiet && !as_json)
@@ -402,7 +408,35 @@ int main(int argc, char** argv) {
           char addr[INET_ADDRSTRLEN] = {};
           inet_ntop(AF_INET, &from.sin_addr, addr, sizeof addr);
           const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
+          // The event as it came, as a JSON line (it parsed as one JSON object), unless a line
+          // break in it would split the line: no second serialisation of every event. Written to
+          // stdout's buffer, flushed once the sockets are drained (below), not per event: a
+          // write(2) each capped the events this could take at a rig's tens of thousands a second.
+          auto print_json = [&](const uint8_t* text, size_t bytes, json* ev) {
+            const std::string_view raw(reinterpret_cast<const char*>(text), bytes);
+            if (raw.find_first_of("\r\n") == std::string_view::npos) {
+              std::cout << R"({"kind":"event","from":")" << sender << R"(","event":)" << raw << "}\n";
+              return;
+            }
+            json parsed;  // (rare: only for events laid out over several lines)
+            if (!ev && vigil::parse_event_datagram(text, bytes, parsed)) ev = &parsed;
+            if (ev) std::cout << json{{"kind", "event"}, {"from", sender}, {"event", std::move(*ev)}}.dump() << '\n';
+          };
           // One event (any JSON layout), or an output's `framing: lines`: several, one a line.
+          // Only the text view and the web view need each event's tree; counting and --json read
+          // its seq alone (S1 sends ~100 000 events a second: the tree was most of the cost).
+          if (!needs_tree) {
+            vigil::for_each_event_seq(buf.data(), size_t(n), [&](const uint8_t* text, size_t bytes, const uint64_t* seq) {
+              if (!seq) {
+                ++bad_events;
+                ++malformed;
+                return;
+              }
+              mon.on_event_seq(sender, *seq);
+              if (!quiet) print_json(text, bytes, nullptr);
+            });
+            continue;
+          }
           vigil::for_each_event(buf.data(), size_t(n), [&](const uint8_t* text, size_t bytes, json* parsed) {
             if (!parsed) {
               ++bad_events;
@@ -415,19 +449,10 @@ int main(int argc, char** argv) {
             if (view) view->on_event(ev);
 #endif
             if (quiet) return;
-            // Flushed once the sockets are drained (below), not per event: a write(2) each capped
-            // the events this could take at a rig's tens of thousands a second.
-            if (as_json) {
-              // The event as it came (it parsed as one JSON object), unless a line break in it
-              // would split the line: no second serialisation of every event.
-              const std::string_view raw(reinterpret_cast<const char*>(text), bytes);
-              if (raw.find_first_of("\r\n") == std::string_view::npos)
-                std::cout << R"({"kind":"event","from":")" << sender << R"(","event":)" << raw << "}\n";
-              else
-                std::cout << json{{"kind", "event"}, {"from", sender}, {"event", std::move(ev)}}.dump() << '\n';
-            } else {
+            if (as_json)
+              print_json(text, bytes, &ev);
+            else
               std::printf("%s\n", vigil::event_line(ev).c_str());
-            }
           });
         }
       }

@@ -58,6 +58,70 @@ bool parse_event_datagram(const uint8_t* data, size_t size, json& event) {
   return !event.is_discarded() && event.is_object() && event.contains("seq") && event["seq"].is_number_unsigned();
 }
 
+namespace {
+
+// Reads only the top level's `seq` (the last one, as the tree keeps the last of equal keys).
+struct SeqReader final : nlohmann::json_sax<json> {
+  int depth = 0;
+  bool object = false;       // the top level is an object
+  bool at_seq = false;       // the top level's value now read belongs to `seq`
+  bool seq_unsigned = false;
+  uint64_t seq = 0;
+
+  bool value(bool is_unsigned, uint64_t v = 0) {
+    if (depth == 1 && at_seq) {
+      seq_unsigned = is_unsigned;
+      seq = v;
+    }
+    at_seq = false;
+    return true;
+  }
+  bool null() override { return value(false); }
+  bool boolean(bool) override { return value(false); }
+  bool number_integer(number_integer_t) override { return value(false); }
+  bool number_unsigned(number_unsigned_t v) override { return value(true, v); }
+  bool number_float(number_float_t, const string_t&) override { return value(false); }
+  bool string(string_t&) override { return value(false); }
+  bool binary(binary_t&) override { return value(false); }
+  bool start_object(std::size_t) override {
+    if (depth == 0) object = true;
+    if (depth == 1) value(false);  // a nested value ends `seq`'s claim
+    ++depth;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth == 1) at_seq = k == "seq";
+    return true;
+  }
+  bool end_object() override {
+    --depth;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth == 1) value(false);
+    ++depth;
+    return true;
+  }
+  bool end_array() override {
+    --depth;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+}  // namespace
+
+bool event_datagram_seq(const uint8_t* data, size_t size, uint64_t& seq) {
+  SeqReader r;
+  try {
+    if (!json::sax_parse(data, data + size, &r) || !r.object || !r.seq_unsigned) return false;
+  } catch (const std::exception&) {  // whatever the network sends: not an event
+    return false;
+  }
+  seq = r.seq;
+  return true;
+}
+
 std::string event_line(const json& ev) {
   if (!ev.is_object()) return "event " + ev.dump(-1, ' ', false, json::error_handler_t::replace);
   const std::string type = text(ev, "type");

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 namespace vigil {
 namespace {
@@ -58,6 +60,62 @@ TEST(EventLine, WrongTypesPrintDefaultsInsteadOfThrowing) {
   EXPECT_EQ(event_line(parse(R"({"type":"vibration","seq":3,"iso_zone":1,"velocity_rms":"fast","channel":2})")),
             "event vibration seq 3:  band '' channel 2: rms 0, crest 0, kurtosis 0, velocity 0 mm/s, zone ");
   EXPECT_EQ(event_line(parse(R"({"type":7,"seq":9})")), R"(event {"seq":9,"type":7})");
+}
+
+// The seq-only reader (vigil-listen's counting path) gives the tree's verdict and seq, whatever the
+// datagram: crafted edge cases, then random mutations of real event texts.
+void expect_same_verdict(const std::string& s) {
+  const auto* d = reinterpret_cast<const uint8_t*>(s.data());
+  json ev;
+  uint64_t seq = 12345;
+  const bool tree = parse_event_datagram(d, s.size(), ev);
+  ASSERT_EQ(event_datagram_seq(d, s.size(), seq), tree) << s;
+  if (tree) ASSERT_EQ(seq, ev["seq"].get<uint64_t>()) << s;
+}
+
+TEST(EventLine, SeqReaderAgreesWithTheTree) {
+  for (const std::string s :
+       {"", " ", "[1]", "7", "\"seq\"", "null", "{}", "{\"seq\":-1}", "{\"seq\":1.5}", "{\"seq\":1e3}",
+        "{\"seq\":\"1\"}", "{\"seq\":null}", "{\"seq\":true}", "{\"seq\":[1]}", "{\"seq\":{\"seq\":1}}",
+        "{\"type\":\"x\"}", "{\"seq\":1", "{\"seq\":1}}", "{\"seq\":1} x", "\xff\xfe", "{\"seq\":0}",
+        "{\"seq\":18446744073709551615}", "{\"seq\":18446744073709551616}", "{\"a\":{\"seq\":3}}",
+        "{\"a\":[{\"seq\":3}],\"seq\":4}", "{\"seq\":5,\"seq\":6}", "{\"seq\":5,\"seq\":-6}",
+        "{\"seq\":5,\"seq\":{}}", "{\"seq\":[],\"seq\":7}", "{\"seq\":1,\"x\":[1,2,{\"y\":null}]}",
+        " {\"seq\" : 8 } ", "{\"seq\":9} // c", "{\"s\\u0065q\":10}", "{\"seq\":01}"})
+    expect_same_verdict(s);
+  const std::vector<std::string> real = {
+      R"({"amplitude_db":71.5,"threshold_db":45.0,"rise_time_us":12.0,"counts":41,"truncated":false,"stage":"hits","band":"ae","channel":3,"frame":1234567,"sample_time":"2026-11-25T09:00:00.123456789Z","seq":42,"time":"2026-11-25T09:00:00.125Z","type":"ae_hit"})",
+      R"({"type":"status","seq":3,"latency_us":{"p50":415,"p99":831},"stages":{"den":{"gpu_us":{"p50":71}}},"final":true})"};
+  std::mt19937 rng(9);
+  const std::string alphabet = "{}[]\":,0123456789-+.eE tfnulsaq\\";
+  for (int round = 0; round < 20000; ++round) {
+    std::string s = real[size_t(round) % real.size()];
+    const int edits = 1 + int(rng() % 4);
+    for (int e = 0; e < edits && !s.empty(); ++e) {
+      const size_t at = rng() % s.size();
+      switch (rng() % 3) {
+        case 0: s[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.erase(at, 1 + rng() % 3); break;
+        default: s.insert(at, 1, alphabet[rng() % alphabet.size()]);
+      }
+    }
+    expect_same_verdict(s);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Lines: the same events, text spans and verdicts from either reader.
+TEST(EventLine, BothReadersSplitLinesAlike) {
+  const std::string d = "{\"seq\":1}\n\nnot json\n{\"seq\":2,\"x\":[1]}\n{\"seq\":-3}\n";
+  std::vector<std::string> a, b;
+  for_each_event(reinterpret_cast<const uint8_t*>(d.data()), d.size(), [&](const uint8_t* t, size_t n, json* ev) {
+    a.push_back(std::string(reinterpret_cast<const char*>(t), n) + (ev ? "=" + std::to_string((*ev)["seq"].get<uint64_t>()) : "=bad"));
+  });
+  for_each_event_seq(reinterpret_cast<const uint8_t*>(d.data()), d.size(), [&](const uint8_t* t, size_t n, const uint64_t* seq) {
+    b.push_back(std::string(reinterpret_cast<const char*>(t), n) + (seq ? "=" + std::to_string(*seq) : "=bad"));
+  });
+  EXPECT_EQ(a, (std::vector<std::string>{"{\"seq\":1}=1", "not json=bad", "{\"seq\":2,\"x\":[1]}=2", "{\"seq\":-3}=bad"}));
+  EXPECT_EQ(b, a);
 }
 
 }  // namespace
