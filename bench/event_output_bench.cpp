@@ -7,14 +7,10 @@
 // formatted on the send pool).
 // Usage: build/bench/event_output_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "acquisition/clock.hpp"
@@ -24,39 +20,9 @@
 #include "pipeline/graph.hpp"
 #include "pipeline/output_slot.hpp"
 #include "pipeline/output_worker.hpp"
+#include "loopback_receiver.hpp"
 
 namespace {
-
-// Receives and discards datagrams until stopped.
-struct Drain {
-  int fd = -1;
-  uint16_t port = 0;
-  std::atomic<bool> stop{false};
-  std::thread thread;
-  Drain() {
-    fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    const int big = 16 << 20;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    const timeval tv{0, 20000};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("bind");
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-    thread = std::thread([this] {
-      static char buf[65536];
-      while (!stop.load(std::memory_order_relaxed)) (void)::recv(fd, buf, sizeof buf, 0);
-    });
-  }
-  ~Drain() {
-    stop = true;
-    thread.join();
-    ::close(fd);
-  }
-};
 
 vigil::Settings s1_settings(uint16_t port) {
   const std::string yaml = R"(source: {kind: synthetic, rate_hz: 10000000, channels: 16, format: int16, chunk_frames: 65536}
@@ -76,7 +42,7 @@ outputs:
 void BM_AeEventsOfOneChunk(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   const uint32_t send_threads = uint32_t(state.range(1));
-  Drain drain;
+  vigil::bench::LoopbackReceiver drain;
   const vigil::Settings settings = s1_settings(drain.port);
   vigil::Graph graph(settings.stages);
   vigil::StreamFormat input;

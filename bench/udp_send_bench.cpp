@@ -4,9 +4,6 @@
 // the lanes, to one receiver thread draining with recvmmsg. Wall time per chunk: what the output
 // thread's `sending` part of the latency would be with that many senders.
 #include <benchmark/benchmark.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,54 +15,11 @@
 
 #include "dsp/worker_pool.hpp"
 #include "pipeline/udp_sender.hpp"
+#include "loopback_receiver.hpp"
 
 namespace {
 
 constexpr size_t kDatagram = 2076;
-
-struct Receiver {
-  int fd = -1;
-  uint16_t port = 0;
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> got{0};
-  std::thread thread;
-
-  Receiver() {
-    fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    const int big = 64 << 20;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);  // root: past rmem_max
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    const timeval tv{0, 20000};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-    thread = std::thread([this] {
-      std::vector<std::vector<char>> bufs(64, std::vector<char>(65536));
-      std::vector<iovec> iov(64);
-      std::vector<mmsghdr> msgs(64);
-      for (size_t i = 0; i < 64; ++i) {
-        iov[i] = {bufs[i].data(), bufs[i].size()};
-        msgs[i] = {};
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-      }
-      while (!stop.load(std::memory_order_relaxed)) {
-        const int n = ::recvmmsg(fd, msgs.data(), 64, 0, nullptr);
-        if (n > 0) got.fetch_add(uint64_t(n), std::memory_order_relaxed);
-      }
-    });
-  }
-  ~Receiver() {
-    stop = true;
-    thread.join();
-    ::close(fd);
-  }
-};
 
 void BM_SendChunk(benchmark::State& state) {
   const auto senders = uint32_t(state.range(0));
@@ -73,7 +27,7 @@ void BM_SendChunk(benchmark::State& state) {
   // Packets a datagram carries: 1, or a VRL frame (VITA 49.1) of that many plus its 12 bytes.
   const auto per_frame = uint32_t(state.range(2));
   const size_t datagram = per_frame == 1 ? kDatagram : per_frame * kDatagram + 12;
-  Receiver rx;
+  vigil::bench::LoopbackReceiver rx;
   boost::asio::io_context io;
   std::vector<std::unique_ptr<vigil::UdpSender>> out;
   std::vector<std::unique_ptr<vigil::DatagramBatch>> batches;

@@ -17,10 +17,6 @@ class EventEncoder {
   std::string encode(const std::string& type, nlohmann::json body, int64_t utc_ns) {
     return encode_with(type, std::move(body), utc_ns, seq_++);
   }
-  // The same for an object written as text (begun, not ended): adds the three and ends it.
-  const std::string& finish(std::string_view type, EventText& text, int64_t utc_ns) {
-    return finish_with(type, text, utc_ns, seq_++);
-  }
   // The next `count` seqs, for events formatted elsewhere (on several threads) with the two below.
   uint64_t reserve(uint64_t count) noexcept {
     const uint64_t first = seq_;
@@ -28,6 +24,7 @@ class EventEncoder {
     return first;
   }
   static std::string encode_with(const std::string& type, nlohmann::json body, int64_t utc_ns, uint64_t seq);
+  // The same for an object written as text (begun, not ended): adds the three and ends it.
   static const std::string& finish_with(std::string_view type, EventText& text, int64_t utc_ns, uint64_t seq);
   uint64_t next_seq() const noexcept { return seq_; }
   void set_next_seq(uint64_t seq) noexcept { seq_ = seq; }  // a rebuilt service continues the count

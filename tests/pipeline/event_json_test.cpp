@@ -140,14 +140,14 @@ TEST(EventJson, EventTextReadsBackAsItsValues) {
   }
 }
 
-// finish() adds type, seq and time as encode() does, from the same count.
+// finish_with() adds type, seq and time as encode() does, from the same count (reserve()).
 TEST(EventJson, EncoderFinishesTextLikeABody) {
   EventEncoder enc;
   EventText t;
   (void)enc.encode("alarm", {{"channel", 2}}, 0);
   t.begin();
   t.field("channel", 3);
-  const nlohmann::json j = nlohmann::json::parse(enc.finish("ae_hit", t, 1'000'000'000));
+  const nlohmann::json j = nlohmann::json::parse(EventEncoder::finish_with("ae_hit", t, 1'000'000'000, enc.reserve(1)));
   EXPECT_EQ(j, nlohmann::json({{"channel", 3}, {"type", "ae_hit"}, {"seq", 1}, {"time", "1970-01-01T00:00:01.000000000Z"}}));
   EXPECT_EQ(enc.next_seq(), 2u);
 }

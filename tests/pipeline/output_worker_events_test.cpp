@@ -2,9 +2,6 @@
 // (pipeline.send_threads > 1) arrive as one thread sends them: every event, in order, seq after
 // seq, with the same fields. Real sockets on loopback, a real graph (ae_hits on the CPU).
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <nlohmann/json.hpp>
@@ -19,46 +16,10 @@
 #include "pipeline/graph.hpp"
 #include "pipeline/output_slot.hpp"
 #include "pipeline/output_worker.hpp"
+#include "../support/udp_receiver.hpp"
 
 namespace vigil {
 namespace {
-
-struct Receiver {
-  int fd = -1;
-  uint16_t port = 0;
-  Receiver() {
-    fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-    const int big = 32 << 20;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);  // root: past rmem_max
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    const timeval tv{0, 300000};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  ~Receiver() { ::close(fd); }
-  // Every event received until the socket stays quiet, one JSON object per line.
-  std::vector<nlohmann::json> events() const {
-    std::vector<nlohmann::json> out;
-    std::vector<char> buf(65536);
-    for (;;) {
-      const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
-      if (n <= 0) return out;
-      size_t start = 0;
-      for (size_t i = 0; i <= size_t(n); ++i) {
-        if (i == size_t(n) || buf[i] == '\n') {
-          out.push_back(nlohmann::json::parse(buf.begin() + long(start), buf.begin() + long(i)));
-          start = i + 1;
-        }
-      }
-    }
-  }
-};
 
 Settings settings_to(uint16_t port, uint32_t send_threads) {
   const std::string yaml = R"(source: {kind: synthetic, rate_hz: 10000000, channels: 16, format: int16, chunk_frames: 65536}
@@ -121,7 +82,7 @@ std::vector<EventRecord> chunk_events(size_t n) {
 
 // The events one OutputWorker sends for `events` queued at once, then a chunk, then the end.
 std::vector<nlohmann::json> sent(const std::vector<EventRecord>& events, uint32_t send_threads) {
-  Receiver rx;
+  test::UdpSocket no_data, rx;
   const Settings settings = settings_to(rx.port, send_threads);
   Graph graph(settings.stages);
   StreamFormat input;
@@ -146,7 +107,11 @@ std::vector<nlohmann::json> sent(const std::vector<EventRecord>& events, uint32_
   finished = true;
   worker.run();
   EXPECT_EQ(worker.counters().send_errors.load(), 0u);
-  return rx.events();
+  test::Received r;
+  r.keep_timestamps = false;
+  std::atomic<bool> stop{true};  // everything is sent: read until the sockets stay quiet
+  test::receive(no_data, rx, r, stop);
+  return std::move(r.events);
 }
 
 TEST(OutputWorkerEvents, FormattedOnTheSendPoolTheyArriveAsFromOneThread) {
