@@ -30,9 +30,11 @@ __device__ inline float convert_one<float>(float x, float scale, bool& clipped, 
 }
 
 template <typename T>
-__global__ void convert_to_planar_kernel(const T* __restrict__ in, uint32_t frames, uint32_t channels, float scale,
-                                         float* __restrict__ out, size_t stride, unsigned long long* counts) {
+__global__ void convert_to_planar_kernel(const T* __restrict__ direct, const void* const* cell, uint32_t frames,
+                                         uint32_t channels, float scale, float* __restrict__ out, size_t stride,
+                                         unsigned long long* counts) {
   __shared__ unsigned int s_counts[2 * kMaxChannels];
+  const T* __restrict__ in = cell ? static_cast<const T*>(*cell) : direct;
   for (uint32_t i = threadIdx.x; i < 2 * channels; i += blockDim.x) s_counts[i] = 0;
   __syncthreads();
 
@@ -54,7 +56,7 @@ __global__ void convert_to_planar_kernel(const T* __restrict__ in, uint32_t fram
 
 cudaError_t launch_convert_to_planar(const ConvertParams& p, cudaStream_t stream) {
   if (p.channels < 1 || p.channels > kMaxChannels || p.frames > (1u << 26) || p.out_stride_frames < p.frames ||
-      (p.frames > 0 && (!p.d_in || !p.d_out)) || !p.d_counts)
+      (p.frames > 0 && ((!p.d_in && !p.d_in_cell) || !p.d_out)) || !p.d_counts)
     return cudaErrorInvalidValue;
   if (p.frames == 0) return cudaSuccess;
   const size_t total = size_t(p.frames) * p.channels;
@@ -62,17 +64,17 @@ cudaError_t launch_convert_to_planar(const ConvertParams& p, cudaStream_t stream
   const unsigned blocks = unsigned(std::min<size_t>((total + kThreads - 1) / kThreads, 65535));
   switch (p.format) {
     case SampleFormat::kInt16:
-      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const int16_t*>(p.d_in), p.frames,
+      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const int16_t*>(p.d_in), p.d_in_cell, p.frames,
                                                                 p.channels, p.scale, p.d_out, p.out_stride_frames,
                                                                 p.d_counts);
       break;
     case SampleFormat::kInt32:
-      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const int32_t*>(p.d_in), p.frames,
+      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const int32_t*>(p.d_in), p.d_in_cell, p.frames,
                                                                 p.channels, p.scale, p.d_out, p.out_stride_frames,
                                                                 p.d_counts);
       break;
     case SampleFormat::kFloat32:
-      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(p.d_in), p.frames,
+      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(p.d_in), p.d_in_cell, p.frames,
                                                                 p.channels, p.scale, p.d_out, p.out_stride_frames,
                                                                 p.d_counts);
       break;

@@ -20,6 +20,10 @@ struct ConvertParams {
   float* d_out = nullptr;               // channel c at d_out + c * out_stride_frames
   size_t out_stride_frames = 0;         // >= frames
   unsigned long long* d_counts = nullptr;  // 2 per channel: [c*2] clipped, [c*2+1] non-finite; added to
+  // Instead of d_in: a device-visible cell (mapped host memory) the kernel reads the input's
+  // address from when it runs, so that a captured graph can convert a different chunk each
+  // replay. That address may be page-locked host memory (read across the bus: no copy first).
+  const void* const* d_in_cell = nullptr;
 };
 
 // Enqueues the conversion on `stream`. Returns cudaErrorInvalidValue for parameters out of range

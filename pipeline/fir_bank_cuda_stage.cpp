@@ -100,7 +100,7 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
     for (cuda::FirFilterCuda* bank : {bank_.get(), spare_.get()})
       for (unsigned slot = 0; slot < staging_.input_slots(); ++slot)
         for (const bool copy_in : {true, false})
-          if (copy_in || !options_.mapped) capture(*bank, slot, copy_in);
+          if (copy_in || !options_.mapped) capture(*bank, slot, copy_in, false);
   timing_ = true;
 
   StreamFormat out = in;
@@ -112,9 +112,14 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
 }
 
 cudaError_t FirBankCudaStage::enqueue(cuda::FirFilterCuda& bank, uint32_t frames, bool from_bound, unsigned slot,
-                                      bool copy_in) noexcept {
+                                      bool copy_in, bool history) noexcept {
   return staging_.enqueue(
-      frames, [&](const float* d_in, float* d_out, size_t stride) { return bank.process(d_in, stride, frames, d_out, stride); },
+      frames,
+      [&](const float* d_in, float* d_out, size_t stride) {
+        // The input's newest frames into the history first (by kernel: it may be being captured).
+        if (history) VIGIL_CUDA_RETURN_IF_ERROR(history_.enqueue(d_in, frames, staging_.stream()));
+        return bank.process(d_in, stride, frames, d_out, stride);
+      },
       from_bound, nullptr, slot, copy_in);
 }
 
@@ -135,6 +140,14 @@ bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale) {
   VIGIL_CUDA_CHECK(enqueue_raw(0, h_counts_.host(), 1, staging_.stream()));
   VIGIL_CUDA_CHECK(cudaStreamSynchronize(staging_.stream()));
   raw_ = true;
+  // A whole chunk not uploaded ahead is converted and filtered in one graph replay, the
+  // conversion reading it where it was captured (its address in a cell set before each): one
+  // launch instead of five and more.
+  raw_cell_ = cuda::PinnedBuffer(2 * sizeof(const void*), true);
+  known_memory_.reserve(kKnownMemory);
+  if (options_.graphs && (direct_ || max_frames_ % block_ == 0) && bytes <= kConvertInGraphBytes)
+    for (cuda::FirFilterCuda* bank : {bank_.get(), spare_.get()})
+      for (unsigned slot = 0; slot < staging_.input_slots(); ++slot) capture(*bank, slot, false, true);
   return true;
 }
 
@@ -217,7 +230,25 @@ bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames, const void* 
   return true;
 }
 
-bool FirBankCudaStage::capture(cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) noexcept {
+cudaError_t FirBankCudaStage::enqueue_convert_from_cell(unsigned slot) noexcept {
+  const cudaStream_t stream = staging_.stream();
+  const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_[slot], 0, counts, stream));
+  cuda::ConvertParams p;
+  p.d_in_cell = raw_cell_.device<const void*>() + slot;
+  p.format = raw_format_;
+  p.frames = max_frames_;
+  p.channels = channels_;
+  p.scale = raw_scale_;
+  p.d_out = staging_.device_in(slot);
+  p.out_stride_frames = max_frames_;
+  p.d_counts = d_counts_[slot];
+  VIGIL_CUDA_RETURN_IF_ERROR(cuda::launch_convert_to_planar(p, stream));
+  return cudaMemcpyAsync(h_counts_.host<unsigned long long>() + slot * 2 * size_t(channels_), d_counts_[slot], counts,
+                         cudaMemcpyDeviceToHost, stream);
+}
+
+bool FirBankCudaStage::capture(cuda::FirFilterCuda& bank, unsigned slot, bool copy_in, bool convert) noexcept {
   // Capturing runs nothing, but enqueue() advances the bank's host-side fill count as if it had:
   // a whole-block chunk leaves it as it found it (0).
   if (bank.fill() != 0) return false;
@@ -228,8 +259,10 @@ bool FirBankCudaStage::capture(cuda::FirFilterCuda& bank, unsigned slot, bool co
     return false;
   }
   // The graph reads a chunk where process() will find it: the bound input when there is one.
-  cudaError_t e = enqueue(bank, max_frames_, staging_.has_bound_input(), slot, copy_in);
+  cudaError_t e = convert ? enqueue_convert_from_cell(slot) : cudaSuccess;
+  if (e == cudaSuccess) e = enqueue(bank, max_frames_, staging_.has_bound_input(), slot, copy_in, history_.by_kernel());
   const cudaError_t end = cudaStreamEndCapture(staging_.stream(), &graph);
+  history_.discard();  // the capture's arm() was no chunk's
   if (e == cudaSuccess) e = end;
   if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
   if (graph) cudaGraphDestroy(graph);
@@ -238,14 +271,38 @@ bool FirBankCudaStage::capture(cuda::FirFilterCuda& bank, unsigned slot, bool co
     cudaGetLastError();  // not sticky: leave no error for the next call to find
     return false;
   }
-  graphs_.push_back({&bank, exec, staging_.copy_out(), slot, copy_in});
+  graphs_.push_back({&bank, exec, staging_.copy_out(), slot, copy_in, convert, history_.by_kernel()});
   return true;
 }
 
-cudaGraphExec_t FirBankCudaStage::graph_for(const cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) const noexcept {
+const FirBankCudaStage::ChunkGraph* FirBankCudaStage::graph_for(const cuda::FirFilterCuda& bank, unsigned slot,
+                                                                 bool copy_in, bool convert) const noexcept {
   for (const ChunkGraph& g : graphs_)
-    if (g.bank == &bank && g.copy_out == staging_.copy_out() && g.slot == slot && g.copy_in == copy_in) return g.exec;
+    if (g.bank == &bank && g.copy_out == staging_.copy_out() && g.slot == slot && g.copy_in == copy_in &&
+        g.convert == convert)
+      return &g;
   return nullptr;
+}
+
+bool FirBankCudaStage::page_locked(const void* p) noexcept {
+  for (const KnownMemory& k : known_memory_)
+    if (k.at == p) return k.page_locked;
+  cudaPointerAttributes a{};
+  const bool locked = cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost;
+  cudaGetLastError();  // (an older runtime's answer for plain memory)
+  if (known_memory_.size() < kKnownMemory) known_memory_.push_back({p, locked});  // the pool's chunks: a few
+  return locked;
+}
+
+const FirBankCudaStage::ChunkGraph* FirBankCudaStage::convert_graph(const cuda::FirFilterCuda& bank, unsigned slot,
+                                                                     const void* raw) noexcept {
+  const ChunkGraph* g = graph_for(bank, slot, false, true);
+  // The kernel reads the chunk across the bus: only from page-locked memory (the CUDA backend's
+  // chunk pool, unless that much could not be locked).
+  if (!g || !page_locked(raw)) return nullptr;
+  raw_cell_.host<const void*>()[slot] = raw;
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the cell's store before the launch's
+  return g;
 }
 
 cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
@@ -259,22 +316,30 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in
   if (!copy_in && timing_) uploaded_ahead_.fetch_add(1, std::memory_order_relaxed);
   // Raw input without an upload ahead: the chunk goes up and is converted on this stream first;
   // either way the float input is then on the device, and the work makes no copy in.
-  const bool convert_here = raw && copy_in;
+  bool convert_here = raw && copy_in;
   if (raw) copy_in = false;
-  const cudaGraphExec_t graph = frames == max_frames_ && bank.fill() == 0 && from_bound == staging_.has_bound_input()
-                                    ? graph_for(bank, slot, copy_in)
-                                    : nullptr;
+  // A chunk's (not a priming's) newest input frames back into the history, in copy mode: by
+  // kernel inside the work (and any graph), else after it.
+  const bool history = exec && history_.from_device();
+  const bool whole = frames == max_frames_ && bank.fill() == 0 && from_bound == staging_.has_bound_input();
+  const ChunkGraph* graph = whole && convert_here ? convert_graph(bank, slot, raw) : nullptr;
+  if (graph) {
+    convert_here = false;
+  } else if (whole) {
+    graph = graph_for(bank, slot, copy_in, false);
+  }
+  if (graph && graph->history && history) history_.arm(frames);
   return staging_.run(
       [&]() -> cudaError_t {
         if (convert_here) VIGIL_CUDA_RETURN_IF_ERROR(enqueue_raw(slot, raw, frames, staging_.stream()));
         if (!graph) {
-          VIGIL_CUDA_RETURN_IF_ERROR(enqueue(bank, frames, from_bound, slot, copy_in));
+          VIGIL_CUDA_RETURN_IF_ERROR(enqueue(bank, frames, from_bound, slot, copy_in, history && history_.by_kernel()));
         } else {
           if (timing_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
-          VIGIL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph, staging_.stream()));
+          if (timing_ && graph->convert) converted_in_graph_.fetch_add(1, std::memory_order_relaxed);
+          VIGIL_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph->exec, staging_.stream()));
         }
-        // A chunk's (not a priming's) newest input frames back into the history, in copy mode.
-        return exec && history_.from_device()
+        return history && !history_.by_kernel()
                    ? history_.enqueue(staging_.device_in(from_bound ? 0 : slot), frames, staging_.stream())
                    : cudaSuccess;
       },
@@ -452,6 +517,7 @@ void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& bod
 void FirBankCudaStage::add_status(nlohmann::json& status) const {
   staging_.add_status(status, on_cpu(), cuda_errors_.load(std::memory_order_relaxed));
   status["graph_chunks"] = graph_chunks();
+  status["converted_in_graph_chunks"] = converted_in_graph_.load(std::memory_order_relaxed);
   status["uploaded_ahead_chunks"] = uploaded_ahead_chunks();
   status["parts_uploaded_while_captured"] = parts_uploaded();
   status["input_converted_on_gpu"] = raw_;

@@ -18,10 +18,14 @@
 // interleaved samples are copied up as they are (half the bytes for int16) and converted on the
 // device into the slot's staged input by cuda/sample_convert, which counts clipped and non-finite
 // samples; the host converts the chunk only when the CPU twin or a reload's crossfade needs it.
-// In copy mode the input history comes back from the device (StagedInputHistory): after each
-// chunk's kernels its newest frames, as many as priming reads, are snapshotted on the device and
-// copied into a page-locked ring on the history's own stream while the later stages run; the
-// host copies nothing.
+// A whole chunk (up to 4 MiB) not uploaded ahead is converted and filtered by one replay of a
+// converting graph, its conversion reading the page-locked chunk across the bus from an address
+// set in a mapped cell before each replay: each CUDA call costs the pipeline thread 2-30 us on
+// the GPU hosts measured, and S2's chunk made a dozen.
+// In copy mode the input history comes back from the device (StagedInputHistory), as many of
+// each chunk's newest frames as priming reads, with no host copy: up to 1 MiB a chunk by a kernel
+// that writes the page-locked ring, inside the chunk's graph; larger ones
+// snapshotted on the device and copied on the history's own stream while the later stages run.
 // The FFT form's block: the latency allowed caps it, and within that the GPU's preferred block
 // (FirBankCuda::preferred_block: one partition, a one-pass FFT; 4096 for up to 4096 taps); a full
 // chunk of several such blocks goes through in one cuFFT batch.
@@ -103,6 +107,8 @@ class FirBankCudaStage final : public Stage {
   // Chunks run as a replayed CUDA graph so far; chunks whose copy in was under way before their
   // turn (the look-ahead's uploads taken).
   uint64_t graph_chunks() const noexcept { return graph_chunks_.load(std::memory_order_relaxed); }
+  // Of those, chunks taken raw that went up and were converted inside the graph.
+  uint64_t converted_in_graph_chunks() const noexcept { return converted_in_graph_.load(std::memory_order_relaxed); }
   uint64_t uploaded_ahead_chunks() const noexcept { return uploaded_ahead_.load(std::memory_order_relaxed); }
   // Raw input: parts of chunks copied up while those chunks were still being captured.
   uint64_t parts_uploaded() const noexcept { return parts_uploaded_.load(std::memory_order_relaxed); }
@@ -144,12 +150,22 @@ class FirBankCudaStage final : public Stage {
   void read_counts(unsigned slot) noexcept;
   // The device part of a chunk from the staged input (slot) to the staged output, on the stream.
   // from_bound: the chunk is read in place from the bound input (CudaStaging::bind_input);
-  // copy_in false: the slot's upload brought it.
+  // copy_in false: the slot's upload brought it; history: the input's newest frames into the
+  // history by kernel (StagedInputHistory::by_kernel()) too.
   cudaError_t enqueue(cuda::FirFilterCuda& bank, uint32_t frames, bool from_bound, unsigned slot = 0,
-                      bool copy_in = true) noexcept;
-  // Captures enqueue(bank, max_frames_, ..., slot, copy_in) as a graph; false (and no graph) on failure.
-  bool capture(cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) noexcept;
-  cudaGraphExec_t graph_for(const cuda::FirFilterCuda& bank, unsigned slot, bool copy_in) const noexcept;
+                      bool copy_in = true, bool history = false) noexcept;
+  struct ChunkGraph;
+  // Captures enqueue(bank, max_frames_, ..., slot, copy_in, history by kernel) as a graph, after
+  // enqueue_convert_from_cell() when `convert`; false (and no graph) on failure.
+  bool capture(cuda::FirFilterCuda& bank, unsigned slot, bool copy_in, bool convert) noexcept;
+  // A whole chunk converted into the slot's device input from where raw_cell_[slot] points (the
+  // counts zeroed first and copied back after), on the stage's stream.
+  cudaError_t enqueue_convert_from_cell(unsigned slot) noexcept;
+  const ChunkGraph* graph_for(const cuda::FirFilterCuda& bank, unsigned slot, bool copy_in, bool convert) const noexcept;
+  // The converting graph for a chunk at `raw` in `slot`, its cell set to it (null: none, or the
+  // chunk is not in page-locked memory: it then goes up by its own copy).
+  const ChunkGraph* convert_graph(const cuda::FirFilterCuda& bank, unsigned slot, const void* raw) noexcept;
+  bool page_locked(const void* p) noexcept;  // cudaPointerGetAttributes, remembered per address
   // Runs the last history_ frames through `bank` (GPU: enqueued on the reload stream, ev_primed_
   // recorded after it) or the CPU twin, discarding the output.
   cudaError_t prime_gpu(cuda::FirFilterCuda& bank) noexcept;
@@ -176,9 +192,25 @@ class FirBankCudaStage final : public Stage {
     bool copy_out = true;  // with the copy back (it is skipped while the bands stay on the device)
     unsigned slot = 0;     // the staged input it reads
     bool copy_in = true;   // with its copy in (false: the look-ahead's upload made it)
+    bool convert = false;  // raw input: the chunk's conversion (from raw_cell_) and counts first
+    bool history = false;  // writes the input history by kernel (arm() before each replay)
   };
-  std::vector<ChunkGraph> graphs_;           // per filter (bank_ and spare_ at prepare), slot and copy in
+  // Per filter (bank_ and spare_ at prepare), slot and copy in; with raw input, per filter and
+  // slot a converting one.
+  std::vector<ChunkGraph> graphs_;
   std::atomic<uint64_t> graph_chunks_{0};
+  std::atomic<uint64_t> converted_in_graph_{0};  // of those, converting graphs
+  // Converting graphs read the chunk across the bus: only chunks up to this size (a larger one's
+  // own copy moves it faster than the kernel's reads: S1's chunk is 2 MB at 16 channels, 100 MB
+  // at 800).
+  static constexpr size_t kConvertInGraphBytes = size_t(4) << 20;
+  cuda::PinnedBuffer raw_cell_;  // per slot: the chunk a converting graph reads (mapped)
+  struct KnownMemory {
+    const void* at;
+    bool page_locked;
+  };
+  static constexpr size_t kKnownMemory = 64;
+  std::vector<KnownMemory> known_memory_;  // page_locked()'s answers
   std::atomic<uint64_t> uploaded_ahead_{0};
   std::atomic<uint64_t> parts_uploaded_{0};
   StagedInputHistory history_;               // the newest history_frames_ input frames

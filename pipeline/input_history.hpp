@@ -43,6 +43,8 @@ class InputHistory {
   // After the pieces of `frames` frames were written (by a device copy): they are the newest.
   void advance(uint32_t frames) noexcept { pos_ = uint32_t((pos_ + uint64_t(std::min(frames, frames_))) % frames_); }
   float* data() const noexcept { return ring_; }
+  // The ring position the next frames go to (pieces()' first dst).
+  uint32_t head() const noexcept { return pos_; }
 
   // Appends `frames` frames of each lane (lane l at in + l * stride). RT-safe.
   void remember(const float* in, size_t stride, uint32_t frames) noexcept {

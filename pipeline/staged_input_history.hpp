@@ -1,21 +1,28 @@
 // StagedInputHistory: a CUDA stage's InputHistory, the newest input frames its CPU twin primes
-// from after a CUDA error. In copy mode it is filled from the device without holding up the
-// stage: after a chunk's kernels, enqueue() snapshots the chunk's newest frames (no more than
-// priming reads) on the device, and a stream of the history's own copies them into a
-// page-locked ring while the stages after it run; commit() makes them the newest once the chunk
-// has succeeded, and newest() waits for them to land (settle()) before it reads: nothing on the
-// real-time path waits for them. Copies under 256 KiB go straight into the ring on the stage's
-// stream instead. The ring is one chunk larger than what priming reads, so a copy under way
-// never touches those frames. In mapped mode, or for a chunk that enqueued nothing, commit()
-// copies the host block. Thread: the pipeline thread. Only built with CUDA. Header-only.
+// from after a CUDA error. In copy mode it is filled from the device without the host copying:
+// - up to kKernelBytes a chunk (by_kernel()), enqueue() launches a kernel (cuda/lane_ring) that
+//   writes the chunk's newest frames (no more than priming reads) straight into the page-locked,
+//   mapped ring, from the position a mapped cell holds. The kernel's parameters are the same for
+//   every chunk, so a stage can capture it into its CUDA graph and set the cell before each
+//   replay (arm()). (On a branch of the graph beside the stage's kernels it cost more than it
+//   saved: the next stage's CUDA calls took twice as long, S2 on the H100, 2026-11-25);
+// - larger ones take a device snapshot after the chunk's kernels, and a stream of the history's
+//   own copies it into the ring while the stages after it run (they are not held up by it).
+// commit() makes them the newest once the chunk has succeeded, and newest() waits for them to land
+// (settle()) before it reads: nothing on the real-time path waits for the side stream's copies.
+// The ring is one chunk larger than what priming reads, so a write under way never touches those
+// frames. In mapped mode, or for a chunk that enqueued nothing, commit() copies the host block.
+// Thread: the pipeline thread. Only built with CUDA. Header-only.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/lane_ring.cuh"
 #include "cuda/pinned_buffer.hpp"
 #include "pipeline/block.hpp"
 #include "pipeline/input_history.hpp"
@@ -30,45 +37,59 @@ class StagedInputHistory {
   StagedInputHistory& operator=(const StagedInputHistory&) = delete;
 
   // `keep` frames of `lanes` lanes for priming; chunks of up to max_frames; from_device: copy
-  // mode (the snapshot, the stream, the page-locked ring). Allocates; throws CudaError.
+  // mode (the page-locked ring; the kernel's cell, or the snapshot and the stream). Allocates;
+  // throws CudaError.
   void assign(uint32_t lanes, uint32_t keep, uint32_t max_frames, bool from_device) {
     release();
     lanes_ = lanes;
     max_frames_ = max_frames;
     from_device_ = from_device;
+    kernel_ = side_ = false;
     pending_ = 0;
     landing_ = false;
     if (!from_device) {
       ring_.assign(lanes, keep);
       return;
     }
-    pinned_ = cuda::PinnedBuffer(size_t(lanes) * (keep + max_frames) * sizeof(float), false);
-    ring_.assign(lanes, keep + max_frames, pinned_.host<float>());
     snap_frames_ = std::min(keep, max_frames);
-    side_ = size_t(lanes) * snap_frames_ * sizeof(float) >= kSideCopyBytes;
-    if (!side_) return;
+    kernel_ = size_t(lanes) * snap_frames_ * sizeof(float) <= kKernelBytes;
+    side_ = !kernel_;
+    pinned_ = cuda::PinnedBuffer(size_t(lanes) * (keep + max_frames) * sizeof(float), kernel_);
+    ring_.assign(lanes, keep + max_frames, pinned_.host<float>());
+    if (kernel_) {
+      cell_ = cuda::PinnedBuffer(sizeof(uint32_t), true);
+      *cell_.host<uint32_t>() = 0;
+      return;
+    }
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_snap_), size_t(lanes) * snap_frames_ * sizeof(float)));
     VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&ev_snapped_, cudaEventDisableTiming));
     VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&ev_landed_, cudaEventDisableTiming));
   }
   bool from_device() const noexcept { return from_device_; }
+  // Copy mode with the kernel (above): enqueue() may be captured into a graph, with arm() before
+  // each replay.
+  bool by_kernel() const noexcept { return from_device_ && kernel_; }
 
   // On `stream`, after the chunk's kernels: its newest frames (up to `keep`) from `src` (device,
   // lane l at src + l * max_frames) into the snapshot, and from there, on the history's stream,
   // into the ring. `stream` goes on as soon as the snapshot is taken. RT-safe.
+  // By kernel: the ring write on `stream` (which may be being captured), landed when the stage's
+  // stream syncs. RT-safe.
   cudaError_t enqueue(const float* src, uint32_t frames, cudaStream_t stream) noexcept {
     const uint32_t n = std::min(frames, snap_frames_);
-    if (!side_) {  // small: straight into the ring on the stage's stream, landed when it syncs
-      InputHistory::Piece p[2];
-      const unsigned count = ring_.pieces(n, p);
-      const size_t ring_pitch = size_t(ring_.frames()) * sizeof(float), pitch = size_t(max_frames_) * sizeof(float);
-      for (unsigned i = 0; i < count; ++i)
-        VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(ring_.data() + p[i].dst, ring_pitch, src + (frames - n) + p[i].src,
-                                                     pitch, p[i].count * sizeof(float), lanes_, cudaMemcpyDeviceToHost,
-                                                     stream));
-      pending_ = n;
-      return cudaSuccess;
+    if (kernel_) {
+      arm(frames);
+      cuda::LanesToRingParams p;
+      p.d_src = src;
+      p.src_stride = max_frames_;
+      p.first = frames - n;
+      p.frames = n;
+      p.lanes = lanes_;
+      p.ring = pinned_.device<float>();
+      p.ring_frames = ring_.frames();
+      p.position = cell_.device<uint32_t>();
+      return cuda::launch_lanes_to_ring(p, stream);
     }
     const size_t snap_pitch = size_t(snap_frames_) * sizeof(float), pitch = size_t(max_frames_) * sizeof(float);
     // The snapshot is free once the last chunk's copy out of it has landed.
@@ -86,6 +107,13 @@ class StagedInputHistory {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_landed_, stream_));
     pending_ = n;
     return cudaSuccess;
+  }
+  // By kernel, before a replay of a graph that captured enqueue() for chunks of `frames` frames:
+  // where its frames go, and that they are this chunk's. RT-safe.
+  void arm(uint32_t frames) noexcept {
+    *cell_.host<uint32_t>() = ring_.head();
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the cell's store before the launch's
+    pending_ = std::min(frames, snap_frames_);
   }
   // After a chunk that succeeded (its stream synchronised): what enqueue() copied (once landed),
   // or else `in`'s frames on the host, are the newest. discard(): the chunk failed, or a new one
@@ -136,16 +164,19 @@ class StagedInputHistory {
   }
 
   InputHistory ring_;
-  cuda::PinnedBuffer pinned_;  // the ring's memory in copy mode
+  cuda::PinnedBuffer pinned_;  // the ring's memory in copy mode (mapped, by kernel)
+  cuda::PinnedBuffer cell_;    // by kernel: the ring position the next write starts at (mapped)
   float* d_snap_ = nullptr;    // [lanes][snap_frames_]: a chunk's newest frames on their way
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ev_snapped_ = nullptr, ev_landed_ = nullptr;
   uint32_t lanes_ = 0, max_frames_ = 0, snap_frames_ = 0;
   uint32_t pending_ = 0;  // frames enqueue() copied for the chunk under way
   bool landing_ = false;  // the last committed chunk's frames may still be on their way
-  // Copies of kSideCopyBytes or more go on the history's stream; smaller ones on the stage's
-  // (fewer hand-overs between streams, which cost more than such a copy where GPU time is shared).
-  static constexpr size_t kSideCopyBytes = size_t(256) << 10;
+  // Up to kKernelBytes a chunk by kernel; larger ones through the snapshot and the side stream
+  // (a write that long through mapped memory would hold up the stage's graph: S1's FIR history at
+  // 800 channels is 26 MB a chunk).
+  static constexpr size_t kKernelBytes = size_t(1) << 20;
+  bool kernel_ = false;
   bool side_ = false;
   bool from_device_ = false;
 };

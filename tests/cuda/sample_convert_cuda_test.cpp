@@ -12,6 +12,7 @@
 
 #include "../support/tolerances.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/pinned_buffer.hpp"
 #include "cuda/sample_convert.cuh"
 
 namespace vigil {
@@ -95,6 +96,56 @@ TEST_F(SampleConvertCudaTest, CountsAccumulateAcrossCallsAndBadParametersAreReje
   EXPECT_THROW(cuda::SampleConvertCuda(0, 1), std::invalid_argument);
   EXPECT_THROW(cuda::SampleConvertCuda(16, 2000), std::invalid_argument);
   EXPECT_THROW(conv.convert(in.data(), SampleFormat::kInt16, 5, 1.0f, out.data(), 5, &counts), std::invalid_argument);
+}
+
+// Through a cell (ConvertParams::d_in_cell): the kernel reads each chunk where a mapped cell points
+// when it runs, from page-locked host memory allocated as the chunk pool's is (cudaHostAlloc,
+// portable, not mapped); the same launch parameters convert two chunks in turn, each equal to the
+// CPU conversion to the bit, with its counts.
+TEST_F(SampleConvertCudaTest, ReadsEachChunkWhereACellPointsInPageLockedHostMemory) {
+  constexpr uint32_t kFrames = 1024, kChannels = 64;
+  const size_t n = size_t(kFrames) * kChannels;
+  void* chunks[2] = {nullptr, nullptr};
+  for (void*& c : chunks) ASSERT_EQ(cudaHostAlloc(&c, n * sizeof(int16_t), cudaHostAllocPortable), cudaSuccess);
+  cuda::PinnedBuffer cell(sizeof(const void*), true);
+  float* d_out = nullptr;
+  unsigned long long* d_counts = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_out), n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_counts), 2 * kChannels * sizeof(unsigned long long)), cudaSuccess);
+  cuda::ConvertParams p;
+  p.d_in_cell = cell.device<const void*>();
+  p.format = SampleFormat::kInt16;
+  p.frames = kFrames;
+  p.channels = kChannels;
+  p.scale = 1.0f / 32768;
+  p.d_out = d_out;
+  p.out_stride_frames = kFrames;
+  p.d_counts = d_counts;
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<int16_t> x = random_samples<int16_t>(n, 500 + k);
+    std::memcpy(chunks[k], x.data(), n * sizeof(int16_t));
+    *cell.host<const void*>() = chunks[k];
+    ASSERT_EQ(cudaMemset(d_out, 0xFF, n * sizeof(float)), cudaSuccess);  // poison
+    ASSERT_EQ(cudaMemset(d_counts, 0, 2 * kChannels * sizeof(unsigned long long)), cudaSuccess);
+    ASSERT_EQ(cuda::launch_convert_to_planar(p, nullptr), cudaSuccess);
+    std::vector<float> gpu(n), cpu(n);
+    std::vector<unsigned long long> gpu_counts(2 * kChannels);
+    ASSERT_EQ(cudaMemcpy(gpu.data(), d_out, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(gpu_counts.data(), d_counts, gpu_counts.size() * sizeof(unsigned long long),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    std::vector<ConvertCounts> cpu_counts(kChannels);
+    convert_to_planar(x.data(), SampleFormat::kInt16, kFrames, kChannels, p.scale, cpu.data(), kFrames,
+                      cpu_counts.data());
+    ASSERT_EQ(std::memcmp(gpu.data(), cpu.data(), n * sizeof(float)), 0) << "chunk " << k;
+    for (uint32_t c = 0; c < kChannels; ++c) {
+      EXPECT_EQ(gpu_counts[2 * c], cpu_counts[c].clipped) << "chunk " << k << " channel " << c;
+      EXPECT_EQ(gpu_counts[2 * c + 1], 0u);
+    }
+  }
+  cudaFree(d_out);
+  cudaFree(d_counts);
+  for (void* c : chunks) cudaFreeHost(c);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "../support/signals.hpp"
 #include "../support/stage_run.hpp"
 #include "acquisition/spsc_queue.hpp"
+#include "cuda/pinned_buffer.hpp"
 #include "dsp/sample_convert.hpp"
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/event_record.hpp"
@@ -252,6 +254,7 @@ struct RawRun {
   uint64_t uploaded_ahead = 0;
   uint64_t parts = 0;                 // parts uploaded while "captured"
   uint64_t completed_from_parts = 0;  // chunks whose rest upload_next_input() took
+  uint64_t converted_in_graph = 0;    // chunks copied up and converted inside the FIR's graph
 };
 
 // The pipeline's uploads in parts (PipelineWorker with pipeline.upload_in_parts): while chunk k
@@ -276,10 +279,14 @@ struct PartsAhead {
   }
 };
 
-RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false) {
+// The chunks lie in page-locked memory, as the CUDA backend's chunk pool is, unless `pageable`.
+RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false, bool pageable = false) {
   const uint32_t total = kMaxFrames * kChunks;
   constexpr float kScale = 1.0f / 32768;
-  std::vector<int16_t> x(size_t(total) * kChannels);
+  std::vector<int16_t> plain(pageable ? size_t(total) * kChannels : 0);
+  cuda::PinnedBuffer locked;
+  if (!pageable) locked = cuda::PinnedBuffer(size_t(total) * kChannels * sizeof(int16_t), false);
+  const std::span<int16_t> x(pageable ? plain.data() : locked.host<int16_t>(), size_t(total) * kChannels);
   std::mt19937 rng(31);
   std::normal_distribution<float> n(0.0f, 12000.0f);  // 2.7 sigma to full scale: about 0.7 % clip
   for (int16_t& v : x) v = int16_t(std::clamp(n(rng), -32768.0f, 32767.0f));  // a few clip at full scale
@@ -354,6 +361,7 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false) {
   EXPECT_EQ(status["input_converted_on_gpu"], r.raw) << status.dump();
   r.uploaded_ahead = status["uploaded_ahead_chunks"].get<uint64_t>();
   r.parts = status["parts_uploaded_while_captured"].get<uint64_t>();
+  r.converted_in_graph = status["converted_in_graph_chunks"].get<uint64_t>();
   EXPECT_EQ(r.parts, parts.uploads);
   return r;
 }
@@ -373,6 +381,13 @@ TEST(GraphCuda, TheInputTakenRawIsConvertedOnTheGpuWithTheSameOutput) {
   const RawRun gpu = run_raw(true, false, 0);
   ASSERT_TRUE(gpu.raw) << "the graph did not take its input raw";
   expect_same_raw_run(gpu, host);
+  // Every chunk but the reload's (converted on the host for the crossfade) was converted from
+  // page-locked memory and filtered in one replay of the FIR's converting graph.
+  EXPECT_EQ(gpu.converted_in_graph, kChunks - 1);
+  // From plain (pageable) memory, which a kernel cannot read: each chunk goes up by its own copy.
+  const RawRun pageable = run_raw(true, false, 0, false, true);
+  expect_same_raw_run(pageable, host);
+  EXPECT_EQ(pageable.converted_in_graph, 0u);
   const RawRun gpu_ahead = run_raw(true, true, 0);
   expect_same_raw_run(gpu_ahead, host);
   EXPECT_EQ(gpu_ahead.uploaded_ahead, kChunks - 2) << "every chunk after the first but the reload's went up ahead";
@@ -425,6 +440,18 @@ TEST(GraphCuda, ALaunchFailureWithRawInputConvertsTheChunkOnTheHostForTheCpuTwin
   const RawRun host = run_raw(false, false, 8);
   const RawRun gpu = run_raw(true, true, 8);
   ASSERT_TRUE(gpu.raw);
+  expect_same_raw_run(gpu, host);
+}
+
+// The same without the look-ahead: chunks 0-6 but the reload's (5) went through the FIR's converting
+// graph, which also wrote the input history (by kernel, on a branch of the graph); the CPU twins
+// primed from it give the same output to the bit.
+TEST(GraphCuda, ALaunchFailureAfterConvertingGraphsPrimesTheCpuTwinFromTheirHistory) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const RawRun host = run_raw(false, false, 8);
+  const RawRun gpu = run_raw(true, false, 8);
+  ASSERT_TRUE(gpu.raw);
+  EXPECT_EQ(gpu.converted_in_graph, 6u);  // the eighth chunk (k = 7) fails
   expect_same_raw_run(gpu, host);
 }
 
