@@ -16,6 +16,8 @@ CudaStaging::~CudaStaging() {
   if (d_out_) cudaFree(d_out_);
   if (ev_start_) cudaEventDestroy(ev_start_);
   if (ev_stop_) cudaEventDestroy(ev_stop_);
+  if (ev_graph_start_) cudaEventDestroy(ev_graph_start_);
+  if (ev_graph_stop_) cudaEventDestroy(ev_graph_stop_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -28,6 +30,8 @@ void CudaStaging::prepare(uint32_t in_lanes, uint32_t out_lanes, uint32_t max_fr
   VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   VIGIL_CUDA_CHECK(cudaEventCreate(&ev_start_));
   VIGIL_CUDA_CHECK(cudaEventCreate(&ev_stop_));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_graph_start_));
+  VIGIL_CUDA_CHECK(cudaEventCreate(&ev_graph_stop_));
   const size_t in_floats = size_t(in_lanes) * max_frames, out_floats = size_t(out_lanes) * max_frames;
   for (unsigned s = 0; s < slots_; ++s) h_in_[s] = cuda::PinnedBuffer(in_floats * sizeof(float), mapped);
   if (out_floats) h_out_ = cuda::PinnedBuffer(out_floats * sizeof(float), mapped);  // none for a detector

@@ -186,13 +186,19 @@ class CudaStaging {
   // launch() between two events on the stream, then waits for the stream; the GPU time goes into
   // the status when `record` (not for warm-up or priming). Before waiting it calls the chunk's
   // Exec::on_gpu_wait, when there is one: the pipeline thread's chance to take the next chunk
-  // meanwhile (again and again until the stream is done, with Exec::gpu_wait_polls). RT-safe.
+  // meanwhile (again and again until the stream is done, with Exec::gpu_wait_polls).
+  // events_in_launch: launch() replays a graph that records a pair of events of its own
+  // (record_captured_event() when it was captured): two CUDA calls fewer, each 2-40 us of the
+  // pipeline thread's time on the GPU hosts measured; the GPU time is then the graph's. (Without
+  // it such a graph's own events are recorded too, and unused.) RT-safe.
   template <class Launch>
-  cudaError_t run(Launch&& launch, bool record, const Exec* exec = nullptr) noexcept {
+  cudaError_t run(Launch&& launch, bool record, const Exec* exec = nullptr, bool events_in_launch = false) noexcept {
     const int64_t t_launch = mono_now_ns();
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start_, stream_));
+    const cudaEvent_t ev_start = events_in_launch ? ev_graph_start_ : ev_start_;
+    const cudaEvent_t ev_stop = events_in_launch ? ev_graph_stop_ : ev_stop_;
+    if (!events_in_launch) VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(launch());
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop_, stream_));
+    if (!events_in_launch) VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop, stream_));
     const int64_t t_wait = mono_now_ns();
     if (exec && exec->on_gpu_wait) {
       exec->on_gpu_wait(exec->on_gpu_wait_arg);
@@ -200,7 +206,7 @@ class CudaStaging {
         cudaError_t q;
         int64_t t_started = 0;  // when the poll first saw the GPU begin this chunk's work
         while ((q = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
-          if (!t_started && cudaEventQuery(ev_start_) == cudaSuccess) t_started = mono_now_ns();
+          if (!t_started && cudaEventQuery(ev_start) == cudaSuccess) t_started = mono_now_ns();
           exec->on_gpu_wait(exec->on_gpu_wait_arg);
         }
         VIGIL_CUDA_RETURN_IF_ERROR(q);
@@ -213,11 +219,17 @@ class CudaStaging {
       wait_time_.record_ns(mono_now_ns() - t_wait);
     }
     float ms = 0;
-    if (record && cudaEventElapsedTime(&ms, ev_start_, ev_stop_) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
-    if (waited_ && record && cudaEventElapsedTime(&ms, ev_wait_, ev_start_) == cudaSuccess)
+    if (record && cudaEventElapsedTime(&ms, ev_start, ev_stop) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
+    if (waited_ && record && cudaEventElapsedTime(&ms, ev_wait_, ev_start) == cudaSuccess)
       upload_wait_.record_us(uint64_t(ms * 1000.0f));
     waited_ = false;
     return cudaSuccess;
+  }
+
+  // While the stream is being captured: the start (stop false) or stop of the graph's own pair of
+  // events, as a node of the graph (replayed with run()'s events_in_launch). RT-safe.
+  cudaError_t record_captured_event(bool stop) noexcept {
+    return cudaEventRecordWithFlags(stop ? ev_graph_stop_ : ev_graph_start_, stream_, cudaEventRecordExternal);
   }
 
   // The staged output's lanes to out (lane l at out + l * stride); nothing to do when `out` is it.
@@ -243,6 +255,7 @@ class CudaStaging {
   const float* bound_in_device_ = nullptr;  // its device alias (mapped mode)
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ev_start_ = nullptr, ev_stop_ = nullptr;
+  cudaEvent_t ev_graph_start_ = nullptr, ev_graph_stop_ = nullptr;  // recorded by captured graphs
   cudaStream_t copy_stream_ = nullptr;        // the look-ahead's uploads (copy mode, two slots)
   cudaEvent_t ev_uploaded_[2] = {nullptr, nullptr};
   cudaEvent_t ev_wait_ = nullptr;   // before a wait for an upload (take_upload)

@@ -258,9 +258,12 @@ bool FirBankCudaStage::capture(cuda::FirFilterCuda& bank, unsigned slot, bool co
     cudaGetLastError();
     return false;
   }
-  // The graph reads a chunk where process() will find it: the bound input when there is one.
-  cudaError_t e = convert ? enqueue_convert_from_cell(slot) : cudaSuccess;
+  // The graph reads a chunk where process() will find it: the bound input when there is one. It
+  // records a pair of GPU-time events of its own (CudaStaging::run's events_in_launch).
+  cudaError_t e = staging_.record_captured_event(false);
+  if (e == cudaSuccess && convert) e = enqueue_convert_from_cell(slot);
   if (e == cudaSuccess) e = enqueue(bank, max_frames_, staging_.has_bound_input(), slot, copy_in, history_.by_kernel());
+  if (e == cudaSuccess) e = staging_.record_captured_event(true);
   const cudaError_t end = cudaStreamEndCapture(staging_.stream(), &graph);
   history_.discard();  // the capture's arm() was no chunk's
   if (e == cudaSuccess) e = end;
@@ -343,7 +346,8 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in
                    ? history_.enqueue(staging_.device_in(from_bound ? 0 : slot), frames, staging_.stream())
                    : cudaSuccess;
       },
-      timing_, exec);
+      // The graph's own events when it is all the chunk's GPU work (else run()'s, around all of it).
+      timing_, exec, graph && !convert_here && !(history && !history_.by_kernel()));
 }
 
 void FirBankCudaStage::unwrap_history() noexcept { history_.newest(history_frames_, prime_.data(), history_frames_); }

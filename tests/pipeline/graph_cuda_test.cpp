@@ -148,6 +148,10 @@ void run_graph_vs_stages(bool mapped, bool resident = false, bool look_ahead = f
     graph.stage(0).add_status(status);
     EXPECT_EQ(status["uploaded_ahead_chunks"], mapped ? 0u : kChunks - 2) << status.dump();
     EXPECT_GT(status["graph_chunks"].get<uint64_t>(), 0u) << status.dump();
+    // The graphs record their own GPU-time events: the time is there (a chunk's filters take
+    // microseconds) and sane.
+    EXPECT_GT(status["gpu_us"]["p50"].get<double>(), 0.0) << status.dump();
+    EXPECT_LT(status["gpu_us"]["max"].get<double>(), 1e6) << status.dump();
   }
   // The same stages on their own, fed through their own buffers (the copying path).
   FirBankCudaStage fir_alone(fir(50e3), 0, CudaStageOptions{mapped, 0});
