@@ -23,7 +23,7 @@
 // set in a mapped cell before each replay: each CUDA call costs the pipeline thread 2-30 us on
 // the GPU hosts measured, and S2's chunk made a dozen.
 // In copy mode the input history comes back from the device (StagedInputHistory), as many of
-// each chunk's newest frames as priming reads, with no host copy: up to 1 MiB a chunk by a kernel
+// each chunk's newest frames as priming reads, with no host copy: up to 256 KiB a chunk by a kernel
 // that writes the page-locked ring, inside the chunk's graph; larger ones
 // snapshotted on the device and copied on the history's own stream while the later stages run.
 // The FFT form's block: the latency allowed caps it, and within that the GPU's preferred block

@@ -172,10 +172,11 @@ class StagedInputHistory {
   uint32_t lanes_ = 0, max_frames_ = 0, snap_frames_ = 0;
   uint32_t pending_ = 0;  // frames enqueue() copied for the chunk under way
   bool landing_ = false;  // the last committed chunk's frames may still be on their way
-  // Up to kKernelBytes a chunk by kernel; larger ones through the snapshot and the side stream
-  // (a write that long through mapped memory would hold up the stage's graph: S1's FIR history at
-  // 800 channels is 26 MB a chunk).
-  static constexpr size_t kKernelBytes = size_t(1) << 20;
+  // Up to kKernelBytes a chunk by kernel (S2's FIR history: 64 lanes x 1024 frames); larger ones
+  // through the snapshot and the side stream, which the stage does not wait for (by kernel, S1's
+  // 780 KB denoiser history at 16 channels took its stage 71 -> 87 us of GPU time, H100; its FIR
+  // history at 800 channels is 26 MB a chunk).
+  static constexpr size_t kKernelBytes = size_t(256) << 10;
   bool kernel_ = false;
   bool side_ = false;
   bool from_device_ = false;

@@ -1,5 +1,5 @@
 // StagedInputHistory against the host's InputHistory: chunks of random sizes and random samples
-// written from device memory into the ring, by kernel (up to 1 MiB a chunk, also replayed from a
+// written from device memory into the ring, by kernel (up to 256 KiB a chunk, also replayed from a
 // captured CUDA graph after arm()) and through the snapshot and side stream (larger), keep the
 // same newest frames, to the bit, as InputHistory::remember() of the same chunks on the host; a
 // chunk enqueued and then discarded (it failed) leaves them as they were. Skipped where no GPU
@@ -80,6 +80,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, StagedInputHistoryCuda,
                          ::testing::Values(Shape{3, 254, 4096, true},         // the direct FIR's M - 1 frames
                                            Shape{64, 10240, 1024, true},      // S2's FIR: 256 KiB a chunk
                                            Shape{5, 700, 256, true},          // history longer than a chunk
+                                           Shape{16, 8192, 4096, true},       // exactly 256 KiB a chunk: by kernel
+                                           Shape{17, 8192, 4096, false},      // 272 KiB: the side stream
                                            Shape{80, 8192, 4096, false}),     // 1.25 MiB a chunk: the side stream
                          [](const ::testing::TestParamInfo<Shape>& i) {
                            return std::to_string(i.param.lanes) + "Lanes" + std::to_string(i.param.keep) + "Kept" +
