@@ -331,6 +331,8 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in
   } else if (whole) {
     graph = graph_for(bank, slot, copy_in, false);
   }
+  // (A graph replayed for no chunk, the crossfade's second filter, writes the history again where
+  // the chunk's own replay just armed it to, with the same frames.)
   if (graph && graph->history && history) history_.arm(frames);
   return staging_.run(
       [&]() -> cudaError_t {

@@ -80,6 +80,7 @@ class StagedInputHistory {
     const uint32_t n = std::min(frames, snap_frames_);
     if (kernel_) {
       arm(frames);
+      if (n == 0) return cudaSuccess;  // an empty chunk: nothing to write (the kernel takes none)
       cuda::LanesToRingParams p;
       p.d_src = src;
       p.src_stride = max_frames_;
