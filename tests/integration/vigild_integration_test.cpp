@@ -1029,7 +1029,11 @@ outputs:
   ASSERT_TRUE(last["final"].get<bool>());
   EXPECT_EQ(last["events_by_type"]["ae_hit"], hits);
   EXPECT_EQ(last["send_errors"], 0);
-  EXPECT_LT(run.received().event_datagrams * 10, events.size()) << "lines did not pack the events";
+  // How many events share a datagram depends on how many are queued when the output thread looks,
+  // which is thread timing (measured: 15 to a datagram unsanitized, 8 to 15 under ThreadSanitizer
+  // on 2 busy cores): here only that they share; output_worker_events_test checks the packing of
+  // events queued at once.
+  EXPECT_LT(run.received().event_datagrams * 3, events.size()) << "lines did not pack the events";
 }
 
 // An unpaced source has no clock to keep up with: a processed chunk waits for a free output slot

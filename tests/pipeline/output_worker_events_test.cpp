@@ -80,8 +80,14 @@ std::vector<EventRecord> chunk_events(size_t n) {
   return out;
 }
 
-// The events one OutputWorker sends for `events` queued at once, then a chunk, then the end.
-std::vector<nlohmann::json> sent(const std::vector<EventRecord>& events, uint32_t send_threads) {
+// The events one OutputWorker sends for `events` queued at once, then a chunk, then the end, and
+// the datagrams they came in.
+struct Sent {
+  std::vector<nlohmann::json> events;
+  uint64_t datagrams = 0;
+};
+
+Sent sent(const std::vector<EventRecord>& events, uint32_t send_threads) {
   test::UdpSocket no_data, rx;
   const Settings settings = settings_to(rx.port, send_threads);
   Graph graph(settings.stages);
@@ -111,12 +117,13 @@ std::vector<nlohmann::json> sent(const std::vector<EventRecord>& events, uint32_
   r.keep_timestamps = false;
   std::atomic<bool> stop{true};  // everything is sent: read until the sockets stay quiet
   test::receive(no_data, rx, r, stop);
-  return std::move(r.events);
+  return {std::move(r.events), r.event_datagrams};
 }
 
 TEST(OutputWorkerEvents, FormattedOnTheSendPoolTheyArriveAsFromOneThread) {
   const std::vector<EventRecord> events = chunk_events(3000);
-  std::vector<nlohmann::json> one = sent(events, 1), four = sent(events, 4);
+  const Sent sent_one = sent(events, 1), sent_four = sent(events, 4);
+  std::vector<nlohmann::json> one = sent_one.events, four = sent_four.events;
   // start, the 3000 events, the final status: every seq once, in order.
   ASSERT_EQ(one.size(), events.size() + 2);
   ASSERT_EQ(four.size(), one.size());
@@ -139,6 +146,10 @@ TEST(OutputWorkerEvents, FormattedOnTheSendPoolTheyArriveAsFromOneThread) {
   EXPECT_GT(alarms, 20u);
   EXPECT_EQ(one[1 + events.size() / 2]["type"], "overload");
   EXPECT_GT(four[5]["amplitude_db"].get<double>(), 0.0);
+  // Queued all at once, the events go as lines, each jumbo datagram as full as whole events make
+  // it (a hit's line is ~300 bytes: ~20 of 64 queued events to a datagram of 9 000 bytes).
+  EXPECT_LT(sent_one.datagrams * 10, one.size()) << "lines did not pack the events";
+  EXPECT_LT(sent_four.datagrams * 10, four.size()) << "lines did not pack the events";
 }
 
 }  // namespace
