@@ -151,17 +151,8 @@ bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale) {
   return true;
 }
 
-cudaError_t FirBankCudaStage::enqueue_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames,
-                                           cudaStream_t stream) noexcept {
-  const size_t frame_bytes = size_t(channels_) * bytes_per_sample(raw_format_);
-  if (first == 0)
-    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_[slot], 0, 2 * size_t(channels_) * sizeof(unsigned long long), stream));
-  if (frames == 0) return cudaSuccess;
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes,
-                                             static_cast<const std::byte*>(raw) + size_t(first) * frame_bytes,
-                                             size_t(frames) * frame_bytes, cudaMemcpyHostToDevice, stream));
+cuda::ConvertParams FirBankCudaStage::convert_params(unsigned slot, uint32_t first, uint32_t frames) const noexcept {
   cuda::ConvertParams p;
-  p.d_in = static_cast<const std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes;
   p.format = raw_format_;
   p.frames = frames;
   p.channels = channels_;
@@ -169,15 +160,36 @@ cudaError_t FirBankCudaStage::enqueue_part(unsigned slot, const void* raw, uint3
   p.d_out = staging_.device_in(slot) + first;
   p.out_stride_frames = max_frames_;
   p.d_counts = d_counts_[slot];  // added to
+  return p;
+}
+
+cudaError_t FirBankCudaStage::zero_counts(unsigned slot, cudaStream_t stream) noexcept {
+  return cudaMemsetAsync(d_counts_[slot], 0, 2 * size_t(channels_) * sizeof(unsigned long long), stream);
+}
+
+cudaError_t FirBankCudaStage::copy_counts_back(unsigned slot, cudaStream_t stream) noexcept {
+  const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
+  return cudaMemcpyAsync(h_counts_.host<unsigned long long>() + slot * 2 * size_t(channels_), d_counts_[slot], counts,
+                         cudaMemcpyDeviceToHost, stream);
+}
+
+cudaError_t FirBankCudaStage::enqueue_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames,
+                                           cudaStream_t stream) noexcept {
+  const size_t frame_bytes = size_t(channels_) * bytes_per_sample(raw_format_);
+  if (first == 0) VIGIL_CUDA_RETURN_IF_ERROR(zero_counts(slot, stream));
+  if (frames == 0) return cudaSuccess;
+  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes,
+                                             static_cast<const std::byte*>(raw) + size_t(first) * frame_bytes,
+                                             size_t(frames) * frame_bytes, cudaMemcpyHostToDevice, stream));
+  cuda::ConvertParams p = convert_params(slot, first, frames);
+  p.d_in = static_cast<const std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes;
   return cuda::launch_convert_to_planar(p, stream);
 }
 
 cudaError_t FirBankCudaStage::enqueue_raw(unsigned slot, const void* raw, uint32_t frames, cudaStream_t stream,
                                           uint32_t frames_up) noexcept {
   VIGIL_CUDA_RETURN_IF_ERROR(enqueue_part(slot, raw, frames_up, frames - std::min(frames, frames_up), stream));
-  const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
-  return cudaMemcpyAsync(h_counts_.host<unsigned long long>() + slot * 2 * size_t(channels_), d_counts_[slot], counts,
-                         cudaMemcpyDeviceToHost, stream);
+  return copy_counts_back(slot, stream);
 }
 
 void FirBankCudaStage::read_counts(unsigned slot) noexcept {
@@ -232,20 +244,11 @@ bool FirBankCudaStage::upload_input(unsigned slot, uint32_t frames, const void* 
 
 cudaError_t FirBankCudaStage::enqueue_convert_from_cell(unsigned slot) noexcept {
   const cudaStream_t stream = staging_.stream();
-  const size_t counts = 2 * size_t(channels_) * sizeof(unsigned long long);
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_counts_[slot], 0, counts, stream));
-  cuda::ConvertParams p;
+  VIGIL_CUDA_RETURN_IF_ERROR(zero_counts(slot, stream));
+  cuda::ConvertParams p = convert_params(slot, 0, max_frames_);
   p.d_in_cell = raw_cell_.device<const void*>() + slot;
-  p.format = raw_format_;
-  p.frames = max_frames_;
-  p.channels = channels_;
-  p.scale = raw_scale_;
-  p.d_out = staging_.device_in(slot);
-  p.out_stride_frames = max_frames_;
-  p.d_counts = d_counts_[slot];
   VIGIL_CUDA_RETURN_IF_ERROR(cuda::launch_convert_to_planar(p, stream));
-  return cudaMemcpyAsync(h_counts_.host<unsigned long long>() + slot * 2 * size_t(channels_), d_counts_[slot], counts,
-                         cudaMemcpyDeviceToHost, stream);
+  return copy_counts_back(slot, stream);
 }
 
 bool FirBankCudaStage::capture(cuda::FirFilterCuda& bank, unsigned slot, bool copy_in, bool convert) noexcept {

@@ -53,6 +53,7 @@
 #include "cuda/fir_bank_cuda.hpp"
 #include "cuda/fir_filter_cuda.hpp"
 #include "cuda/pinned_buffer.hpp"
+#include "cuda/sample_convert.cuh"
 #include "dsp/fir_bank.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
 #include "dsp/sample_convert.hpp"
@@ -146,6 +147,11 @@ class FirBankCudaStage final : public Stage {
   // Frames [first, first + frames) of the chunk up and converted into the slot's device input,
   // counting into its counts (zeroed with the first part).
   cudaError_t enqueue_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames, cudaStream_t stream) noexcept;
+  // The conversion's parameters but its source: frames [first, first + frames) into the slot's
+  // device input, counting into the slot's counts. The counts zeroed, and copied back to the host.
+  cuda::ConvertParams convert_params(unsigned slot, uint32_t first, uint32_t frames) const noexcept;
+  cudaError_t zero_counts(unsigned slot, cudaStream_t stream) noexcept;
+  cudaError_t copy_counts_back(unsigned slot, cudaStream_t stream) noexcept;
   void convert_on_host(const void* raw, const Block& in) noexcept;
   void read_counts(unsigned slot) noexcept;
   // The device part of a chunk from the staged input (slot) to the staged output, on the stream.

@@ -44,7 +44,7 @@ class StagedInputHistory {
     lanes_ = lanes;
     max_frames_ = max_frames;
     from_device_ = from_device;
-    kernel_ = side_ = false;
+    kernel_ = false;
     pending_ = 0;
     landing_ = false;
     if (!from_device) {
@@ -53,7 +53,6 @@ class StagedInputHistory {
     }
     snap_frames_ = std::min(keep, max_frames);
     kernel_ = size_t(lanes) * snap_frames_ * sizeof(float) <= kKernelBytes;
-    side_ = !kernel_;
     pinned_ = cuda::PinnedBuffer(size_t(lanes) * (keep + max_frames) * sizeof(float), kernel_);
     ring_.assign(lanes, keep + max_frames, pinned_.host<float>());
     if (kernel_) {
@@ -69,7 +68,7 @@ class StagedInputHistory {
   bool from_device() const noexcept { return from_device_; }
   // Copy mode with the kernel (above): enqueue() may be captured into a graph, with arm() before
   // each replay.
-  bool by_kernel() const noexcept { return from_device_ && kernel_; }
+  bool by_kernel() const noexcept { return kernel_; }
 
   // On `stream`, after the chunk's kernels: its newest frames (up to `keep`) from `src` (device,
   // lane l at src + l * max_frames) into the snapshot, and from there, on the history's stream,
@@ -122,7 +121,7 @@ class StagedInputHistory {
   void commit(const Block& in) noexcept {
     if (pending_) {
       ring_.advance(pending_);
-      landing_ = side_;
+      landing_ = !kernel_;  // the side stream's copies may still be on their way
     } else {
       ring_.remember(in.data, in.stride, in.frames);
     }
@@ -178,8 +177,7 @@ class StagedInputHistory {
   // 780 KB denoiser history at 16 channels took its stage 71 -> 87 us of GPU time, H100; its FIR
   // history at 800 channels is 26 MB a chunk).
   static constexpr size_t kKernelBytes = size_t(256) << 10;
-  bool kernel_ = false;
-  bool side_ = false;
+  bool kernel_ = false;  // copy mode by kernel; else copy mode by the snapshot and side stream
   bool from_device_ = false;
 };
 
