@@ -318,7 +318,10 @@ int main(int argc, char** argv) {
     }
     const double dt = double(now - last_web) / 1e9;
     const vigil::web::WebCounters& wc = web->counters();
-    json counters{{"datagrams", datagrams},
+    // uptime_ms: when the update was made, on this process's clock (a page that falls behind and
+    // catches up measures the rates it was sent at from it).
+    json counters{{"uptime_ms", (now - t0) / 1'000'000},
+                  {"datagrams", datagrams},
                   {"datagrams_per_s", dt > 0 ? std::round(double(datagrams - last_web_datagrams) / dt) : 0.0},
                   {"malformed", malformed}, {"kernel_drops", data_kernel_drops + event_kernel_drops},
                   {"packet_gaps", gaps}, {"samples_missing", missing},

@@ -161,7 +161,9 @@ async function main() {
     check(b.hits > 0, `AE hits drawn: ${b.hits}`);
     check(b.counters.datagrams > a.counters.datagrams, `counters advance: datagrams ${a.counters.datagrams} -> ${b.counters.datagrams}`);
     check(b.service.chunks_in > a.service.chunks_in, `service counters advance: chunks in ${a.service.chunks_in} -> ${b.service.chunks_in}`);
-    const seconds = (b.now - a.now) / 1000;
+    // On vigil-listen's clock (each update's uptime_ms): a page that fell behind on a busy machine
+    // and catches up receives faster than it was sent to.
+    const seconds = (b.serverMs - a.serverMs) / 1000;
     const ups = (b.updates - a.updates) / seconds, rate = (b.bytes - a.bytes) / seconds;
     console.log(`measured: ${ups.toFixed(1)} updates/s, ${(rate / 1000).toFixed(0)} kB/s to one page over ${seconds.toFixed(1)} s`);
     check(ups >= 8, `about 10 updates per second: ${ups.toFixed(1)}`);

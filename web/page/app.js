@@ -4,7 +4,7 @@
 'use strict';
 
 const state = window.vigil = {
-  connected: false, connections: 0, updates: 0, bytes: 0, firstAt: 0, lastAt: 0,
+  connected: false, connections: 0, updates: 0, bytes: 0, firstAt: 0, lastAt: 0, serverMs: 0,
   streams: {}, hits: 0, events: [], alarmsInLog: 0, counters: {}, service: {}, errors: [],
 };
 const charts = {};   // stream id -> {card, wave, spec, rms}
@@ -236,8 +236,10 @@ function connect() {
     state.lastAt = now;
     state.bytes += m.data.length;
     try {
-      apply(JSON.parse(m.data));
+      const u = JSON.parse(m.data);
+      apply(u);
       state.updates++;
+      state.serverMs = u.counters.uptime_ms;
     } catch (e) {
       state.errors.push(String(e && e.stack || e));
     }
