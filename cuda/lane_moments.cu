@@ -38,11 +38,11 @@ __device__ __forceinline__ Sums warp_combine(Sums a) {
   return a;
 }
 
-__global__ void lane_moments_kernel(const float* __restrict__ x, size_t stride, RunSplit split,
-                                    Moments* __restrict__ out) {
+// Block (run, lane)'s moments of [first, end) into out[lane * runs + run].
+__device__ __forceinline__ void run_moments(const float* __restrict__ x, size_t stride, uint32_t first, uint32_t end,
+                                            uint32_t runs, Moments* __restrict__ out) {
   __shared__ Sums warps[kWarps];
   const uint32_t run = blockIdx.x, lane = blockIdx.y;
-  const uint32_t first = split.start[run], end = split.start[run + 1];
   const float* p = x + size_t(lane) * stride;
   const float k = p[first];
   Sums s{0, 0, 0, 0, k, k};
@@ -71,7 +71,22 @@ __global__ void lane_moments_kernel(const float* __restrict__ x, size_t stride, 
   m.m4 = fmax(0.0, s.s4 - 4 * d * s.s3 + 6 * d2 * s.s2 - 3 * count * d2 * d2);
   m.lo = s.lo;
   m.hi = s.hi;
-  out[size_t(lane) * split.runs + run] = m;
+  out[size_t(lane) * runs + run] = m;
+}
+
+__global__ void lane_moments_kernel(const float* __restrict__ x, size_t stride, RunSplit split,
+                                    Moments* __restrict__ out) {
+  run_moments(x, stride, split.start[blockIdx.x], split.start[blockIdx.x + 1], split.runs, out);
+}
+
+// The run's bounds from the cell (mapped host memory: two loads across the bus a block, shared
+// with the block).
+__global__ void lane_moments_cell_kernel(const float* __restrict__ x, size_t stride, const uint32_t* starts,
+                                         uint32_t runs, Moments* __restrict__ out) {
+  __shared__ uint32_t bounds[2];
+  if (threadIdx.x < 2) bounds[threadIdx.x] = *(volatile const uint32_t*)(starts + blockIdx.x + threadIdx.x);
+  __syncthreads();
+  run_moments(x, stride, bounds[0], bounds[1], runs, out);
 }
 
 }  // namespace
@@ -79,10 +94,16 @@ __global__ void lane_moments_kernel(const float* __restrict__ x, size_t stride, 
 cudaError_t launch_lane_moments(const float* d_x, size_t stride, uint32_t lanes, const RunSplit& split,
                                 Moments* d_out, cudaStream_t stream) noexcept {
   if (lanes == 0) return cudaSuccess;
-  if (split.runs == 0 || split.runs > RunSplit::kMaxRuns || lanes > 65535) return cudaErrorInvalidValue;
-  for (uint32_t r = 0; r < split.runs; ++r)
-    if (split.start[r + 1] <= split.start[r]) return cudaErrorInvalidValue;
+  if (!valid_split(split) || lanes > 65535) return cudaErrorInvalidValue;
   lane_moments_kernel<<<dim3(split.runs, lanes), kThreads, 0, stream>>>(d_x, stride, split, d_out);
+  return after_launch(stream);
+}
+
+cudaError_t launch_lane_moments_from_cell(const float* d_x, size_t stride, uint32_t lanes, uint32_t runs,
+                                          const uint32_t* d_starts, Moments* d_out, cudaStream_t stream) noexcept {
+  if (lanes == 0) return cudaSuccess;
+  if (runs == 0 || runs > RunSplit::kMaxRuns || lanes > 65535 || !d_starts) return cudaErrorInvalidValue;
+  lane_moments_cell_kernel<<<dim3(runs, lanes), kThreads, 0, stream>>>(d_x, stride, d_starts, runs, d_out);
   return after_launch(stream);
 }
 

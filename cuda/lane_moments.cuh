@@ -26,4 +26,19 @@ struct RunSplit {
 cudaError_t launch_lane_moments(const float* d_x, size_t stride, uint32_t lanes, const RunSplit& split,
                                 Moments* d_out, cudaStream_t stream) noexcept;
 
+// Whether `split` is one launch_lane_moments() takes.
+inline bool valid_split(const RunSplit& split) noexcept {
+  if (split.runs == 0 || split.runs > RunSplit::kMaxRuns) return false;
+  for (uint32_t r = 0; r < split.runs; ++r)
+    if (split.start[r + 1] <= split.start[r]) return false;
+  return true;
+}
+
+// The same for a split of `runs` runs whose starts the kernel reads when it runs, from d_starts
+// (runs + 1 of them, as RunSplit::start; the device alias of mapped host memory): one launch can
+// be captured in a graph and replayed for every chunk cut into that many runs, the starts written
+// before each replay (valid_split's rules: the caller checks them).
+cudaError_t launch_lane_moments_from_cell(const float* d_x, size_t stride, uint32_t lanes, uint32_t runs,
+                                          const uint32_t* d_starts, Moments* d_out, cudaStream_t stream) noexcept;
+
 }  // namespace vigil::cuda

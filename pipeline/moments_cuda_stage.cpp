@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 
 #include "acquisition/rt_log.hpp"
 #include "cuda/cuda_check.hpp"
@@ -19,7 +20,16 @@ MomentsCudaStage<Cpu>::MomentsCudaStage(typename Cpu::Settings settings, uint16_
     : index_(index), options_(options), cpu_(std::move(settings), index, pool) {}
 
 template <class Cpu>
-MomentsCudaStage<Cpu>::~MomentsCudaStage() = default;
+MomentsCudaStage<Cpu>::~MomentsCudaStage() {
+  destroy_graphs();
+}
+
+template <class Cpu>
+void MomentsCudaStage<Cpu>::destroy_graphs() noexcept {
+  for (const RunGraph& g : graphs_) cudaGraphExecDestroy(g.exec);
+  graphs_.clear();
+  graphs_failed_ = false;
+}
 
 template <class Cpu>
 StreamFormat MomentsCudaStage<Cpu>::prepare(const StreamFormat& in, uint32_t max_frames) {
@@ -29,8 +39,12 @@ StreamFormat MomentsCudaStage<Cpu>::prepare(const StreamFormat& in, uint32_t max
   gpu_ = cpu_.sums_segments();
   on_cpu_.store(!gpu_, std::memory_order_relaxed);
   if (!gpu_) return out;
+  destroy_graphs();
+  timing_ = false;
   staging_.prepare(lanes_, 0, max_frames_, options_.mapped);
   moments_ = cuda::PinnedBuffer(size_t(lanes_) * cuda::RunSplit::kMaxRuns * sizeof(Moments), true);
+  starts_ = cuda::PinnedBuffer((cuda::RunSplit::kMaxRuns + 1) * sizeof(uint32_t), true);
+  graphs_.reserve(kGraphs);
   // Warm-up (module loading) on a chunk of zeros; the twin's state is not touched.
   std::fill_n(staging_.host_in(), size_t(lanes_) * max_frames_, 0.0f);
   cuda::RunSplit split;
@@ -49,6 +63,19 @@ cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit
   const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
   if (!device_in) staging_.stage(in.data, in.stride, in.frames);
   const bool from_bound = staging_.reads_bound(in.data);
+  // Read in place, so the graph copies nothing in whose size it would fix; not the warm-up's.
+  const RunGraph* g = timing_ && (device_in || staging_.mapped()) ? graph_for(device_in, from_bound, split.runs) : nullptr;
+  if (g) {
+    std::copy_n(split.start, split.runs + 1, starts_.host<uint32_t>());
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the cell's stores before the launch's
+    const cudaError_t e =
+        staging_.run([&] { return cudaGraphLaunch(g->exec, staging_.stream()); }, timing_, nullptr, true);
+    if (e == cudaSuccess) {
+      graph_chunks_.fetch_add(1, std::memory_order_relaxed);
+      if (device_in) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return e;
+  }
   const cudaError_t e = staging_.run(
       [&] {
         return staging_.enqueue(
@@ -62,6 +89,44 @@ cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit
       timing_);
   if (e == cudaSuccess && device_in && timing_) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
   return e;
+}
+
+template <class Cpu>
+const typename MomentsCudaStage<Cpu>::RunGraph* MomentsCudaStage<Cpu>::graph_for(const float* device_in, bool from_bound,
+                                                                                uint32_t runs) noexcept {
+  for (const RunGraph& g : graphs_)
+    if (g.device_in == device_in && g.from_bound == from_bound && g.runs == runs) return &g;
+  if (!options_.graphs || !options_.detector_graphs || graphs_failed_ || graphs_.size() == kGraphs) return nullptr;
+  // Captured on the pipeline thread the first time a chunk is so read and cut: a few of them
+  // early in a run (tens of microseconds each), then replays only.
+  const cudaStream_t stream = staging_.stream();
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (e == cudaSuccess) {
+    e = staging_.record_captured_event(false);
+    if (e == cudaSuccess)
+      e = staging_.enqueue(
+          max_frames_,
+          [&](const float* d_in, float*, size_t stride) {
+            return cuda::launch_lane_moments_from_cell(d_in, stride, lanes_, runs, starts_.device<uint32_t>(),
+                                                       moments_.device<Moments>(), stream);
+          },
+          from_bound, device_in);
+    if (e == cudaSuccess) e = staging_.record_captured_event(true);
+    const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    if (e == cudaSuccess) e = end;
+  }
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+  if (graph) cudaGraphDestroy(graph);
+  if (e != cudaSuccess) {
+    if (exec) cudaGraphExecDestroy(exec);
+    cudaGetLastError();  // not sticky: leave no error for the next call to find
+    graphs_failed_ = true;  // launch by launch from here on
+    return nullptr;
+  }
+  graphs_.push_back({device_in, from_bound, runs, exec});
+  return &graphs_.back();
 }
 
 template <class Cpu>
@@ -121,6 +186,7 @@ void MomentsCudaStage<Cpu>::add_status(nlohmann::json& status) const {
     status["cuda_errors"] = 0;
   }
   status["device_input_chunks"] = device_input_chunks();
+  status["graph_chunks"] = graph_chunks();
   status["chunks_summed_on_cpu"] = chunks_on_cpu_.load(std::memory_order_relaxed);
 }
 

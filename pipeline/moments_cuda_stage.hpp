@@ -14,11 +14,18 @@
 // than the kernel takes is summed by the twin too; settings the twin cannot take as sums
 // (Cpu::sums_segments false: a vibration window and hop with no common segment) run on it from
 // the start (`backend` `cpu` in the status). Only built with CUDA (VIGIL_HAVE_CUDA).
+//
+// A chunk read where it lies (the producer's device output, or mapped staging) is replayed as a
+// CUDA graph (CudaStageOptions::graphs and detector_graphs, the latter off by default until measured): the kernel and the graph's own GPU-time events in one
+// launch, the run starts read from a mapped cell written before each replay; two CUDA calls a
+// chunk instead of four. One graph per number of runs and input (a chunk is cut into one or two
+// counts of runs, mostly), captured the first time each is met, up to kGraphs.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <vector>
 
 #include "cuda/lane_moments.cuh"
 #include "cuda/pinned_buffer.hpp"
@@ -59,9 +66,24 @@ class MomentsCudaStage final : public Stage {
   bool on_cpu() const noexcept { return on_cpu_.load(std::memory_order_relaxed); }
   // Chunks whose input was read where the stage before left it on the device.
   uint64_t device_input_chunks() const noexcept { return device_input_chunks_.load(std::memory_order_relaxed); }
+  // Chunks summed by a graph's replay.
+  uint64_t graph_chunks() const noexcept { return graph_chunks_.load(std::memory_order_relaxed); }
 
  private:
+  // A captured chunk: the kernel over `runs` runs of the input at device_in (or the staged or
+  // bound input, from_bound, in mapped mode), its starts from starts_.
+  struct RunGraph {
+    const float* device_in;
+    bool from_bound;
+    uint32_t runs;
+    cudaGraphExec_t exec;
+  };
+  static constexpr size_t kGraphs = 8;
+
   cudaError_t run_gpu(const Block& in, const cuda::RunSplit& split) noexcept;
+  // The graph for a chunk so read and cut, captured now if it is new; null where none can be.
+  const RunGraph* graph_for(const float* device_in, bool from_bound, uint32_t runs) noexcept;
+  void destroy_graphs() noexcept;
   StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
 
   uint16_t index_;
@@ -72,9 +94,12 @@ class MomentsCudaStage final : public Stage {
   CudaStaging staging_;
   cuda::PinnedBuffer moments_;  // lanes x RunSplit::kMaxRuns Moments, mapped: the kernel writes them
   Stage* producer_ = nullptr;
+  std::vector<RunGraph> graphs_;  // reserved for kGraphs: pointers to them stay valid
+  bool graphs_failed_ = false;    // a capture failed (a driver or build that cannot): no more tries
+  cuda::PinnedBuffer starts_;     // the replayed chunk's RunSplit::start, mapped: the graphs read it
   uint64_t chunks_ = 0;
   std::atomic<bool> on_cpu_{false};
-  std::atomic<uint64_t> cuda_errors_{0}, device_input_chunks_{0}, chunks_on_cpu_{0};
+  std::atomic<uint64_t> cuda_errors_{0}, device_input_chunks_{0}, chunks_on_cpu_{0}, graph_chunks_{0};
   bool timing_ = false;  // not during the warm-up
 };
 

@@ -89,6 +89,8 @@ def stage_text(name, s):
         gpu += f" enq {s['enqueue_us']['p50']} wait {s['wait_us']['p50']}"
         if s.get("start_lag_us", {}).get("max"):
             gpu += f" start lag {s['start_lag_us']['p50']}/{s['start_lag_us']['p99']}"
+    if s.get("graph_chunks"):
+        gpu += f" graphs {s['graph_chunks']}"
     if "emit_us" in s:
         gpu += f" emit {s['emit_us']['p50']}/{s['emit_us']['p99']}"
     return f"{name} {s['time_us']['p50']}/{s['time_us']['p99']}{gpu} ({s.get('backend', 'cpu')})"

@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "../support/signals.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/pinned_buffer.hpp"
 #include "dsp/vibration_stats.hpp"
 #include "dsp/window_moments.hpp"
 
@@ -87,6 +90,62 @@ TEST(LaneMomentsCuda, EqualMomentsOfEveryRunOfEveryLane) {
   }
 }
 
+// One launch reading its starts from a cell, captured once and replayed for chunks cut at
+// different places into the same number of runs: each replay gives, to the bit, what a launch with
+// that split given by value gives (the same device code; only where the bounds come from differs).
+TEST(LaneMomentsCuda, AGraphReplayedWithTheStartsInACellEqualsTheSplitGivenByValue) {
+  std::string why;
+  if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
+  constexpr uint32_t kLanes = 64, kFrames = 1024, kStride = kFrames + 5;
+  std::vector<float> x = test::randn(size_t(kStride) * kLanes, 2026);
+  for (uint32_t l = 0; l < kLanes; ++l) x[size_t(l) * kStride + (l * 37) % kFrames] += 6.0f;
+  float* d_x = nullptr;
+  Moments* d_out = nullptr;
+  const size_t outs = size_t(kLanes) * 2;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), outs * sizeof(Moments)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cuda::PinnedBuffer cell((cuda::RunSplit::kMaxRuns + 1) * sizeof(uint32_t), true);
+  cudaStream_t stream = nullptr;
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  VIGIL_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const cudaError_t launched = cuda::launch_lane_moments_from_cell(d_x, kStride, kLanes, 2, cell.device<uint32_t>(), d_out, stream);
+  VIGIL_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_EQ(launched, cudaSuccess);
+  VIGIL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaGraphDestroy(graph);
+  std::mt19937 rng(7);
+  for (int replay = 0; replay < 6; ++replay) {
+    cuda::RunSplit split;
+    split.runs = 2;
+    split.start[1] = replay == 0 ? 1 : replay == 1 ? kFrames - 1 : 1 + uint32_t(rng() % (kFrames - 1));
+    split.start[2] = replay == 2 ? kFrames - 3 : kFrames;  // a short chunk too
+    ASSERT_TRUE(cuda::valid_split(split));
+    std::memcpy(cell.host<uint32_t>(), split.start, 3 * sizeof(uint32_t));
+    std::vector<Moments> got(outs), want(outs);
+    VIGIL_CUDA_CHECK(cudaMemset(d_out, 0xFF, outs * sizeof(Moments)));  // NaN poison
+    VIGIL_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+    VIGIL_CUDA_CHECK(cudaMemcpy(got.data(), d_out, outs * sizeof(Moments), cudaMemcpyDeviceToHost));
+    VIGIL_CUDA_CHECK(cudaMemset(d_out, 0xFF, outs * sizeof(Moments)));
+    ASSERT_EQ(cuda::launch_lane_moments(d_x, kStride, kLanes, split, d_out, stream), cudaSuccess);
+    VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+    VIGIL_CUDA_CHECK(cudaMemcpy(want.data(), d_out, outs * sizeof(Moments), cudaMemcpyDeviceToHost));
+    SCOPED_TRACE("replay " + std::to_string(replay) + ", cut at " + std::to_string(split.start[1]));
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), outs * sizeof(Moments)), 0);
+    // And the by-value launch is the twin's (the test above): here the count of each run.
+    EXPECT_EQ(got[0].n, double(split.start[1]));
+    EXPECT_EQ(got[1].n, double(split.start[2] - split.start[1]));
+    EXPECT_EQ(got[2 * 5 + 1].hi, *std::max_element(x.begin() + 5 * kStride + split.start[1], x.begin() + 5 * kStride + split.start[2]));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaStreamDestroy(stream);
+  cudaFree(d_x);
+  cudaFree(d_out);
+}
+
 TEST(LaneMomentsCuda, RejectsASplitOutOfRange) {
   std::string why;
   if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in scripts/gpu-check.sh";
@@ -98,6 +157,13 @@ TEST(LaneMomentsCuda, RejectsASplitOutOfRange) {
   EXPECT_EQ(cuda::launch_lane_moments(nullptr, 8, 1, split, nullptr, nullptr), cudaErrorInvalidValue);
   split.runs = cuda::RunSplit::kMaxRuns + 1;
   EXPECT_EQ(cuda::launch_lane_moments(nullptr, 8, 1, split, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_FALSE(cuda::valid_split(split));
+  // From a cell: the number of runs, and a cell to read.
+  const uint32_t starts[3] = {0, 4, 8};
+  EXPECT_EQ(cuda::launch_lane_moments_from_cell(nullptr, 8, 1, 0, starts, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::launch_lane_moments_from_cell(nullptr, 8, 1, cuda::RunSplit::kMaxRuns + 1, starts, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::launch_lane_moments_from_cell(nullptr, 8, 1, 2, nullptr, nullptr, nullptr), cudaErrorInvalidValue);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // only the order of the double additions differs; the same alarm transitions), in copy and mapped
 // memory, chunks of 1 to 8192 frames; chunks cut into more runs than the kernel takes summed by the
 // twin; a launch failure handed over to the CPU twin with nothing lost, also when a CUDA FIR bank
-// before it kept its bands on the device. Skipped where no GPU answers.
+// before it kept its bands on the device; chunks read in place (mapped, or the bank's device
+// output) replayed as graphs, with the events of launch by launch. Skipped where no GPU answers.
 #include "pipeline/moments_cuda_stage.hpp"
 
 #include <gtest/gtest.h>
@@ -112,10 +113,10 @@ void expect_same_events(const std::vector<EventRecord>& got_all, const std::vect
 
 const std::vector<uint32_t> kSizes = {1024, 4096, 3000, 7, 2560, 1};
 
-void same_events_as_the_cpu_stage(bool mapped) {
+void same_events_as_the_cpu_stage(bool mapped, bool graphs = true) {
   VibrationStage cpu(settings(), 3);
   const test::StageRun want = run(cpu, kSizes);
-  VibrationCudaStage gpu(settings(), 3, CudaStageOptions{mapped, 0});
+  VibrationCudaStage gpu(settings(), 3, CudaStageOptions{mapped, 0, graphs, graphs});
   const test::StageRun got = run(gpu, kSizes);
   expect_same_events(got.events, want.events);
   EXPECT_EQ(fallbacks(got.events), 0u);
@@ -125,6 +126,9 @@ void same_events_as_the_cpu_stage(bool mapped) {
   EXPECT_EQ(status["backend"], "cuda");
   EXPECT_EQ(status["memory"], mapped ? "mapped" : "copy");
   EXPECT_EQ(status["chunks_summed_on_cpu"], 0);
+  // Mapped staging is read in place: every chunk (cut into 1 to 3 runs) a graph's replay. A copy
+  // in goes launch by launch.
+  EXPECT_EQ(gpu.graph_chunks(), mapped && graphs ? got.chunks : 0u);
 }
 
 TEST(VibrationCudaStage, SameEventsAsTheCpuStageCopyMode) {
@@ -135,6 +139,11 @@ TEST(VibrationCudaStage, SameEventsAsTheCpuStageCopyMode) {
 TEST(VibrationCudaStage, SameEventsAsTheCpuStageMappedMode) {
   VIGIL_SKIP_WITHOUT_GPU();
   same_events_as_the_cpu_stage(true);
+}
+
+TEST(VibrationCudaStage, SameEventsLaunchByLaunchWithoutGraphs) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  same_events_as_the_cpu_stage(true, false);
 }
 
 TEST(VibrationCudaStage, AChunkOfMoreRunsThanTheKernelTakesIsSummedByTheTwin) {
@@ -171,12 +180,13 @@ TEST(VibrationCudaStage, ALaunchFailureHandsOverToTheCpuTwinWithNothingLost) {
 
 // A CUDA FIR bank -> vibration on the GPU, run by hand as the graph runs them (the vibration stage
 // reads the bank's output block, its page-locked staging, and binds it as its producer).
-std::vector<EventRecord> run_pair(bool keep_on_device, uint64_t vib_fail_at, uint64_t* device_input_chunks) {
+std::vector<EventRecord> run_pair(bool keep_on_device, uint64_t vib_fail_at, uint64_t* device_input_chunks,
+                                  bool vib_graphs = true, uint64_t* graph_chunks = nullptr) {
   FirBankSettings fs;
   fs.taps = 127;
   fs.bands = {{"low", FilterType::kLowpass, 3000, 0}, {"high", FilterType::kHighpass, 3000, 0}};
   FirBankCudaStage fir(fs, 1, CudaStageOptions{false, 0});
-  VibrationCudaStage vib(settings(), 2, CudaStageOptions{false, vib_fail_at});
+  VibrationCudaStage vib(settings(), 2, CudaStageOptions{false, vib_fail_at, vib_graphs, vib_graphs});
   fir.keep_output_on_device(keep_on_device);
   const StreamFormat bands = fir.prepare({kRate, kChannels, 1, {""}, 0}, kMaxChunk);
   vib.bind_input(fir.output_buffer());
@@ -210,6 +220,7 @@ std::vector<EventRecord> run_pair(bool keep_on_device, uint64_t vib_fail_at, uin
   }
   EXPECT_EQ(dropped.load(), 0u);
   *device_input_chunks = vib.device_input_chunks();
+  if (graph_chunks) *graph_chunks = vib.graph_chunks();
   return events;
 }
 
@@ -222,6 +233,21 @@ TEST(VibrationCudaStage, ReadsAFirBanksBandsOnTheDevice) {
   EXPECT_EQ(on_device, copied) << "in copy mode the vibration stage always reads the bank's device output";
   expect_same_events(kept, want);  // the same GPU computation on the same data
   EXPECT_EQ(fallbacks(kept), 0u);
+}
+
+// Bands read on the device are summed by a graph's replay, one per count of runs (chunks of 1 to
+// 4096 frames, cut at 2560-frame segments: 1 to 3 runs), with the events of launch by launch.
+TEST(VibrationCudaStage, BandsOnTheDeviceAreSummedByReplayedGraphs) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  uint64_t on_device = 0, by_launch = 0, graphs = 0, no_graphs = 0;
+  const std::vector<EventRecord> want = run_pair(true, 0, &by_launch, false, &no_graphs);
+  const std::vector<EventRecord> got = run_pair(true, 0, &on_device, true, &graphs);
+  EXPECT_EQ(no_graphs, 0u);
+  EXPECT_GT(on_device, 50u);
+  EXPECT_EQ(graphs, on_device) << "every chunk read on the device replays a graph";
+  EXPECT_EQ(on_device, by_launch);
+  expect_same_events(got, want);
+  EXPECT_EQ(fallbacks(got), 0u);
 }
 
 TEST(VibrationCudaStage, ALaunchFailureOnBandsKeptOnTheDeviceBringsThemBackWithNothingLost) {
@@ -270,7 +296,7 @@ void same_alarms_as_the_cpu_band_rms(double window_s, bool mapped, uint64_t fail
                                      bool some_on_cpu) {
   BandRmsStage cpu(rms_settings(window_s), 4);
   const test::StageRun want = run(cpu, sizes);
-  BandRmsCudaStage gpu(rms_settings(window_s), 4, CudaStageOptions{mapped, fail_at});
+  BandRmsCudaStage gpu(rms_settings(window_s), 4, CudaStageOptions{mapped, fail_at, true, true});
   const test::StageRun got = run(gpu, sizes);
   expect_same_alarms(got.events, want.events);
   EXPECT_EQ(fallbacks(got.events), fail_at ? 1u : 0u);
@@ -281,6 +307,9 @@ void same_alarms_as_the_cpu_band_rms(double window_s, bool mapped, uint64_t fail
     EXPECT_EQ(status["memory"], mapped ? "mapped" : "copy");
   }
   EXPECT_EQ(status["chunks_summed_on_cpu"].get<uint64_t>() > 0, some_on_cpu);
+  if (!fail_at) {  // mapped: the chunks the GPU sums, each a graph's replay (1 to 5 runs here)
+    EXPECT_EQ(gpu.graph_chunks(), mapped ? got.chunks - status["chunks_summed_on_cpu"].get<uint64_t>() : 0u);
+  }
 }
 
 TEST(BandRmsCudaStage, SameAlarmsAsTheCpuStageCopyMode) {

@@ -24,6 +24,7 @@ struct StageRun {
   std::vector<float> out;  // out_bands x channels lanes of `total` frames, lane-major
   std::vector<EventRecord> events;
   uint64_t events_dropped = 0;  // the queue was full (over 8192 in one chunk)
+  uint64_t chunks = 0;          // process() calls
 };
 
 struct StageShape {
@@ -75,6 +76,7 @@ inline StageRun run_stage(Stage& stage, const StageShape& shape, const std::vect
     while (queue.pop(ev)) r.events.push_back(ev);
   }
   r.events_dropped = dropped.load();
+  r.chunks = k;
   return r;
 }
 
