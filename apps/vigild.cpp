@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
   if (settings->pipeline.busy_poll) {
     // Spinning threads: the pipeline and output threads, and the pool's helpers (at most).
     const uint32_t cores = vigil::WorkerPool::hardware_threads();
-    const uint32_t threads = settings->pipeline.threads ? settings->pipeline.threads : cores;
+    const uint32_t threads = settings->pipeline.threads ? settings->pipeline.threads : vigil::WorkerPool::default_threads();
     if (1 + threads >= cores)
       vigil::log::line(vigil::log::Level::kWarning,
                        "vigild: pipeline.busy_poll with up to " + std::to_string(1 + threads) + " spinning threads on " +

@@ -5,9 +5,34 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace vigil {
 namespace {
+
+// Sleeping and waking on a 32-bit atomic. std::atomic::wait would do, but libstdc++'s spins and
+// then calls sched_yield a dozen times before it sleeps: on a 2-vCPU guest, where every system
+// call is dear, those yields were a sixth of an idle helper's time (perf, S3 unpaced).
+void sleep_on(std::atomic<uint32_t>& word, uint32_t old) noexcept {
+#ifdef __linux__
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic itself");
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
+#else
+  word.wait(old, std::memory_order_seq_cst);
+#endif
+}
+
+void wake(std::atomic<uint32_t>& word, bool all) noexcept {
+#ifdef __linux__
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, all ? INT32_MAX : 1, nullptr, nullptr, 0);
+#else
+  all ? word.notify_all() : word.notify_one();
+#endif
+}
 
 // Polls before sleeping: the next stage's run follows within microseconds, and a futex wake
 // costs tens of them. Short (~10-30 us), so helpers do not burn cores between chunks: with many
@@ -29,8 +54,8 @@ WorkerPool::WorkerPool(uint32_t threads, bool busy_poll) : busy_poll_(busy_poll)
 
 WorkerPool::~WorkerPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  wake(generation_, true);
   for (std::thread& t : helpers_) t.join();
 }
 
@@ -43,7 +68,8 @@ void WorkerPool::work() noexcept {
     const auto task = uint32_t(ticket & 0xFFFFFF), tasks = uint32_t((ticket >> 24) & 0xFFFF);
     if (task >= tasks) return;
     call_(fn_, task);
-    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks) done_.notify_one();
+    if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == tasks && caller_sleeps_.load(std::memory_order_seq_cst))
+      wake(done_, false);
   }
 }
 
@@ -56,7 +82,10 @@ void WorkerPool::helper_main() noexcept {
       if (busy_poll_ || ++spins < kSpins) {
         cpu_relax();
       } else {
-        generation_.wait(seen, std::memory_order_acquire);
+        // Counted as asleep before the last look: a run published after it is seen, or wakes us.
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        if (generation_.load(std::memory_order_seq_cst) == seen) sleep_on(generation_, seen);
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
       }
     }
     seen = now;
@@ -93,22 +122,26 @@ void WorkerPool::run_erased(uint32_t tasks, Trampoline call, void* fn) noexcept 
   done_.store(0, std::memory_order_relaxed);
   const uint32_t run = generation_.load(std::memory_order_relaxed) + 1;
   ticket_.store((uint64_t(run & 0xFFFFFF) << 40) | (uint64_t(tasks) << 24), std::memory_order_release);
-  generation_.store(run, std::memory_order_release);
-  // Wake only as many sleeping helpers as there are tasks beyond the caller's (each notify_one
-  // wakes one; spinning helpers see the new run by themselves).
-  const uint32_t wake = std::min<uint32_t>(tasks - 1, uint32_t(helpers_.size()));
-  if (wake == helpers_.size())
-    generation_.notify_all();
+  generation_.store(run, std::memory_order_seq_cst);
+  // Wake only as many sleeping helpers as there are tasks beyond the caller's, and no system call
+  // at all while none sleeps (spinning helpers see the new run by themselves).
+  const uint32_t sleeping = sleepers_.load(std::memory_order_seq_cst);
+  const uint32_t to_wake = std::min({tasks - 1, uint32_t(helpers_.size()), sleeping});
+  if (to_wake == helpers_.size())
+    wake(generation_, true);
   else
-    for (uint32_t i = 0; i < wake; ++i) generation_.notify_one();
+    for (uint32_t i = 0; i < to_wake; ++i) wake(generation_, false);
   work();
   int spins = 0;
   uint32_t d;
-  while ((d = done_.load(std::memory_order_acquire)) != tasks) {
-    if (++spins < kSpins)
+  while ((d = done_.load(std::memory_order_seq_cst)) != tasks) {
+    if (++spins < kSpins) {
       cpu_relax();
-    else
-      done_.wait(d, std::memory_order_acquire);
+    } else {
+      caller_sleeps_.store(true, std::memory_order_seq_cst);
+      if (done_.load(std::memory_order_seq_cst) == d) sleep_on(done_, d);
+      caller_sleeps_.store(false, std::memory_order_seq_cst);
+    }
   }
 }
 

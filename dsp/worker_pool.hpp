@@ -1,7 +1,8 @@
 // WorkerPool: threads() - 1 helper threads that, together with the calling thread, run the tasks
 // of one run() at a time: the pipeline thread splits a stage's channels over the machine's cores
 // (the CPU backend's FIR bank). No allocation per run(); a helper spins briefly for the next run
-// and then sleeps on a futex (std::atomic::wait), so an idle pool costs nothing.
+// and then sleeps on a futex, so an idle pool costs nothing; nobody makes a system call to wake
+// a thread that is not asleep.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +34,11 @@ class WorkerPool {
 
   // Hardware threads of this machine (at least 1).
   static uint32_t hardware_threads() noexcept;
+  // pipeline.threads 0: one per core less one, at least 1 — the capture and output threads need a
+  // core too. On the 2-vCPU machine a helper beside them cost more than it gave (unpaced, S2 at 64
+  // channels 17.3-17.6x real time with one helper, 20.3-20.8x without; S3 142-223x, 353-358x;
+  // S1 alike), its futex wake-ups and spinning taking the output thread's core.
+  static uint32_t default_threads() noexcept { return hardware_threads() > 1 ? hardware_threads() - 1 : 1; }
 
   // How many parts to split `items` (channels, lanes) into: one per thread, at most one per item;
   // 1 without a pool.
@@ -62,6 +68,8 @@ class WorkerPool {
   std::atomic<uint64_t> ticket_{0};
   std::atomic<uint32_t> done_{0};       // tasks finished in this run
   std::atomic<uint32_t> generation_{0}; // bumped per run: wakes the helpers
+  std::atomic<uint32_t> sleepers_{0};   // helpers asleep on generation_ (or about to be)
+  std::atomic<bool> caller_sleeps_{false};  // run()'s caller asleep on done_ (or about to be)
   std::atomic<bool> stop_{false};
   bool busy_poll_ = false;
 };

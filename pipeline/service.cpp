@@ -83,7 +83,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
   if (ps.backend == "cuda")
     throw std::runtime_error("pipeline.backend: cuda, but this build has no CUDA (configure with a CUDA toolkit)");
 #endif
-  graph_backend.cpu_threads = ps.threads ? ps.threads : WorkerPool::hardware_threads();
+  graph_backend.cpu_threads = ps.threads ? ps.threads : WorkerPool::default_threads();
   graph_backend.busy_poll = ps.busy_poll;
   backend_ = graph_backend.cuda ? "cuda" : "cpu";
   memory_ = graph_backend.cuda ? (graph_backend.mapped ? "mapped" : "copy") : "";

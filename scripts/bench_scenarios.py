@@ -25,7 +25,7 @@ LOADS = {
 }
 
 
-# pipeline.threads per backend and scenario (0: one per core). S1 on the H100 host (16 vCPUs, 2026-11-22):
+# pipeline.threads per backend and scenario (0: one per core less one). S1 on the H100 host (16 vCPUs, 2026-11-22):
 # with 16 threads the AE stage's 16 lanes took 2.4 ms a chunk (p50) and 16 channels missed 2-20
 # deadlines in 3-5 s; with 8, 1.2 ms and none (the capture, output and receiving threads need cores too).
 # S3 on the CPU: its 2 channels split over 2 threads at most; on a 16-core host the default (one per
@@ -35,7 +35,9 @@ LOADS = {
 # and vigil-listen fit the 16 cores (probes, 2026-11-23: p50 479-495 us at 64 channels this way).
 # S3 on the GPU: 2 as well (its crossover runs on the GPU; the default kept 16 helpers spinning, which
 # vigild warns about; probes, second session of 2026-11-25: p99 83-135 us with 1, 2 or 16 alike).
-THREADS = {"cpu": {"s3": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
+# The 2-core machine: the default (one per core less one: no helper); S3 had 2 (2026-11-22), which on
+# the machine of 2026-11-26 ran 142-223x real time unpaced against 353-358x without a helper.
+THREADS = {"cpu": {}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms

@@ -61,6 +61,25 @@ TEST(WorkerPool, ZeroTasksReturnAtOnceAndBadSizesAreRefused) {
   EXPECT_GE(WorkerPool::hardware_threads(), 1u);
 }
 
+// Helpers asleep (a pause far longer than their spin) are woken for every run, each for its
+// task: every task of a run waits (up to 5 s) until all three have started, which only three
+// threads at once can do — a helper not woken would leave the caller's task waiting alone.
+TEST(WorkerPool, HelpersAsleepBetweenRunsAreWokenForEveryRun) {
+  WorkerPool pool(3);
+  for (int run = 0; run < 30; ++run) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // the helpers go to sleep
+    std::atomic<int> started{0}, met{0};
+    auto fn = [&](uint32_t) {
+      started.fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (started.load() < 3 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      if (started.load() == 3) met.fetch_add(1);
+    };
+    pool.run(3, fn);
+    ASSERT_EQ(met.load(), 3) << "run " << run << ": a task ran without the others (a helper not woken)";
+  }
+}
+
 TEST(WorkerPool, HelpersTakePartOfTheWork) {
   WorkerPool pool(3);
   std::mutex m;
