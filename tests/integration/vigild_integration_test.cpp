@@ -133,8 +133,16 @@ void check_a_complete_run(const std::string& extra, const std::string& output_ke
   const fs::path dir = fs::temp_directory_path() / ("vigil-it-" + std::to_string(getpid()));
   fs::create_directories(dir);
   UdpSocket data, events;
+  // Half a second of chunks may wait for the pipeline and for the output: these runs check that
+  // every sample arrives in order, not the deadlines, and CI's ASan run on two cores (with the
+  // browser test beside it) once stalled the output thread for 90 ms, past the default 64 slots.
+  const std::string room = "pool_chunks: 512, output_slots: 512";
+  const size_t pipeline_at = extra.find("pipeline: {");
+  const std::string keys = pipeline_at == std::string::npos
+                               ? extra + "pipeline: {" + room + "}\n"
+                               : std::string(extra).insert(pipeline_at + 11, room + ", ");
   const std::string config =
-      write_config(dir, data.port, events.port, "", "", "vigil-test.yaml", extra, true, output_keys);
+      write_config(dir, data.port, events.port, "", "", "vigil-test.yaml", keys, true, output_keys);
   const bool framed = output_keys.find("framing: vrl") != std::string::npos;
 
   Received r;
