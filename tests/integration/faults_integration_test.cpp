@@ -482,7 +482,11 @@ TEST(VigildFaults, AReceiverThatStopsReadingLosesOnlyWhatItsKernelCounts) {
   UdpSocket unused, events;
   std::ostringstream c;
   c << "source:\n  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  format: int16\n  chunk_frames: 512\n"
-       "  rate_factor: 10\noutputs:\n  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:"
+       "  rate_factor: 10\n"
+       // Half a second of room for the pipeline and the output: vigild must lose nothing itself,
+       // and CI's full suite on two cores once stalled it past the default 64 chunks (6 dropped).
+       "pipeline: {pool_chunks: 512, output_slots: 512}\n"
+       "outputs:\n  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:"
     << listen_port << "\n  - kind: events\n    destination: 127.0.0.1:" << events.port << "\n    status_interval_s: 0.25\n";
   const std::string listen_out = dir.file("listen.jsonl");
   test::Process listen({std::string(VIGIL_BIN_DIR) + "/vigil-listen", "--data-port", std::to_string(listen_port),
