@@ -8,13 +8,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <thread>
-#ifdef __linux__
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-#endif
+
+#include "dsp/futex.hpp"
 
 namespace vigil {
 
@@ -23,32 +18,18 @@ class Doorbell {
   // Producer.
   void ring() noexcept {
     ticket_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) wake();
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(ticket_, false);
   }
   // Consumer: take before looking at the queue.
   uint32_t ticket() const noexcept { return ticket_.load(std::memory_order_seq_cst); }
   // Consumer: sleeps unless the bell rang since `ticket`, for at most timeout_ns.
   void wait(uint32_t ticket, int64_t timeout_ns) noexcept {
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (ticket_.load(std::memory_order_seq_cst) == ticket) sleep(ticket, timeout_ns);
+    if (ticket_.load(std::memory_order_seq_cst) == ticket) futex_wait(ticket_, ticket, timeout_ns);
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
  private:
-#ifdef __linux__
-  uint32_t* word() noexcept { return reinterpret_cast<uint32_t*>(&ticket_); }
-  void wake() noexcept { syscall(SYS_futex, word(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0); }
-  void sleep(uint32_t ticket, int64_t timeout_ns) noexcept {
-    const timespec ts{time_t(timeout_ns / 1'000'000'000), long(timeout_ns % 1'000'000'000)};
-    syscall(SYS_futex, word(), FUTEX_WAIT_PRIVATE, ticket, &ts, nullptr, 0);  // EAGAIN/ETIMEDOUT/EINTR: all fine
-  }
-#else
-  void wake() noexcept {}
-  void sleep(uint32_t, int64_t timeout_ns) noexcept {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(timeout_ns));
-  }
-#endif
-  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic itself");
   std::atomic<uint32_t> ticket_{0};
   std::atomic<uint32_t> sleepers_{0};
 };

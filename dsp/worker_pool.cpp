@@ -1,38 +1,14 @@
 #include "dsp/worker_pool.hpp"
 
 #include "dsp/cpu_relax.hpp"
+#include "dsp/futex.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#ifdef __linux__
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 namespace vigil {
 namespace {
-
-// Sleeping and waking on a 32-bit atomic. std::atomic::wait would do, but libstdc++'s spins and
-// then calls sched_yield a dozen times before it sleeps: on a 2-vCPU guest, where every system
-// call is dear, those yields were a sixth of an idle helper's time (perf, S3 unpaced).
-void sleep_on(std::atomic<uint32_t>& word, uint32_t old) noexcept {
-#ifdef __linux__
-  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic itself");
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
-#else
-  word.wait(old, std::memory_order_seq_cst);
-#endif
-}
-
-void wake(std::atomic<uint32_t>& word, bool all) noexcept {
-#ifdef __linux__
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, all ? INT32_MAX : 1, nullptr, nullptr, 0);
-#else
-  all ? word.notify_all() : word.notify_one();
-#endif
-}
 
 // Polls before sleeping: the next stage's run follows within microseconds, and a futex wake
 // costs tens of them. Short (~10-30 us), so helpers do not burn cores between chunks: with many
@@ -55,7 +31,7 @@ WorkerPool::WorkerPool(uint32_t threads, bool busy_poll) : busy_poll_(busy_poll)
 WorkerPool::~WorkerPool() {
   stop_.store(true, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_seq_cst);
-  wake(generation_, true);
+  futex_wake(generation_, true);
   for (std::thread& t : helpers_) t.join();
 }
 
@@ -69,7 +45,7 @@ void WorkerPool::work() noexcept {
     if (task >= tasks) return;
     call_(fn_, task);
     if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == tasks && caller_sleeps_.load(std::memory_order_seq_cst))
-      wake(done_, false);
+      futex_wake(done_, false);
   }
 }
 
@@ -84,7 +60,7 @@ void WorkerPool::helper_main() noexcept {
       } else {
         // Counted as asleep before the last look: a run published after it is seen, or wakes us.
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        if (generation_.load(std::memory_order_seq_cst) == seen) sleep_on(generation_, seen);
+        if (generation_.load(std::memory_order_seq_cst) == seen) futex_wait(generation_, seen);
         sleepers_.fetch_sub(1, std::memory_order_seq_cst);
       }
     }
@@ -128,9 +104,9 @@ void WorkerPool::run_erased(uint32_t tasks, Trampoline call, void* fn) noexcept 
   const uint32_t sleeping = sleepers_.load(std::memory_order_seq_cst);
   const uint32_t to_wake = std::min({tasks - 1, uint32_t(helpers_.size()), sleeping});
   if (to_wake == helpers_.size())
-    wake(generation_, true);
+    futex_wake(generation_, true);
   else
-    for (uint32_t i = 0; i < to_wake; ++i) wake(generation_, false);
+    for (uint32_t i = 0; i < to_wake; ++i) futex_wake(generation_, false);
   work();
   int spins = 0;
   uint32_t d;
@@ -139,7 +115,7 @@ void WorkerPool::run_erased(uint32_t tasks, Trampoline call, void* fn) noexcept 
       cpu_relax();
     } else {
       caller_sleeps_.store(true, std::memory_order_seq_cst);
-      if (done_.load(std::memory_order_seq_cst) == d) sleep_on(done_, d);
+      if (done_.load(std::memory_order_seq_cst) == d) futex_wait(done_, d);
       caller_sleeps_.store(false, std::memory_order_seq_cst);
     }
   }

@@ -63,8 +63,11 @@ cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit
   const float* device_in = producer_ && in.stride == max_frames_ ? producer_->device_output() : nullptr;
   if (!device_in) staging_.stage(in.data, in.stride, in.frames);
   const bool from_bound = staging_.reads_bound(in.data);
-  // Read in place, so the graph copies nothing in whose size it would fix; not the warm-up's.
-  const RunGraph* g = timing_ && (device_in || staging_.mapped()) ? graph_for(device_in, from_bound, split.runs) : nullptr;
+  // Read in place, so the graph copies nothing in whose size it would fix; not the warm-up's. The
+  // cell's split is checked here (the by-value launch checks its own).
+  const RunGraph* g = timing_ && (device_in || staging_.mapped()) && cuda::valid_split(split)
+                          ? graph_for(device_in, from_bound, split.runs)
+                          : nullptr;
   if (g) {
     std::copy_n(split.start, split.runs + 1, starts_.host<uint32_t>());
     std::atomic_thread_fence(std::memory_order_seq_cst);  // the cell's stores before the launch's

@@ -16,9 +16,9 @@
 // the start (`backend` `cpu` in the status). Only built with CUDA (VIGIL_HAVE_CUDA).
 //
 // A chunk read where it lies (the producer's device output, or mapped staging) is replayed as a
-// CUDA graph (CudaStageOptions::graphs and detector_graphs, the latter off by default until measured): the kernel and the graph's own GPU-time events in one
-// launch, the run starts read from a mapped cell written before each replay; two CUDA calls a
-// chunk instead of four. One graph per number of runs and input (a chunk is cut into one or two
+// CUDA graph (CudaStageOptions::graphs and detector_graphs, the latter off by default until
+// measured): the kernel and the graph's own GPU-time events in one launch, the run starts read
+// from a mapped cell written before each replay; two CUDA calls a chunk instead of four. One graph per number of runs and input (a chunk is cut into one or two
 // counts of runs, mostly), captured the first time each is met, up to kGraphs.
 #pragma once
 
