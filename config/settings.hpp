@@ -126,6 +126,7 @@ struct PipelineSettings {
   bool busy_poll = false;           // the pipeline, output and pool threads spin instead of sleeping
   bool gpu_resident = true;         // CUDA: ae_hits on the GPU, reading the chunk where the stage before left it
   bool upload_in_parts = true;      // CUDA, raw input, paced: a chunk goes to the GPU in parts while it is captured
+  std::string cuda_graphs = "fir_bank";  // all | fir_bank | off: which CUDA stages replay a chunk as a CUDA graph
   std::string fft_wisdom;           // FFTW wisdom file; "": $CACHE_DIRECTORY/fftwf.wisdom under systemd, else none; "off"
   uint32_t threads = 0;             // CPU backend: threads a fir_bank stage splits its channels over (0: one per core less one, at least 1)
   uint32_t send_threads = 1;        // threads that build and send a chunk's data packets (the output thread + helpers)

@@ -79,12 +79,11 @@ __global__ void lane_moments_kernel(const float* __restrict__ x, size_t stride, 
   run_moments(x, stride, split.start[blockIdx.x], split.start[blockIdx.x + 1], split.runs, out);
 }
 
-// The run's bounds from the cell (mapped host memory: two loads across the bus a block, shared
-// with the block).
+// The run's bounds from the cell (two loads a block, shared with the block).
 __global__ void lane_moments_cell_kernel(const float* __restrict__ x, size_t stride, const uint32_t* starts,
                                          uint32_t runs, Moments* __restrict__ out) {
   __shared__ uint32_t bounds[2];
-  if (threadIdx.x < 2) bounds[threadIdx.x] = *(volatile const uint32_t*)(starts + blockIdx.x + threadIdx.x);
+  if (threadIdx.x < 2) bounds[threadIdx.x] = starts[blockIdx.x + threadIdx.x];
   __syncthreads();
   run_moments(x, stride, bounds[0], bounds[1], runs, out);
 }

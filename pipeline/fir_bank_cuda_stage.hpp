@@ -67,8 +67,8 @@ struct CudaStageOptions {
   bool mapped = false;         // zero-copy staging (pipeline.memory: mapped)
   uint64_t fail_at_chunk = 0;  // test-only: the launch for this chunk (1-based) fails; 0: never
   bool graphs = true;          // replay full chunks as CUDA graphs (off: launch by launch, for comparison)
-  // The detector stages' graphs too (MomentsCudaStage): off until measured on a GPU (written in a
-  // session with no device time left; its tests set it).
+  // The detector stages' graphs too (MomentsCudaStage; pipeline.cuda_graphs: all): off by default,
+  // as on the H200 they gained nothing measurable (docs/PERFORMANCE.md §11, 2026-11-26).
   bool detector_graphs = false;
 };
 

@@ -59,22 +59,23 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     n.input = s.input;
     n.optional = s.optional;
 #if VIGIL_HAVE_CUDA
+    const CudaStageOptions cuda_options{backend.mapped, backend.fail_at_chunk, backend.graphs, backend.detector_graphs};
     const bool gpu = runs_on_gpu(s, backend);
     if (gpu && s.kind == "fir_bank")
       n.stage = std::make_unique<FirBankCudaStage>(std::get<FirBankSettings>(s.params), uint16_t(i),
-                                                   CudaStageOptions{backend.mapped, backend.fail_at_chunk});
+                                                   cuda_options);
     else if (gpu && s.kind == "wavelet_denoise")
       n.stage = std::make_unique<DenoiseCudaStage>(std::get<DenoiseStageSettings>(s.params), uint16_t(i),
-                                                   CudaStageOptions{backend.mapped, backend.fail_at_chunk});
+                                                   cuda_options);
     else if (gpu && s.kind == "ae_hits")
       n.stage = std::make_unique<AeHitsCudaStage>(std::get<AeHitSettings>(s.params), uint16_t(i),
-                                                  CudaStageOptions{backend.mapped, backend.fail_at_chunk});
+                                                  cuda_options);
     else if (gpu && s.kind == "vibration")
       n.stage = std::make_unique<VibrationCudaStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i),
-                                                     CudaStageOptions{backend.mapped, backend.fail_at_chunk}, pool_.get());
+                                                     cuda_options, pool_.get());
     else if (s.kind == "band_rms" && backend.cuda && backend.gpu_resident && !backend.mapped)
       n.remake = [settings = std::get<BandRmsSettings>(s.params), index = uint16_t(i),
-                  options = CudaStageOptions{backend.mapped, backend.fail_at_chunk}](bool on_gpu) -> std::unique_ptr<Stage> {
+                  options = cuda_options](bool on_gpu) -> std::unique_ptr<Stage> {
         if (on_gpu) return std::make_unique<BandRmsCudaStage>(settings, index, options);
         return std::make_unique<BandRmsStage>(settings, index);
       };

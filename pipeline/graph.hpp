@@ -27,6 +27,10 @@ struct GraphBackend {
   // and CUDA stages read each other's output on the device (Stage::bind_producer,
   // keep_output_on_device).
   bool gpu_resident = false;
+  // pipeline.cuda_graphs: the FIR stages replay full chunks as CUDA graphs; the detector stages
+  // (MomentsCudaStage: vibration, band_rms) too where detector_graphs.
+  bool graphs = true;
+  bool detector_graphs = false;
 };
 
 class Graph {

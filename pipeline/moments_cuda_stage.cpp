@@ -43,7 +43,8 @@ StreamFormat MomentsCudaStage<Cpu>::prepare(const StreamFormat& in, uint32_t max
   timing_ = false;
   staging_.prepare(lanes_, 0, max_frames_, options_.mapped);
   moments_ = cuda::PinnedBuffer(size_t(lanes_) * cuda::RunSplit::kMaxRuns * sizeof(Moments), true);
-  starts_ = cuda::PinnedBuffer((cuda::RunSplit::kMaxRuns + 1) * sizeof(uint32_t), true);
+  starts_ = cuda::PinnedBuffer((cuda::RunSplit::kMaxRuns + 1) * sizeof(uint32_t), false);
+  d_starts_ = cuda::DeviceBuffer(starts_.bytes());
   graphs_.reserve(kGraphs);
   // Warm-up (module loading) on a chunk of zeros; the twin's state is not touched.
   std::fill_n(staging_.host_in(), size_t(lanes_) * max_frames_, 0.0f);
@@ -108,11 +109,14 @@ const typename MomentsCudaStage<Cpu>::RunGraph* MomentsCudaStage<Cpu>::graph_for
   cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
   if (e == cudaSuccess) {
     e = staging_.record_captured_event(false);
+    // The starts as the replay finds them in the page-locked cell (a copy node reads it then).
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(d_starts_.get(), starts_.host(), (runs + 1) * sizeof(uint32_t), cudaMemcpyHostToDevice, stream);
     if (e == cudaSuccess)
       e = staging_.enqueue(
           max_frames_,
           [&](const float* d_in, float*, size_t stride) {
-            return cuda::launch_lane_moments_from_cell(d_in, stride, lanes_, runs, starts_.device<uint32_t>(),
+            return cuda::launch_lane_moments_from_cell(d_in, stride, lanes_, runs, d_starts_.get<uint32_t>(),
                                                        moments_.device<Moments>(), stream);
           },
           from_bound, device_in);

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <vector>
 
+#include "cuda/device_buffer.hpp"
 #include "cuda/lane_moments.cuh"
 #include "cuda/pinned_buffer.hpp"
 #include "pipeline/cuda_staging.hpp"
@@ -71,7 +72,7 @@ class MomentsCudaStage final : public Stage {
 
  private:
   // A captured chunk: the kernel over `runs` runs of the input at device_in (or the staged or
-  // bound input, from_bound, in mapped mode), its starts from starts_.
+  // bound input, from_bound, in mapped mode), its starts copied from starts_ to d_starts_.
   struct RunGraph {
     const float* device_in;
     bool from_bound;
@@ -96,7 +97,8 @@ class MomentsCudaStage final : public Stage {
   Stage* producer_ = nullptr;
   std::vector<RunGraph> graphs_;  // reserved for kGraphs: pointers to them stay valid
   bool graphs_failed_ = false;    // a capture failed (a driver or build that cannot): no more tries
-  cuda::PinnedBuffer starts_;     // the replayed chunk's RunSplit::start, mapped: the graphs read it
+  cuda::PinnedBuffer starts_;     // the replayed chunk's RunSplit::start: each graph copies it ...
+  cuda::DeviceBuffer d_starts_;   // ... here first, where its kernel reads it
   uint64_t chunks_ = 0;
   std::atomic<bool> on_cpu_{false};
   std::atomic<uint64_t> cuda_errors_{0}, device_input_chunks_{0}, chunks_on_cpu_{0}, graph_chunks_{0};

@@ -79,6 +79,8 @@ Service::Service(const Settings& settings) : settings_(settings) {
   graph_backend.mapped = gpu && (ps.memory == "mapped" || (ps.memory == "auto" && cuda::device_is_integrated()));
   graph_backend.fail_at_chunk = ps.test_cuda_fail_at_chunk;
   graph_backend.gpu_resident = gpu && ps.gpu_resident;
+  graph_backend.graphs = ps.cuda_graphs != "off";
+  graph_backend.detector_graphs = ps.cuda_graphs == "all";
 #else
   if (ps.backend == "cuda")
     throw std::runtime_error("pipeline.backend: cuda, but this build has no CUDA (configure with a CUDA toolkit)");

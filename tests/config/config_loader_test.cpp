@@ -286,6 +286,20 @@ TEST(ConfigLoader, GpuResidentIsOnUnlessTurnedOff) {
                    "expected");
 }
 
+TEST(ConfigLoader, CudaGraphsNameWhichStagesReplayGraphs) {
+  const ConfigResult plain = parse_config(kValid, "x.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(plain.settings->pipeline.cuda_graphs, "fir_bank");
+  for (const char* v : {"all", "off"}) {
+    const ConfigResult set = parse_config(
+        edit("  chunk_frames: 256\n", std::string("  chunk_frames: 256\npipeline:\n  cuda_graphs: ") + v + "\n"), "x.yaml");
+    ASSERT_TRUE(set.errors.empty()) << format_error("x.yaml", set.errors[0]);
+    EXPECT_EQ(set.settings->pipeline.cuda_graphs, v);
+  }
+  expect_one_error(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  cuda_graphs: some\n"), 7, 16,
+                   "cuda_graphs");
+}
+
 }  // namespace
 }  // namespace vigil
 

@@ -14,6 +14,7 @@
 
 #include "../support/signals.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
 #include "cuda/pinned_buffer.hpp"
 #include "dsp/vibration_stats.hpp"
 #include "dsp/window_moments.hpp"
@@ -105,14 +106,18 @@ TEST(LaneMomentsCuda, AGraphReplayedWithTheStartsInACellEqualsTheSplitGivenByVal
   VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_x), x.size() * sizeof(float)));
   VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), outs * sizeof(Moments)));
   VIGIL_CUDA_CHECK(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  cuda::PinnedBuffer cell((cuda::RunSplit::kMaxRuns + 1) * sizeof(uint32_t), true);
+  // As MomentsCudaStage does: the graph copies the page-locked cell to the device, then launches.
+  cuda::PinnedBuffer cell((cuda::RunSplit::kMaxRuns + 1) * sizeof(uint32_t), false);
+  cuda::DeviceBuffer d_cell(cell.bytes());
   cudaStream_t stream = nullptr;
   VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   VIGIL_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const cudaError_t launched = cuda::launch_lane_moments_from_cell(d_x, kStride, kLanes, 2, cell.device<uint32_t>(), d_out, stream);
+  const cudaError_t copied = cudaMemcpyAsync(d_cell.get(), cell.host(), 3 * sizeof(uint32_t), cudaMemcpyHostToDevice, stream);
+  const cudaError_t launched = cuda::launch_lane_moments_from_cell(d_x, kStride, kLanes, 2, d_cell.get<uint32_t>(), d_out, stream);
   VIGIL_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_EQ(copied, cudaSuccess);
   ASSERT_EQ(launched, cudaSuccess);
   VIGIL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   cudaGraphDestroy(graph);

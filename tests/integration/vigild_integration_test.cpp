@@ -1097,12 +1097,14 @@ TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
 
 // Nothing reads the bands on the host (only the input is sent): the band_rms alarm runs on the GPU
 // and reads them there, and raises the alarm the CPU stage raises: channel 0's low band (RMS 0.35
-// against a 0.2 threshold) in its first window, and nothing else.
-TEST(VigildCuda, BandRmsReadsTheBandsOnTheGpuWhenNoOutputSendsThem) {
-  SKIP_WITHOUT_CUDA();
-  const RunToEnd run("rms", [](const fs::path& dir, uint16_t data, uint16_t events) {
+// against a 0.2 threshold) in its first window, and nothing else. `graphs`: pipeline.cuda_graphs
+// ("" the default, fir_bank), which stages replay the chunks as CUDA graphs.
+void band_rms_reads_the_bands_on_the_gpu(const std::string& graphs) {
+  const RunToEnd run("rms", [&](const fs::path& dir, uint16_t data, uint16_t events) {
     const fs::path p = dir / "vigil-test.yaml";
-    std::ofstream(p) << kSyntheticSource << "  duration_s: 1.0\n" << kSignals << R"(pipeline: {backend: cuda, memory: copy}
+    const std::string graphs_key = graphs.empty() ? "" : ", cuda_graphs: " + graphs;
+    std::ofstream(p) << kSyntheticSource << "  duration_s: 1.0\n" << kSignals << "pipeline: {backend: cuda, memory: copy"
+                     << graphs_key << R"(}
 stages:
   - {name: bands, kind: fir_bank, input: input, taps: 63, bands: [{name: low, type: lowpass, cutoff_hz: 1000}, {name: high, type: highpass, cutoff_hz: 1000}]}
   - {name: alarm, kind: band_rms, input: bands, window_s: 0.05, threshold: 0.2}
@@ -1130,9 +1132,32 @@ outputs:
   EXPECT_EQ(alarm["device_input_chunks"], last_status["chunks_processed"]) << "band_rms read the bands on the host";
   EXPECT_EQ(alarm["chunks_summed_on_cpu"], 0);
   EXPECT_EQ(last_status["chunks_processed"], 100);
+  // Every chunk a replay where the stage takes graphs, none where it does not (the FIR bank's
+  // full chunks replay one unless they are off).
+  EXPECT_EQ(alarm["graph_chunks"], graphs == "all" ? last_status["chunks_processed"] : json(0)) << alarm.dump();
+  const json& bands = last_status["stages"]["bands"];
+  if (graphs == "off")
+    EXPECT_EQ(bands["graph_chunks"], 0) << bands.dump();
+  else
+    EXPECT_GT(bands["graph_chunks"].get<uint64_t>(), 90u) << bands.dump();
   EXPECT_EQ(last_status["stage_failures"], 0);
   EXPECT_EQ(last_status["dropped_chunks"], 0);
   expect_streams_complete(run.received(), 2, 51200);
+}
+
+TEST(VigildCuda, BandRmsReadsTheBandsOnTheGpuWhenNoOutputSendsThem) {
+  SKIP_WITHOUT_CUDA();
+  band_rms_reads_the_bands_on_the_gpu("");
+}
+
+TEST(VigildCuda, BandRmsOnTheGpuRaisesTheSameAlarmReplayingGraphs) {
+  SKIP_WITHOUT_CUDA();
+  band_rms_reads_the_bands_on_the_gpu("all");
+}
+
+TEST(VigildCuda, BandRmsOnTheGpuRaisesTheSameAlarmWithoutGraphs) {
+  SKIP_WITHOUT_CUDA();
+  band_rms_reads_the_bands_on_the_gpu("off");
 }
 
 // The config at `path` with its fir_bank in the direct form (no delay on either backend; the CPU
