@@ -258,7 +258,8 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
   frame_in_file_ += frames;
   if (frame_in_file_ == segment_end && segment_ + 1 < segs.size()) ++segment_;
   if (spec_.rate_factor > 0)
-    sleep_until_mono_ns(start_mono_ns_ + int64_t(double(frames_to_ns(delivered_, info_.rate_hz)) / spec_.rate_factor));
+    pace_.wait_until(start_mono_ns_ + int64_t(double(frames_to_ns(delivered_, info_.rate_hz)) / spec_.rate_factor),
+                     int64_t(double(frames_to_ns(spec_.chunk_frames, info_.rate_hz)) / spec_.rate_factor));
   h.t_capture_mono_ns = mono_now_ns();
   return ReadStatus::kOk;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "acquisition/pace.hpp"
 #include "acquisition/source.hpp"
 
 namespace vigil {
@@ -64,6 +65,7 @@ class FileSource final : public Source {
   std::string_view kind() const noexcept override { return "file"; }
   ReadStatus read(Chunk& chunk) noexcept override;
   bool paced() const noexcept override { return spec_.rate_factor > 0; }
+  uint64_t late_chunks() const noexcept override { return pace_.late_chunks(); }
   const RecordingInfo& info() const noexcept { return info_; }
 
  private:
@@ -79,6 +81,7 @@ class FileSource final : public Source {
   uint64_t span_frames_ = 0;   // source frames one pass through the file covers (gaps included)
   std::vector<int64_t> segment_utc_ns_;  // each segment's first frame, resolved at the first read
   int64_t start_mono_ns_ = 0;
+  Pace pace_;
   bool started_ = false;
 };
 

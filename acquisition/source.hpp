@@ -30,6 +30,9 @@ class Source {
   virtual ReadStatus read(Chunk& chunk) noexcept = 0;
   // Device overruns recovered so far (sources that can overrun). Any thread.
   virtual uint64_t overruns() const noexcept { return 0; }
+  // Paced sources with no device (synthetic, a replayed file): chunks delivered more than one
+  // chunk period after their last frame was due (Pace). Any thread.
+  virtual uint64_t late_chunks() const noexcept { return 0; }
   // The device is gone (retrying). Any thread.
   virtual bool down() const noexcept { return false; }
   // False for a source with no clock of its own (a file or synthetic source at rate_factor 0):

@@ -232,7 +232,8 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   next_frame_ += frames;
   if (spec_.rate_factor > 0) {
     const auto ahead_ns = int64_t(double(frames_to_ns(next_frame_, spec_.rate_hz)) / spec_.rate_factor);
-    sleep_until_mono_ns(start_mono_ns_ + ahead_ns);
+    const auto period_ns = int64_t(double(frames_to_ns(spec_.chunk_frames, spec_.rate_hz)) / spec_.rate_factor);
+    pace_.wait_until(start_mono_ns_ + ahead_ns, period_ns);
   }
   h.t_capture_mono_ns = mono_now_ns();
   if (parts > 1) progress_->publish(frames);

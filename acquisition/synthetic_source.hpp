@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "acquisition/pace.hpp"
 #include "acquisition/random.hpp"
 #include "acquisition/source.hpp"
 #include "dsp/worker_pool.hpp"
@@ -70,6 +71,7 @@ class SyntheticSource final : public Source {
   std::string_view kind() const noexcept override { return "synthetic"; }
   ReadStatus read(Chunk& chunk) noexcept override;
   bool paced() const noexcept override { return spec_.rate_factor > 0; }
+  uint64_t late_chunks() const noexcept override { return pace_.late_chunks(); }
   // Paced, a large chunk is produced in parts, each published when its last frame's time comes,
   // as an ADC's DMA fills a buffer (parts_of()).
   void set_progress(CaptureProgress* progress) noexcept override { progress_ = progress; }
@@ -125,6 +127,7 @@ class SyntheticSource final : public Source {
   uint64_t next_frame_ = 0;
   uint64_t end_frame_ = UINT64_MAX;
   int64_t start_mono_ns_ = 0;
+  Pace pace_;
   int64_t start_utc_ns_ = 0;
   bool started_ = false;
 };

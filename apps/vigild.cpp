@@ -78,7 +78,11 @@ void log_status(const nlohmann::json& s) {
                (unsigned long long)out["latency_us"].value("max", 0ull),
                (unsigned long long)out.value("send_errors", 0ull), (unsigned long long)out.value("send_refused", 0ull),
                (unsigned long long)out.value("send_buffer_full", 0ull));
-  vigil::log::line(vigil::log::Level::kInfo, buf);
+  std::string line = buf;
+  // A paced synthetic or replayed source that fell behind its rate: no deadline shows that.
+  const uint64_t late = s.contains("source") ? s["source"].value("late_chunks", 0ull) : 0;
+  if (late) line += ", source late chunks " + std::to_string(late) + " (it could not keep its rate)";
+  vigil::log::line(late ? vigil::log::Level::kWarning : vigil::log::Level::kInfo, line);
 }
 
 // A line the capture or pipeline thread queued (Service::drain_logs), into the journal.

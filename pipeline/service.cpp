@@ -314,7 +314,8 @@ nlohmann::json Service::status_json() const {
                  {"state", capture_->finished() ? "stopped" : source_->down() ? "down" : "running"},
                  {"rate_hz", format_.rate_hz},
                  {"channels", format_.channels},
-                 {"overruns", source_->overruns()}};
+                 {"overruns", source_->overruns()},
+                 {"late_chunks", source_->late_chunks()}};
   j["backend"] = backend_;
   if (recorder_) j["record"] = recorder_->status_json();
   for (size_t i = 0; i < graph_->stage_count(); ++i) {  // detector counters, under the stage's name

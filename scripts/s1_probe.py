@@ -112,5 +112,5 @@ parts_text += f" events {events / max(final.get('chunks_processed', 1), 1):.0f}/
 work_us = final.get("look_ahead_work_us", {})
 parts_text += f" | look-ahead work {work_us.get('p50')}/{work_us.get('p99')}"
 print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} graphs={a.cuda_graphs or 'default'} | Msamples/s {rate / 1e6:.1f} "
-      f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} | lat p50/p99 "
+      f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} source late {final.get('source', {}).get('late_chunks', 0)} | lat p50/p99 "
       f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} in parts {final.get('chunks_uploaded_in_parts', 0)} ({100 * final.get('frames_uploaded_in_parts', 0) / max(final.get('frames_out', 1) , 1):.0f} % of frames) | {parts_text} | stage p50/p99 us: {stages}", flush=True)

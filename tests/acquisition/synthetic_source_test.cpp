@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <numbers>
+#include <thread>
 #include <vector>
 
 #include "acquisition/chunk_pool.hpp"
@@ -213,6 +214,32 @@ TEST(SyntheticSource, PacingIsNeverFasterThanTheRateFactor) {
   }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GE(elapsed, 0.05 * 0.98);  // a lower bound only: an upper bound would flake on a busy machine
+}
+
+// A reader that takes chunks slower than they are due: the source, which cannot deliver them in
+// time, counts each one more than a chunk period late; read in time (the first chunk, and after a
+// pause shorter than a period), none.
+TEST(SyntheticSource, ChunksDeliveredMoreThanAPeriodLateAreCounted) {
+  SyntheticSpec s = base();
+  s.rate_factor = 1;  // 500 frames at 48 kHz: a chunk due every 10.4 ms
+  s.duration_s = 1;
+  SyntheticSource src(s);
+  ChunkPool pool(2, 500 * 3 * 4);
+  ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
+  EXPECT_EQ(src.late_chunks(), 0u);
+  // Chunk k is due (k + 1) periods from the start. A 60 ms pause after the first: chunks 1 to 4
+  // are then past due by about 50, 39, 29 and 18 ms, each more than a period (counted, and read
+  // at once); chunk 5 by about 8 ms, within a period; from chunk 6 on the source waits again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
+  EXPECT_EQ(src.late_chunks(), 1u);
+  while (src.late_chunks() < 4) ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
+  // 4; one more only where this machine stalled the test by a period in those reads.
+  EXPECT_GE(src.late_chunks(), 4u);
+  EXPECT_LE(src.late_chunks(), 5u);
+  const SyntheticSource unpaced(base());
+  EXPECT_EQ(unpaced.late_chunks(), 0u);
 }
 
 TEST(SyntheticSource, RejectsBadSpecs) {

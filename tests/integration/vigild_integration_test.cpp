@@ -1065,6 +1065,24 @@ TEST(VigildIntegration, AnUnpacedSourceWaitsForTheOutputInsteadOfDropping) {
   EXPECT_EQ(last["output_dropped_frames"], 0);
 }
 
+// A paced source asked for more than it can make (a 512-frame chunk due every 1 ns, at rate_factor
+// 10 000): every chunk is delivered more than a period late (making one takes microseconds), which the status
+// counts and the last line warns of; deadlines alone would not show it.
+TEST(VigildSource, ASourceThatCannotKeepItsRateIsCountedAndWarnedOf) {
+  const RunToEnd run("late", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    std::string source = kSyntheticSource;
+    source.replace(source.find("rate_factor: 10\n"), 16, "rate_factor: 10000\n  duration_s: 2.0\n");
+    return write_config(dir, data, events, "", source + kSignals);
+  });
+  ASSERT_NE(run.status, -1);
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  const json last = run.last_status();
+  ASSERT_TRUE(last["final"].get<bool>()) << last.dump();
+  EXPECT_EQ(last["chunks_in"], 200);  // 102 400 frames: every chunk read (some dropped for want of room)
+  EXPECT_EQ(last["source"]["late_chunks"], 200) << last["source"].dump();
+  EXPECT_NE(run.log().find(", source late chunks 200 (it could not keep its rate)"), std::string::npos) << run.log();
+}
+
 TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
   SKIP_WITHOUT_CUDA();
   // The 20th chunk's launch fails (a real invalid launch on the GPU): the fir_bank continues on
