@@ -83,8 +83,10 @@ SyntheticSource::SyntheticSource(SyntheticSpec spec) : spec_(std::move(spec)) {
     loop_.resize(loop_frames_ * frame_bytes);
     for (uint64_t at = 0; at < loop_frames_; at += spec_.chunk_frames)
       fill(uint32_t(std::min<uint64_t>(spec_.chunk_frames, loop_frames_ - at)), loop_.data() + at * frame_bytes);
-    if (size_t(spec_.chunk_frames) * frame_bytes >= kSplitCopyBytes)
-      copy_pool_ = std::make_unique<WorkerPool>(std::clamp(WorkerPool::hardware_threads() / 4, 2u, 4u));
+    const uint32_t copiers =
+        spec_.copy_threads ? spec_.copy_threads : std::clamp(WorkerPool::hardware_threads() / 4, 2u, 4u);
+    if (size_t(spec_.chunk_frames) * frame_bytes >= kSplitCopyBytes && copiers > 1)
+      copy_pool_ = std::make_unique<WorkerPool>(copiers);
   }
 }
 

@@ -258,7 +258,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
     return;
   }
   r.check_keys(n, where, {"kind", "rate_hz", "channels", "format", "chunk_frames", "seed", "rate_factor",
-                          "duration_s", "loop_s", "signals"});
+                          "duration_s", "loop_s", "copy_threads", "signals"});
   r.number(n, where, "rate_hz", 1.0, 10e6, sp.rate_hz);
   r.number<uint32_t>(n, where, "channels", 1, 1024, sp.channels);
   std::string fmt;
@@ -268,6 +268,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   r.number(n, where, "rate_factor", 0.0, 10000.0, sp.rate_factor);
   r.number(n, where, "duration_s", 0.0, 1e9, sp.duration_s);
   r.number(n, where, "loop_s", 0.0, 3600.0, sp.loop_s);
+  r.number<uint32_t>(n, where, "copy_threads", 0, 64, sp.copy_threads);
   if (sp.loop_s > 0 && uint64_t(sp.loop_s * sp.rate_hz) * sp.channels * bytes_per_sample(sp.format) > (uint64_t(1) << 30))
     r.error(n["loop_s"].Mark(), "source.loop_s: " + std::to_string(sp.loop_s) + " s of all channels would take more "
                                 "than 1 GiB; give a shorter loop");

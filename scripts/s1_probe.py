@@ -27,6 +27,7 @@ p.add_argument("--resident", action="store_true", help="S1: pipeline.gpu_residen
 p.add_argument("--framing", choices=["none", "vrl"], help="the data output's framing (default: the config's)")
 p.add_argument("--event-framing", choices=["none", "lines"], help="the events output's framing (default: the config's)")
 p.add_argument("--upload-in-parts", choices=["true", "false"], help="pipeline.upload_in_parts (default: the service's, true)")
+p.add_argument("--copy-threads", type=int, help="source.copy_threads (default: the source's, a quarter of the cores)")
 p.add_argument("--cuda-graphs", choices=["all", "fir_bank", "off"], help="pipeline.cuda_graphs (default: the service's)")
 a = p.parse_args()
 if a.threads is None:
@@ -55,6 +56,8 @@ if a.scenario == "s1":
     keys["gpu_resident"] = str(a.resident).lower()
     keys["pool_chunks"] = str(a.pool_chunks)
 text = text[:line.start()] + "pipeline: {" + ", ".join(f"{k}: {v}" for k, v in keys.items()) + "}" + text[line.end():]
+if a.copy_threads is not None:
+    text = re.sub(r"(\n  loop_s: [^\n]*)", rf"\g<1>\n  copy_threads: {a.copy_threads}", text, count=1)
 if a.framing:
     text = re.sub(r"(kind: vita49.*)framing: \w+", rf"\g<1>framing: {a.framing}", text)
 if a.event_framing:

@@ -286,6 +286,14 @@ TEST(ConfigLoader, GpuResidentIsOnUnlessTurnedOff) {
                    "expected");
 }
 
+TEST(ConfigLoader, SyntheticCopyThreadsAreReadAndChecked) {
+  EXPECT_EQ(parse_config(kValid, "x.yaml").settings->synthetic.copy_threads, 0u);
+  const ConfigResult set = parse_config(edit("  chunk_frames: 256\n", "  chunk_frames: 256\n  copy_threads: 6\n"), "x.yaml");
+  ASSERT_TRUE(set.errors.empty()) << format_error("x.yaml", set.errors[0]);
+  EXPECT_EQ(set.settings->synthetic.copy_threads, 6u);
+  expect_one_error(edit("  chunk_frames: 256\n", "  chunk_frames: 256\n  copy_threads: 65\n"), 6, 17, "copy_threads");
+}
+
 TEST(ConfigLoader, CudaGraphsNameWhichStagesReplayGraphs) {
   const ConfigResult plain = parse_config(kValid, "x.yaml");
   ASSERT_TRUE(plain.errors.empty());
