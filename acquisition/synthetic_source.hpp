@@ -59,7 +59,7 @@ struct SyntheticSpec {
   // benchmarks: generating sines and noise sample by sample costs ~90 ns a sample on one core).
   double loop_s = 0;
   // Threads that copy a chunk of 8 MiB or more from the loop (the capture thread and helpers);
-  // 0: a quarter of the cores, 2 to 4.
+  // 0: half the cores, 2 to 8.
   uint32_t copy_threads = 0;
   std::vector<ChannelSignal> signals;  // one per channel, or one for all channels
   bool operator==(const SyntheticSpec&) const = default;

@@ -27,7 +27,7 @@ p.add_argument("--resident", action="store_true", help="S1: pipeline.gpu_residen
 p.add_argument("--framing", choices=["none", "vrl"], help="the data output's framing (default: the config's)")
 p.add_argument("--event-framing", choices=["none", "lines"], help="the events output's framing (default: the config's)")
 p.add_argument("--upload-in-parts", choices=["true", "false"], help="pipeline.upload_in_parts (default: the service's, true)")
-p.add_argument("--copy-threads", type=int, help="source.copy_threads (default: the source's, a quarter of the cores)")
+p.add_argument("--copy-threads", type=int, help="source.copy_threads (default: the source's, half the cores, 2 to 8)")
 p.add_argument("--cuda-graphs", choices=["all", "fir_bank", "off"], help="pipeline.cuda_graphs (default: the service's)")
 a = p.parse_args()
 if a.threads is None:
