@@ -3,7 +3,9 @@
 // sleeps); the consumer takes a ticket, looks at the queue, and sleeps on the ticket only when it
 // found nothing — so a push between the look and the sleep is never missed (the futex compares
 // the ticket atomically). Every sleep is also bounded by a timeout, so a consumer that waits for
-// something other than a push (the end of the stream) still looks again soon.
+// something other than a push (the end of the stream) still looks again soon. A consumer may ask
+// to sleep until several rings (items) have come, so that a producer that pushes one item at a
+// time wakes it once for a batch (CaptureLoop: an unpaced source waiting for free pool chunks).
 #pragma once
 
 #include <atomic>
@@ -17,21 +19,29 @@ class Doorbell {
  public:
   // Producer.
   void ring() noexcept {
-    ticket_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(ticket_, false);
+    const uint32_t ticket = ticket_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    // Dekker with wait(): either this sees the sleeper (and the ticket it waits for), or the
+    // sleeper's look at the ticket comes after this ring's.
+    if (sleepers_.load(std::memory_order_seq_cst) > 0 &&
+        int32_t(ticket - wake_at_.load(std::memory_order_seq_cst)) >= 0)
+      futex_wake(ticket_, false);
   }
   // Consumer: take before looking at the queue.
   uint32_t ticket() const noexcept { return ticket_.load(std::memory_order_seq_cst); }
-  // Consumer: sleeps unless the bell rang since `ticket`, for at most timeout_ns.
-  void wait(uint32_t ticket, int64_t timeout_ns) noexcept {
+  // Consumer: sleeps until the bell has rung `rings` times since `ticket`, for at most timeout_ns
+  // (it may return sooner: look at the queue again).
+  void wait(uint32_t ticket, int64_t timeout_ns, uint32_t rings = 1) noexcept {
+    wake_at_.store(ticket + rings, std::memory_order_seq_cst);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (ticket_.load(std::memory_order_seq_cst) == ticket) futex_wait(ticket_, ticket, timeout_ns);
+    const uint32_t now = ticket_.load(std::memory_order_seq_cst);
+    if (now - ticket < rings) futex_wait(ticket_, now, timeout_ns);
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
  private:
   std::atomic<uint32_t> ticket_{0};
   std::atomic<uint32_t> sleepers_{0};
+  std::atomic<uint32_t> wake_at_{0};  // the sleeping consumer's ticket to be woken at
 };
 
 }  // namespace vigil

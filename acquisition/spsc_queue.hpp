@@ -44,6 +44,14 @@ class SpscQueue {
     if (q_.read_available() > 0) return;
     bell_.wait(ticket, timeout_ns);
   }
+  // Consumer thread only: returns once `items` are there (pushes after it found fewer), or after
+  // at most timeout_ns (it may return sooner: count again). The producer's pushes wake it once.
+  void wait_for_items(size_t items, int64_t timeout_ns) noexcept {
+    const uint32_t ticket = bell_.ticket();
+    const size_t have = q_.read_available();
+    if (have >= items) return;
+    bell_.wait(ticket, timeout_ns, uint32_t(items - have));
+  }
   // Consumer thread only. False when empty. RT-safe.
   bool pop(T& item) noexcept { return q_.pop(item); }
   // Consumer thread only.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -98,6 +99,36 @@ TEST(SpscQueue, ASleepingConsumerIsWokenByEveryPush) {
   producer.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(s, 8.0);  // one lost wake-up alone would take 10 s
+}
+
+// A consumer waiting for a batch (wait_for_items: the capture thread of an unpaced source) sleeps
+// through the pushes before the batch is complete and is woken by its last. Returns before that
+// are counted: at most one can be a race (a push just before the consumer's first sleep); a
+// wake-up per push, as wait_for_item() gives, would make three.
+TEST(SpscQueue, AConsumerWaitingForABatchIsWokenOnlyByItsLastPush) {
+  SpscQueue<int> q(8);
+  std::atomic<int> early{0};
+  std::atomic<bool> done{false};
+  std::thread consumer([&] {
+    while (q.read_available() < 4) {
+      q.wait_for_items(4, 10'000'000'000);
+      if (q.read_available() < 4) early.fetch_add(1);
+    }
+    done = true;
+  });
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the consumer asleep again
+    ASSERT_TRUE(q.push(i));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(done.load());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(q.push(3));
+  while (!done.load() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(done.load()) << "the batch's last push did not wake the consumer (its timeout is 10 s)";
+  consumer.join();
+  EXPECT_LE(early.load(), 1);
 }
 
 TEST(SpscQueue, WaitForItemReturnsAtOnceWithAnItemAndAfterTheTimeoutWithout) {
