@@ -29,10 +29,11 @@ void CaptureLoop::run() noexcept {
   while (!stop_.load(std::memory_order_relaxed)) {
     if (!held) free_.pop(held);
     if (!held && !source_.paced()) {  // no clock to keep up with: wait for the pipeline
-      // ... until a quarter of the pool is free, then fill it at once: woken for every chunk
-      // freed (or polling), this thread took a core from the pipeline and cost it a system call
-      // a chunk, on two cores a tenth of S3's throughput. The timeout looks at stop_, and takes
-      // what is free where fewer chunks come back (some held elsewhere).
+      // ... until a quarter of the pool is free, then fill it at once. Polling every 50 us, this
+      // thread took turns on the cores the pipeline and output threads need (woken for every
+      // freed chunk, it would cost the pipeline a system call a chunk): S3 unpaced on two cores,
+      // median 305x then, 351x now (docs/PERFORMANCE.md §11). The timeout looks at stop_, and
+      // takes what is free where fewer chunks come back (some held elsewhere).
       while (!held && !stop_.load(std::memory_order_relaxed)) {
         free_.wait_for_items(batch, 1'000'000);
         free_.pop(held);

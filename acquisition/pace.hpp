@@ -20,18 +20,14 @@ class Pace {
     const int64_t lag = mono_now_ns() - due_ns;
     if (lag > slack_ns) {
       late_chunks_.fetch_add(1, std::memory_order_relaxed);
-      if (lag > max_lag_ns_.load(std::memory_order_relaxed)) max_lag_ns_.store(lag, std::memory_order_relaxed);
       return;
     }
     sleep_until_mono_ns(due_ns);
   }
   uint64_t late_chunks() const noexcept { return late_chunks_.load(std::memory_order_relaxed); }
-  // The furthest behind a late chunk was (ns past its due time).
-  int64_t max_lag_ns() const noexcept { return max_lag_ns_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<uint64_t> late_chunks_{0};
-  std::atomic<int64_t> max_lag_ns_{0};
 };
 
 }  // namespace vigil
