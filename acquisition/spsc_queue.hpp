@@ -39,11 +39,7 @@ class SpscQueue {
   }
   // Consumer thread only: returns when an item is there, or after at most timeout_ns (check
   // pop()'s result: it may also return early). Blocks: for a consumer with nothing else to do.
-  void wait_for_item(int64_t timeout_ns) noexcept {
-    const uint32_t ticket = bell_.ticket();
-    if (q_.read_available() > 0) return;
-    bell_.wait(ticket, timeout_ns);
-  }
+  void wait_for_item(int64_t timeout_ns) noexcept { wait_for_items(1, timeout_ns); }
   // Consumer thread only: returns once `items` are there (pushes after it found fewer), or after
   // at most timeout_ns (it may return sooner: count again). The producer's pushes wake it once.
   void wait_for_items(size_t items, int64_t timeout_ns) noexcept {

@@ -1066,8 +1066,8 @@ TEST(VigildIntegration, AnUnpacedSourceWaitsForTheOutputInsteadOfDropping) {
 }
 
 // A paced source asked for more than it can make (a 512-frame chunk due every 1 ns, at rate_factor
-// 10 000): every chunk is delivered more than a period late (making one takes microseconds), which the status
-// counts and the last line warns of; deadlines alone would not show it.
+// 10 000): every chunk is delivered more than a period late (making one takes microseconds),
+// which the status counts and the last line warns of; deadlines alone would not show it.
 TEST(VigildSource, ASourceThatCannotKeepItsRateIsCountedAndWarnedOf) {
   const RunToEnd run("late", [](const fs::path& dir, uint16_t data, uint16_t events) {
     std::string source = kSyntheticSource;
