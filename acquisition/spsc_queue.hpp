@@ -37,6 +37,15 @@ class SpscQueue {
     bell_.ring();
     return true;
   }
+  // Producer thread only: push() that wakes nobody. The consumer sees the item at its next look
+  // (or its wait's timeout); the producer wakes it with a later push() or wake().
+  bool push_quietly(const T& item) noexcept {
+    if (!q_.push(item)) return false;
+    bell_.ring_quietly();
+    return true;
+  }
+  // Producer thread only: wakes a consumer whose wait the items pushed so far satisfy.
+  void wake() noexcept { bell_.wake(); }
   // Consumer thread only: returns when an item is there, or after at most timeout_ns (check
   // pop()'s result: it may also return early). Blocks: for a consumer with nothing else to do.
   void wait_for_item(int64_t timeout_ns) noexcept { wait_for_items(1, timeout_ns); }

@@ -22,6 +22,7 @@ struct PipelineCounters {
   std::atomic<bool> shedding{false};               // optional stages skipped now
   std::atomic<uint64_t> shed_episodes{0};
   std::atomic<uint64_t> chunks_shed{0};            // chunks processed without the optional stages
+  std::atomic<uint64_t> quiet_handoffs{0};         // handed to the output thread without waking it (QuietHandoff)
   std::atomic<uint64_t> look_ahead_chunks{0};      // taken and converted while the GPU ran the chunk before
   std::atomic<uint64_t> chunks_uploaded_in_parts{0};  // part of them on the GPU before they were complete
   std::atomic<uint64_t> frames_uploaded_in_parts{0};  // those parts' frames

@@ -18,7 +18,10 @@ PipelineWorker::PipelineWorker(Graph& graph, const SourceFormat& format, const C
     : graph_(graph), format_(format), capture_(capture), full_chunks_(full_chunks), free_chunks_(free_chunks),
       free_slots_(free_slots), full_slots_(full_slots), events_(events),
       stream_of_output_(std::move(stream_of_output)), decimation_of_output_(std::move(decimation_of_output)),
-      convert_counts_(size_t(format.channels) * WorkerPool::parts_for(graph.pool(), ~0u)) {
+      convert_counts_(size_t(format.channels) * WorkerPool::parts_for(graph.pool(), ~0u)),
+      // Every slot is free now (the service fills the queue before any thread starts): at most
+      // half of them, and 8, handed over without a wake.
+      handoff_(std::min<uint32_t>(8, uint32_t(free_slots.read_available() / 2))) {
   decimation_of_output_.resize(stream_of_output_.size(), 1);
   raw_ = graph_.raw_input();
 }
@@ -78,6 +81,7 @@ void PipelineWorker::run() noexcept {
   for (;;) {
     if (stall_after_ns_ > 0 && mono_now_ns() - t_start >= stall_after_ns_) {
       // The injected stall: process nothing more; leave when capture has stopped.
+      full_slots_.wake();  // for chunks handed over quietly before it
       while (!capture_.finished()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       break;
     }
@@ -301,6 +305,10 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   OutputSlot* slot = nullptr;
   {
     bool free = free_slots_.pop(slot);
+    if (!free && handoff_.pending()) {  // the slots may all wait for an output thread not yet woken
+      full_slots_.wake();
+      handoff_.woken();
+    }
     while (!free && wait_for_output_) {  // unpaced: the output thread frees one as it sends
       if (busy_poll_)
         cpu_relax();
@@ -332,7 +340,13 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
     slot->t_dequeued_mono_ns = taken.t_taken;
     slot->slowest_stage = graph_.slowest_of_last_run().stage;
     slot->slowest_stage_ns = graph_.slowest_of_last_run().ns;
-    full_slots_.push(slot);  // cannot fail: the queue holds every slot
+    // cannot fail: the queue holds every slot
+    if (handoff_.quiet(t1, t1 - t0, has_ahead_ || full_chunks_.read_available() > 0)) {
+      full_slots_.push_quietly(slot);  // the output thread is woken with a later chunk's push
+      counters_.quiet_handoffs.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      full_slots_.push(slot);
+    }
   }
 }
 

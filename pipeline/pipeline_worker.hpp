@@ -1,7 +1,8 @@
 // PipelineWorker: the pipeline thread's body. Pops captured chunks, converts them to planar
 // float, returns the chunk to the pool at once, runs the graph, and hands the requested streams
 // to the output thread in a preallocated slot (dropped and counted when none is free, unless the
-// source is unpaced: set_wait_for_output).
+// source is unpaced: set_wait_for_output). While the next chunk is already waiting, a short chunk
+// is handed over without waking the output thread, which a later hand-off wakes (QuietHandoff).
 // The look-ahead (Graph::look_ahead(): the first CUDA stage has a second staged input): while the
 // GPU runs a chunk, the next one, when it is already waiting, is taken, converted into the other
 // slot and its copy to the device started, so that two chunks are in flight; it is then
@@ -25,6 +26,7 @@
 #include "pipeline/graph.hpp"
 #include "pipeline/metrics.hpp"
 #include "pipeline/output_slot.hpp"
+#include "pipeline/quiet_handoff.hpp"
 #include "pipeline/recorder.hpp"
 
 namespace vigil {
@@ -143,6 +145,7 @@ class PipelineWorker {
   void fill_slot(OutputSlot& slot, uint32_t frames, uint64_t first_frame) noexcept;
   int64_t stall_after_ns_ = 0;
   bool busy_poll_ = false;
+  QuietHandoff handoff_;  // whether a processed chunk goes to the output thread without a wake
   bool wait_for_output_ = false;
   int64_t chunk_cost_ns_ = 0, chunk_cost_for_ns_ = 0;
   int64_t t_first_chunk_ = 0;

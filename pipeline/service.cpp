@@ -346,6 +346,7 @@ nlohmann::json Service::status_json() const {
   j["clipped_samples"] = pc.clipped_samples.load(std::memory_order_relaxed);
   j["non_finite_samples"] = pc.non_finite_samples.load(std::memory_order_relaxed);
   j["events_dropped"] = pc.events_dropped.load(std::memory_order_relaxed);
+  j["quiet_handoffs"] = pc.quiet_handoffs.load(std::memory_order_relaxed);
   j["look_ahead_chunks"] = pc.look_ahead_chunks.load(std::memory_order_relaxed);
   j["chunks_uploaded_in_parts"] = pc.chunks_uploaded_in_parts.load(std::memory_order_relaxed);
   j["frames_uploaded_in_parts"] = pc.frames_uploaded_in_parts.load(std::memory_order_relaxed);

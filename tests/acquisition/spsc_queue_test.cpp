@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -129,6 +130,79 @@ TEST(SpscQueue, AConsumerWaitingForABatchIsWokenOnlyByItsLastPush) {
   EXPECT_TRUE(done.load()) << "the batch's last push did not wake the consumer (its timeout is 10 s)";
   consumer.join();
   EXPECT_LE(early.load(), 1);
+}
+
+// push_quietly() (the pipeline thread handing chunks to the output thread while more input
+// waits) queues the item without waking a sleeping consumer; the producer's wake() or next
+// push() wakes it, with every item pushed so far there.
+TEST(SpscQueue, ItemsPushedQuietlyWakeTheConsumerAtTheNextPushOrWake) {
+  SpscQueue<int> q(8);
+  std::atomic<int> woken{0}, seen{0};
+  std::thread consumer([&] {
+    for (int round = 0; round < 2; ++round) {
+      while (q.read_available() == 0) q.wait_for_item(10'000'000'000);
+      seen.store(int(q.read_available()));
+      int v;
+      while (q.pop(v)) {
+      }
+      woken.fetch_add(1);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the consumer asleep
+  ASSERT_TRUE(q.push_quietly(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(woken.load(), 0) << "a quiet push woke the consumer";
+  q.wake();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (woken.load() < 1 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(woken.load(), 1) << "wake() did not wake the consumer (its timeout is 10 s)";
+  EXPECT_EQ(seen.load(), 1);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // asleep again
+  ASSERT_TRUE(q.push_quietly(2));
+  ASSERT_TRUE(q.push_quietly(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(woken.load(), 1) << "quiet pushes woke the consumer";
+  ASSERT_TRUE(q.push(4));
+  consumer.join();  // returns only once the loud push woke it (or after 10 s: checked below)
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_EQ(seen.load(), 3);
+}
+
+// The pipeline thread's rule (QuietHandoff): bursts of quiet pushes, each ended by a loud one.
+// A consumer sleeping between items gets every item, in order, never waiting for its timeout.
+TEST(SpscQueue, BurstsOfQuietPushesEndedByALoudOneLoseNoWakeUp) {
+  SpscQueue<uint32_t> q(16);
+  constexpr uint32_t kItems = 20000;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread producer([&] {
+    uint32_t seed = 7;
+    for (uint32_t i = 0; i < kItems;) {
+      seed = seed * 1664525u + 1013904223u;
+      const uint32_t burst = std::min<uint32_t>(1 + (seed >> 29), kItems - i);  // 1 to 8
+      for (uint32_t k = 0; k < burst; ++k) {
+        while (q.write_available() == 0) std::this_thread::yield();
+        const bool pushed = k + 1 < burst ? q.push_quietly(i) : q.push(i);
+        EXPECT_TRUE(pushed);  // the only producer found room
+        ++i;
+      }
+      if (((seed >> 20) & 15) < 2) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  uint32_t expected = 0;
+  while (expected < kItems) {
+    uint32_t v;
+    if (q.pop(v)) {
+      ASSERT_EQ(v, expected);
+      ++expected;
+      continue;
+    }
+    q.wait_for_item(10'000'000'000);
+  }
+  producer.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 8.0);  // one lost wake-up alone would take 10 s
 }
 
 TEST(SpscQueue, WaitForItemReturnsAtOnceWithAnItemAndAfterTheTimeoutWithout) {

@@ -1065,6 +1065,26 @@ TEST(VigildIntegration, AnUnpacedSourceWaitsForTheOutputInsteadOfDropping) {
   EXPECT_EQ(last["output_dropped_frames"], 0);
 }
 
+// Unpaced, the pipeline thread always finds the next chunk waiting (the capture thread fills a
+// quarter of the pool at a time), and its 512-frame chunks take microseconds: it hands most of
+// them to the output thread without waking it, which a later hand-off does. Nothing may wait
+// for the output thread's timeout or be lost for it: every stream arrives complete.
+TEST(VigildIntegration, ChunksHandedOverQuietlyAllArriveComplete) {
+  const RunToEnd run("quiet-handoff", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return write_config(dir, data, events, "", unpaced_source() + "pipeline: {threads: 1}\n");
+  });
+  ASSERT_NE(run.status, -1);
+  ASSERT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  const json last = run.last_status();
+  ASSERT_TRUE(last["final"].get<bool>());
+  EXPECT_EQ(last["frames_out"], 51200);
+  EXPECT_EQ(last["dropped_frames"], 0);
+  EXPECT_EQ(last["output_dropped_frames"], 0);
+  EXPECT_GT(last["quiet_handoffs"].get<uint64_t>(), 0u) << last.dump();
+  EXPECT_LT(last["quiet_handoffs"].get<uint64_t>(), 100u) << "the last chunk's hand-off must wake";
+  expect_streams_complete(run.received(), 6, 51200);
+}
+
 // A paced source asked for more than it can make (a 512-frame chunk due every 1 ns, at rate_factor
 // 10 000): every chunk is delivered more than a period late (making one takes microseconds),
 // which the status counts and the last line warns of; deadlines alone would not show it.
