@@ -19,6 +19,7 @@ p.add_argument("--rate-factor", type=float, default=1)
 p.add_argument("--threads", type=int, default=None, help="pipeline.threads (default: 8 for S1, else the config default: one per core less one)")
 p.add_argument("--memory", default=None, choices=["auto", "copy", "mapped"], help="pipeline.memory (default: the config's, else auto)")
 p.add_argument("--busy-poll", action="store_true", help="pipeline.busy_poll true")
+p.add_argument("--listen-busy-poll", action="store_true", help="vigil-listen --busy-poll (it never sleeps, so vigild's sends never wake it)")
 p.add_argument("--send-threads", type=int, default=1, help="pipeline.send_threads")
 p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
@@ -61,13 +62,17 @@ if a.copy_threads is not None:
 if a.framing:
     text = re.sub(r"(kind: vita49.*)framing: \w+", rf"\g<1>framing: {a.framing}", text)
 if a.event_framing:
-    text = re.sub(r"(kind: events.*)framing: \w+", rf"\g<1>framing: {a.event_framing}", text)
+    if re.search(r"kind: events.*framing: \w+", text):
+        text = re.sub(r"(kind: events.*)framing: \w+", rf"\g<1>framing: {a.event_framing}", text)
+    elif a.event_framing == "lines":  # the config leaves it at its default (none): lines in jumbo datagrams
+        text = re.sub(r"(kind: events.*)\}", rf"\g<1>, framing: {a.event_framing}, jumbo: true}}", text)
 work = tempfile.mkdtemp(prefix="s1-probe-")
 config = os.path.join(work, a.scenario + ".yaml")
 open(config, "w").write(text)
 out = os.path.join(work, "listen.jsonl")
 listen = subprocess.Popen([os.path.join(a.build, "apps/vigil-listen"), "--event-port", str(port), "--data-port",
-                           str(data_port), "--json"], stdout=open(out, "w"), stderr=subprocess.DEVNULL)
+                           str(data_port), "--json"] + (["--busy-poll"] if a.listen_busy_poll else []),
+                          stdout=open(out, "w"), stderr=subprocess.DEVNULL)
 time.sleep(0.3)
 rc = subprocess.call([os.path.join(a.build, "apps/vigild"), "--config", config, "--seconds", str(a.seconds),
                       "--log-interval", "0"], stderr=open(os.path.join(work, "vigild.log"), "w"))

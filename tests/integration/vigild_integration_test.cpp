@@ -283,8 +283,9 @@ TEST(VigildIntegration, VrlFramedDataArrivesCompleteInOrderInFewerDatagrams) {
   check_a_complete_run("", "    jumbo: true\n    framing: vrl\n");
 }
 
-// vigil-listen records exactly what vigild generated; output_keys as in check_a_complete_run.
-void check_listen_records_exactly(const std::string& output_keys) {
+// vigil-listen records exactly what vigild generated; output_keys as in check_a_complete_run,
+// listen_flags added to vigil-listen's command line.
+void check_listen_records_exactly(const std::string& output_keys, const std::vector<std::string>& listen_flags = {}) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-listen-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -293,9 +294,11 @@ void check_listen_records_exactly(const std::string& output_keys) {
                                           true, output_keys);
   const std::string out = (dir / "listen.jsonl").string();
 
-  test::Process listen({kListen, "--data-port", std::to_string(data_port), "--event-port", std::to_string(event_port),
-                        "--json", "--record", (dir / "rec").string(), "--seconds", "30"},
-                       out);
+  std::vector<std::string> listen_args = {kListen, "--data-port", std::to_string(data_port), "--event-port",
+                                         std::to_string(event_port), "--json", "--record", (dir / "rec").string(),
+                                         "--seconds", "30"};
+  listen_args.insert(listen_args.end(), listen_flags.begin(), listen_flags.end());
+  test::Process listen(listen_args, out);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let it bind
   test::Process vigild({kVigild, "--config", config, "--log-interval", "0"});
   const int vstatus = vigild.wait(std::chrono::seconds(20));  // the source ends after 1 s of signal
@@ -362,6 +365,11 @@ void check_listen_records_exactly(const std::string& output_keys) {
 }
 
 TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) { check_listen_records_exactly(""); }
+
+// Busy-polling (the benchmark runner's receiver on the GPU machine), it records the same.
+TEST(VigildIntegration, ListenBusyPollingRecordsExactlyTheGeneratedInput) {
+  check_listen_records_exactly("", {"--busy-poll"});
+}
 
 // vigil-listen --json writes each event into its line as it came (no second serialisation), and
 // serialises it again only where a line break in the datagram would split the line; a datagram of
