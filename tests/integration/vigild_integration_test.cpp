@@ -133,10 +133,7 @@ void check_a_complete_run(const std::string& extra, const std::string& output_ke
   const fs::path dir = fs::temp_directory_path() / ("vigil-it-" + std::to_string(getpid()));
   fs::create_directories(dir);
   UdpSocket data, events;
-  // Half a second of chunks may wait for the pipeline and for the output: these runs check that
-  // every sample arrives in order, not the deadlines, and CI's ASan run on two cores (with the
-  // browser test beside it) once stalled the output thread for 90 ms, past the default 64 slots.
-  const std::string room = "pool_chunks: 512, output_slots: 512";
+  const std::string room = test::kRoomForStalls;
   const size_t pipeline_at = extra.find("pipeline: {");
   const std::string keys = pipeline_at == std::string::npos
                                ? extra + "pipeline: {" + room + "}\n"
@@ -668,7 +665,8 @@ namespace {
 std::string reload_config(uint16_t data_port, uint16_t event_port, double cutoff_hz, double threshold, int taps = 63,
                           const std::string& extra = "") {
   std::ostringstream c;
-  c << kSyntheticSource << "  duration_s: 30\n" << kSignals << R"(stages:
+  c << kSyntheticSource << "  duration_s: 30\n" << kSignals << "pipeline: {" << test::kRoomForStalls << "}\n"
+    << R"(stages:
   - name: bands
     kind: fir_bank
     input: input

@@ -15,6 +15,13 @@
 
 namespace vigil::test {
 
+// pipeline keys for a paced run that must lose nothing: half a second of chunks (512 of 1 ms at
+// 10x) may wait for the pipeline and for the output. These runs check that every sample arrives,
+// not the deadlines, and a 2-core CI machine running other tests beside them stalls vigild's
+// threads for tens of milliseconds at times (90 ms once under ASan; the default 64-chunk pool
+// then overflows and the capture counts drops).
+inline constexpr const char* kRoomForStalls = "pool_chunks: 512, output_slots: 512";
+
 class VigildRun {
  public:
   VigildRun(UdpSocket& data, UdpSocket& events, const std::string& config, const std::string& log_path,
