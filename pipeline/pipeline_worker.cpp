@@ -341,7 +341,8 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
     slot->slowest_stage = graph_.slowest_of_last_run().stage;
     slot->slowest_stage_ns = graph_.slowest_of_last_run().ns;
     // cannot fail: the queue holds every slot
-    if (handoff_.quiet(t1, t1 - t0, has_ahead_ || full_chunks_.read_available() > 0)) {
+    // Only for an unpaced source: a paced one's chunks keep their deadlines and are never held back.
+    if (wait_for_output_ && handoff_.quiet(t1, t1 - t0, has_ahead_ || full_chunks_.read_available() > 0)) {
       full_slots_.push_quietly(slot);  // the output thread is woken with a later chunk's push
       counters_.quiet_handoffs.fetch_add(1, std::memory_order_relaxed);
     } else {

@@ -2,7 +2,8 @@
 // float, returns the chunk to the pool at once, runs the graph, and hands the requested streams
 // to the output thread in a preallocated slot (dropped and counted when none is free, unless the
 // source is unpaced: set_wait_for_output). While the next chunk is already waiting, a short chunk
-// is handed over without waking the output thread, which a later hand-off wakes (QuietHandoff).
+// of an unpaced source is handed over without waking the output thread, which a later hand-off
+// wakes (QuietHandoff).
 // The look-ahead (Graph::look_ahead(): the first CUDA stage has a second staged input): while the
 // GPU runs a chunk, the next one, when it is already waiting, is taken, converted into the other
 // slot and its copy to the device started, so that two chunks are in flight; it is then

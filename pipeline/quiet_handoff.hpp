@@ -7,8 +7,8 @@
 // hand-off is allowed only while the first quiet chunk's added wait (the time since it, plus the
 // chunk now done, as the next one's estimate) stays within kBudgetNs, and for at most max_quiet
 // chunks in a row (fewer than the output slots, so the pipeline never waits for a slot that a
-// sleeping output thread holds). A paced source that keeps up never has a chunk waiting: every
-// hand-off wakes at once, as before.
+// sleeping output thread holds). Only for an unpaced source (PipelineWorker): a paced source's
+// chunks have deadlines, and every hand-off wakes at once, as before.
 #pragma once
 
 #include <cstdint>
