@@ -70,6 +70,21 @@ TEST(SpscQueue, PushFailsWhenFullAndPopWhenEmpty) {
   EXPECT_EQ(v, 2);
 }
 
+// The consumer of the wake-up tests: pops `items` values 0, 1, ... in order, sleeping in
+// wait_for_item() (10 s timeout) whenever the queue is empty.
+void consume_in_order_sleeping(SpscQueue<uint32_t>& q, uint32_t items) {
+  uint32_t expected = 0;
+  while (expected < items) {
+    uint32_t v;
+    if (q.pop(v)) {
+      ASSERT_EQ(v, expected);
+      ++expected;
+      continue;
+    }
+    q.wait_for_item(10'000'000'000);
+  }
+}
+
 // A consumer that sleeps in wait_for_item() between items (the pipeline and output threads' idle
 // state) gets every item, in order: a push between its look at the queue and its sleep is never
 // lost. The producer pauses at random so the consumer really falls asleep, often. With a 10 s
@@ -87,16 +102,7 @@ TEST(SpscQueue, ASleepingConsumerIsWokenByEveryPush) {
       if ((seed >> 24) < 8) std::this_thread::sleep_for(std::chrono::microseconds(seed >> 28));
     }
   });
-  uint32_t expected = 0;
-  while (expected < kItems) {
-    uint32_t v;
-    if (q.pop(v)) {
-      ASSERT_EQ(v, expected);
-      ++expected;
-      continue;
-    }
-    q.wait_for_item(10'000'000'000);
-  }
+  ASSERT_NO_FATAL_FAILURE(consume_in_order_sleeping(q, kItems));
   producer.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(s, 8.0);  // one lost wake-up alone would take 10 s
@@ -190,16 +196,7 @@ TEST(SpscQueue, BurstsOfQuietPushesEndedByALoudOneLoseNoWakeUp) {
       if (((seed >> 20) & 15) < 2) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   });
-  uint32_t expected = 0;
-  while (expected < kItems) {
-    uint32_t v;
-    if (q.pop(v)) {
-      ASSERT_EQ(v, expected);
-      ++expected;
-      continue;
-    }
-    q.wait_for_item(10'000'000'000);
-  }
+  ASSERT_NO_FATAL_FAILURE(consume_in_order_sleeping(q, kItems));
   producer.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(s, 8.0);  // one lost wake-up alone would take 10 s

@@ -34,9 +34,6 @@ using test::VigildRun;
 
 using test::TempDir;
 
-// The pipeline block that gives a run which must lose nothing room for a stall (kRoomForStalls).
-std::string room_for_stalls() { return std::string("pipeline: {") + test::kRoomForStalls + "}\n"; }
-
 // 2 channels at 51.2 kHz x rate_factor in 512-frame chunks, a 2-band FIR bank, band data and
 // input out over VITA 49 to data_port, events to event_port.
 std::string service_config(uint16_t data_port, uint16_t event_port, const std::string& source_extra = "",
@@ -85,7 +82,8 @@ TEST(VigildFaults, AnAbsentReceiverIsCountedLoggedAndNoticedWhenItComes) {
   std::ostringstream c;
   c << "source:\n  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  format: int16\n  chunk_frames: 512\n"
        "  rate_factor: 2\n"
-    << room_for_stalls() << "outputs:\n  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:" << absent_port
+    << test::room_for_stalls() << "outputs:\n  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:"
+    << absent_port
     << "\n  - kind: events\n    destination: 127.0.0.1:" << events.port << "\n    status_interval_s: 0.25\n";
   VigildRun run(unused_data, events, dir.write("vigil.yaml", c.str()), dir.file("vigild.log"));
   run.run_for(1500);
@@ -208,8 +206,8 @@ TEST(VigildFaults, AHundredReloadsInOneRunLoseNoSample) {
   UdpSocket data, events;
   const std::string config = dir.file("vigil.yaml");
   auto write_config = [&](double cutoff_hz) {  // whole file at once: vigild never reads half of one
-    std::ofstream(config + ".new") << service_config(data.port, events.port, "  duration_s: 200\n", room_for_stalls(),
-                                                     cutoff_hz);
+    std::ofstream(config + ".new") << service_config(data.port, events.port, "  duration_s: 200\n",
+                                                     test::room_for_stalls(), cutoff_hz);
     fs::rename(config + ".new", config);
   };
   write_config(1000);
@@ -287,7 +285,7 @@ TEST(VigildFaults, SigkillThenRestartResumes) {
   const uint16_t metrics_port = test::free_tcp_port();
   UdpSocket data1, events1;
   const std::string config = dir.write(
-      "vigil.yaml", service_config(data1.port, events1.port, "  duration_s: 600\n", room_for_stalls()) +
+      "vigil.yaml", service_config(data1.port, events1.port, "  duration_s: 600\n", test::room_for_stalls()) +
                         "record:\n  directory: " + rec.string() + "\nmetrics:\n  listen: 127.0.0.1:" +
                         std::to_string(metrics_port) + "\n");
   uint64_t first_run_frames = 0;

@@ -665,8 +665,7 @@ namespace {
 std::string reload_config(uint16_t data_port, uint16_t event_port, double cutoff_hz, double threshold, int taps = 63,
                           const std::string& extra = "") {
   std::ostringstream c;
-  c << kSyntheticSource << "  duration_s: 30\n" << kSignals << "pipeline: {" << test::kRoomForStalls << "}\n"
-    << R"(stages:
+  c << kSyntheticSource << "  duration_s: 30\n" << kSignals << test::room_for_stalls() << R"(stages:
   - name: bands
     kind: fir_bank
     input: input

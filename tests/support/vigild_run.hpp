@@ -21,6 +21,8 @@ namespace vigil::test {
 // threads for tens of milliseconds at times (90 ms once under ASan; the default 64-chunk pool
 // then overflows and the capture counts drops).
 inline constexpr const char* kRoomForStalls = "pool_chunks: 512, output_slots: 512";
+// The same as a config's pipeline block.
+inline std::string room_for_stalls() { return std::string("pipeline: {") + kRoomForStalls + "}\n"; }
 
 class VigildRun {
  public:
