@@ -28,6 +28,7 @@
 #include "pipeline/event_json.hpp"
 #include "pipeline/event_line.hpp"
 #include "pipeline/stream_monitor.hpp"
+#include "pipeline/udp_gro.hpp"
 #include "pipeline/vita49.hpp"
 #include "pipeline/vrl_frame.hpp"
 #if VIGIL_HAVE_WEB
@@ -128,6 +129,10 @@ int main(int argc, char** argv) {
       {"seconds", true, "stop after S seconds (0: run until a signal)", "0"},
       {"quiet", false, "print only the final summary", ""},
       {"busy-poll", false, "look at the sockets without sleeping (a core busy): a sender on this host then never wakes this process", ""},
+      {"gro", false,
+       "take each UDP GSO send as one receive (UDP_GRO): less CPU here and for a sender on this host; the "
+       "kernel's drop count then counts receives, not datagrams (the gaps still count each packet lost)",
+       ""},
       {"buffer-kib", true, "receive buffer per socket in KiB (drops when it overflows are counted)", "16384"},
       {"web", true, "serve a live view at HOST:PORT (e.g. 127.0.0.1:8080; port 0 picks one)", ""},
       {"web-kb-per-s", true, "most the web view sends each browser, kB/s (1 kB = 1000 bytes)", "1000"},
@@ -172,6 +177,10 @@ int main(int argc, char** argv) {
   // sleeps in poll() is part of that call: a benchmark of the sender (scripts/bench-scenarios.sh
   // --busy-poll) would count this process's wake-up as the sender's. Busy-polling, it never sleeps.
   const bool busy_poll = args.has("busy-poll");
+  // A sender's GSO send (vigild sends runs of equal datagrams so) arrives as one receive: on
+  // loopback it is then delivered whole, not cut into datagrams inside the sender's system call.
+  const bool want_gro = args.has("gro");
+  bool gro = want_gro;
 
   Recorder recorder;
   if (args.has("record")) {
@@ -194,6 +203,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     fds.push_back({data_fd, POLLIN, 0});
+    if (want_gro) gro = vigil::enable_udp_gro(data_fd) && gro;
   }
   if (uint16_t p = event_port) {
     if ((event_fd = open_udp(bind_addr, p, buffer_bytes, why)) < 0) {
@@ -201,11 +211,14 @@ int main(int argc, char** argv) {
       return 1;
     }
     fds.push_back({event_fd, POLLIN, 0});
+    if (want_gro) gro = vigil::enable_udp_gro(event_fd) && gro;
   }
   if (fds.empty()) {
     std::cerr << "vigil-listen: nothing to listen on (both ports 0)\n";
     return 2;
   }
+  if (want_gro && !gro)
+    std::cerr << "vigil-listen: --gro: this kernel has no UDP_GRO (Linux 5.0 or later); receiving datagram by datagram\n";
 #if VIGIL_HAVE_WEB
   std::unique_ptr<vigil::web::WebServer> web;
   std::unique_ptr<vigil::web::LiveView> view;
@@ -258,6 +271,7 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> buf(65536);
   uint64_t datagrams = 0, malformed = 0, bad_events = 0;
   uint64_t data_datagrams = 0, vrl_frames = 0;
+  uint64_t receives = 0;  // recvmsg calls that returned data: fewer than datagrams with --gro
   uint32_t data_kernel_drops = 0, event_kernel_drops = 0;  // SO_RXQ_OVFL: cumulative per socket
   const int64_t t0 = vigil::mono_now_ns();
   int64_t next_report = t0 + 1'000'000'000;
@@ -284,6 +298,7 @@ int main(int argc, char** argv) {
     if (as_json) {
       std::cout << json{{"kind", final_report ? "summary" : "stats"}, {"elapsed_s", double(now - t0) / 1e9},
                         {"datagrams", datagrams}, {"data_datagrams", data_datagrams}, {"vrl_frames", vrl_frames},
+                        {"receives", receives}, {"gro", gro},
                         {"malformed", malformed},
                         {"kernel_drops", {{"data", data_kernel_drops}, {"events", event_kernel_drops}}},
                         {"events", mon.events()},
@@ -292,10 +307,10 @@ int main(int argc, char** argv) {
       return;
     }
     std::printf("%s %.1f s: %llu datagrams, %llu events (%llu seq gaps), %llu malformed, %llu dropped by the kernel "
-                "(receive buffer full)\n",
+                "(receive buffer full%s)\n",
                 final_report ? "summary" : "--", double(now - t0) / 1e9, (unsigned long long)datagrams,
                 (unsigned long long)mon.events(), (unsigned long long)mon.event_gaps(), (unsigned long long)malformed,
-                (unsigned long long)(data_kernel_drops + event_kernel_drops));
+                (unsigned long long)(data_kernel_drops + event_kernel_drops), gro ? "; --gro: receives, not datagrams" : "");
     for (const json& s : streams)
       std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, missing %llu samples in %llu holes, "
                   "ts errors %llu, loss flags %llu\n",
@@ -376,93 +391,99 @@ int main(int argc, char** argv) {
         if (max_count && datagrams >= max_count) break;
         sockaddr_in from{};
         iovec iov{buf.data(), buf.size()};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))];
+        vigil::UdpGroControl control;
         msghdr msg{};
         msg.msg_name = &from;
         msg.msg_namelen = sizeof from;
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
+        msg.msg_control = control.bytes;
+        msg.msg_controllen = sizeof control.bytes;
         const ssize_t n = recvmsg(p.fd, &msg, 0);
         if (n < 0) break;  // EAGAIN: drained
+        ++receives;
         for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
           if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL)
             std::memcpy(p.fd == data_fd ? &data_kernel_drops : &event_kernel_drops, CMSG_DATA(c), sizeof(uint32_t));
-        ++datagrams;
-        if (p.fd == data_fd) {
-          ++data_datagrams;
-          // One packet, or a VRL frame of several (an output's `framing: vrl`).
-          vigil::vrl::FrameInfo frame;
-          const bool whole = vigil::vrl::for_each_packet(
-              buf.data(), size_t(n),
-              [&](const uint8_t* packet, size_t bytes) {
-                vigil::vita49::Decoded d;
-                if (!vigil::vita49::decode(packet, bytes, d)) {
+        // With --gro, one receive may hold several datagrams of one send, each taken in turn.
+        vigil::for_each_udp_datagram(buf.data(), size_t(n), vigil::udp_gro_segment(msg),
+                                     [&](const uint8_t* dgram, size_t bytes) {
+          if (max_count && datagrams >= max_count) return;
+          ++datagrams;
+          if (p.fd == data_fd) {
+            ++data_datagrams;
+            // One packet, or a VRL frame of several (an output's `framing: vrl`).
+            vigil::vrl::FrameInfo frame;
+            const bool whole = vigil::vrl::for_each_packet(
+                dgram, bytes,
+                [&](const uint8_t* packet, size_t packet_bytes) {
+                  vigil::vita49::Decoded d;
+                  if (!vigil::vita49::decode(packet, packet_bytes, d)) {
+                    ++malformed;
+                    return;
+                  }
+                  mon.on_packet(d);
+#if VIGIL_HAVE_WEB
+                  if (view) view->on_packet(d, mon.streams().at(d.stream_id));
+#endif
+                  if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId)
+                    recorder.write(d);
+                },
+                &frame);
+            if (!whole) ++malformed;
+            if (frame.packets) ++vrl_frames;
+          } else {
+            char addr[INET_ADDRSTRLEN] = {};
+            inet_ntop(AF_INET, &from.sin_addr, addr, sizeof addr);
+            const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
+            // The event as it came, as a JSON line (it parsed as one JSON object), unless a line
+            // break in it would split the line: no second serialisation of every event. Written to
+            // stdout's buffer, flushed once the sockets are drained (below), not per event: a
+            // write(2) each capped the events this could take at a rig's tens of thousands a second.
+            auto print_json = [&](const uint8_t* text, size_t len, json* ev) {
+              const std::string_view raw(reinterpret_cast<const char*>(text), len);
+              if (raw.find_first_of("\r\n") == std::string_view::npos) {
+                std::cout << R"({"kind":"event","from":")" << sender << R"(","event":)" << raw << "}\n";
+                return;
+              }
+              json parsed;  // (rare: only for events laid out over several lines)
+              if (!ev && vigil::parse_event_datagram(text, len, parsed)) ev = &parsed;
+              if (ev) std::cout << json{{"kind", "event"}, {"from", sender}, {"event", std::move(*ev)}}.dump() << '\n';
+            };
+            // One event (any JSON layout), or an output's `framing: lines`: several, one a line.
+            // Only the text view and the web view need each event's tree; counting and --json read
+            // its seq alone (S1 sends ~100 000 events a second: the tree was most of the cost).
+            if (!needs_tree) {
+              vigil::for_each_event_seq(dgram, bytes, [&](const uint8_t* text, size_t text_bytes, const uint64_t* seq) {
+                if (!seq) {
+                  ++bad_events;
                   ++malformed;
                   return;
                 }
-                mon.on_packet(d);
-#if VIGIL_HAVE_WEB
-                if (view) view->on_packet(d, mon.streams().at(d.stream_id));
-#endif
-                if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId)
-                  recorder.write(d);
-              },
-              &frame);
-          if (!whole) ++malformed;
-          if (frame.packets) ++vrl_frames;
-        } else {
-          char addr[INET_ADDRSTRLEN] = {};
-          inet_ntop(AF_INET, &from.sin_addr, addr, sizeof addr);
-          const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
-          // The event as it came, as a JSON line (it parsed as one JSON object), unless a line
-          // break in it would split the line: no second serialisation of every event. Written to
-          // stdout's buffer, flushed once the sockets are drained (below), not per event: a
-          // write(2) each capped the events this could take at a rig's tens of thousands a second.
-          auto print_json = [&](const uint8_t* text, size_t bytes, json* ev) {
-            const std::string_view raw(reinterpret_cast<const char*>(text), bytes);
-            if (raw.find_first_of("\r\n") == std::string_view::npos) {
-              std::cout << R"({"kind":"event","from":")" << sender << R"(","event":)" << raw << "}\n";
+                mon.on_event_seq(sender, *seq);
+                if (!quiet) print_json(text, text_bytes, nullptr);
+              });
               return;
             }
-            json parsed;  // (rare: only for events laid out over several lines)
-            if (!ev && vigil::parse_event_datagram(text, bytes, parsed)) ev = &parsed;
-            if (ev) std::cout << json{{"kind", "event"}, {"from", sender}, {"event", std::move(*ev)}}.dump() << '\n';
-          };
-          // One event (any JSON layout), or an output's `framing: lines`: several, one a line.
-          // Only the text view and the web view need each event's tree; counting and --json read
-          // its seq alone (S1 sends ~100 000 events a second: the tree was most of the cost).
-          if (!needs_tree) {
-            vigil::for_each_event_seq(buf.data(), size_t(n), [&](const uint8_t* text, size_t bytes, const uint64_t* seq) {
-              if (!seq) {
+            vigil::for_each_event(dgram, bytes, [&](const uint8_t* text, size_t text_bytes, json* parsed) {
+              if (!parsed) {
                 ++bad_events;
                 ++malformed;
                 return;
               }
-              mon.on_event_seq(sender, *seq);
-              if (!quiet) print_json(text, bytes, nullptr);
-            });
-            continue;
-          }
-          vigil::for_each_event(buf.data(), size_t(n), [&](const uint8_t* text, size_t bytes, json* parsed) {
-            if (!parsed) {
-              ++bad_events;
-              ++malformed;
-              return;
-            }
-            json& ev = *parsed;
-            mon.on_event_seq(sender, ev["seq"].get<uint64_t>());
+              json& ev = *parsed;
+              mon.on_event_seq(sender, ev["seq"].get<uint64_t>());
 #if VIGIL_HAVE_WEB
-            if (view) view->on_event(ev);
+              if (view) view->on_event(ev);
 #endif
-            if (quiet) return;
-            if (as_json)
-              print_json(text, bytes, &ev);
-            else
-              std::printf("%s\n", vigil::event_line(ev).c_str());
-          });
-        }
+              if (quiet) return;
+              if (as_json)
+                print_json(text, text_bytes, &ev);
+              else
+                std::printf("%s\n", vigil::event_line(ev).c_str());
+            });
+          }
+        });
       }
     }
     std::fflush(stdout);

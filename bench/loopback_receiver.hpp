@@ -1,8 +1,11 @@
 // A receiver on loopback for the sending benchmarks: a thread draining one UDP socket with
 // recvmmsg and counting the datagrams (`got`), as fast as a receiver can. Header-only.
+// With `gro`, the socket takes a sender's UDP GSO send whole (UDP_GRO; as vigil-listen does):
+// each receive is then counted as the datagrams it holds.
 #pragma once
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,6 +13,8 @@
 #include <cstdint>
 #include <thread>
 #include <vector>
+
+#include "pipeline/udp_gro.hpp"
 
 namespace vigil::bench {
 
@@ -20,8 +25,9 @@ struct LoopbackReceiver {
   std::atomic<uint64_t> got{0};
   std::thread thread;
 
-  LoopbackReceiver() {
+  explicit LoopbackReceiver(bool gro = false) {
     fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    if (gro) vigil::enable_udp_gro(fd);
     const int big = 64 << 20;
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);  // root: past rmem_max
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
@@ -38,15 +44,22 @@ struct LoopbackReceiver {
       std::vector<std::vector<char>> bufs(64, std::vector<char>(65536));
       std::vector<iovec> iov(64);
       std::vector<mmsghdr> msgs(64);
-      for (size_t i = 0; i < 64; ++i) {
-        iov[i] = {bufs[i].data(), bufs[i].size()};
-        msgs[i] = {};
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-      }
+      std::vector<vigil::UdpGroControl> control(64);
       while (!stop.load(std::memory_order_relaxed)) {
-        const int n = ::recvmmsg(fd, msgs.data(), 64, 0, nullptr);
-        if (n > 0) got.fetch_add(uint64_t(n), std::memory_order_relaxed);
+        for (size_t i = 0; i < 64; ++i) {
+          iov[i] = {bufs[i].data(), bufs[i].size()};
+          msgs[i] = {};
+          msgs[i].msg_hdr.msg_iov = &iov[i];
+          msgs[i].msg_hdr.msg_iovlen = 1;
+          msgs[i].msg_hdr.msg_control = control[i].bytes;
+          msgs[i].msg_hdr.msg_controllen = sizeof control[i].bytes;
+        }
+        // MSG_WAITFORONE: return what has come once one has (a blocking call would wait for all 64).
+        const int n = ::recvmmsg(fd, msgs.data(), 64, MSG_WAITFORONE, nullptr);
+        uint64_t datagrams = 0;
+        for (int i = 0; i < n; ++i)
+          datagrams += vigil::udp_datagrams_in(msgs[size_t(i)].msg_len, vigil::udp_gro_segment(msgs[size_t(i)].msg_hdr));
+        if (n > 0) got.fetch_add(datagrams, std::memory_order_relaxed);
       }
     });
   }

@@ -5,9 +5,9 @@ that the machine's drift hits both alike: each run fills bench/scenarios/<scenar
 vigil-listen: --listen) and the events to a socket nobody answers, and prints the rate of chunks
 out from vigild's last line as x real time.
 Usage: bench/scenario_ab.py OLD_VIGILD NEW_VIGILD [--scenario s2] [--channels 64] [--runs 3] [--seconds 6]
-         [--new-output "framing: vrl, jumbo: true"] [--listen build/apps/vigil-listen]
---new-output adds keys to the vita49 output of NEW's runs only (the same binary twice then
-compares two configurations)."""
+         [--new-output "framing: vrl, jumbo: true"] [--listen build/apps/vigil-listen] [--new-listen-flags=--gro]
+--new-output adds keys to the vita49 output of NEW's runs only, --new-listen-flags options to
+NEW's vigil-listen only (the same binary twice then compares two configurations)."""
 import argparse, os, re, signal, socket, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
@@ -22,6 +22,7 @@ p.add_argument("--runs", type=int, default=3)
 p.add_argument("--seconds", type=float, default=6)
 p.add_argument("--new-output", default="")
 p.add_argument("--listen", help="vigil-listen binary: it receives the data (on the same cores) instead of a socket nobody reads")
+p.add_argument("--new-listen-flags", default="", help="options for NEW's vigil-listen only (e.g. --gro)")
 a = p.parse_args()
 
 sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -62,7 +63,8 @@ for _ in range(a.runs):
     for label, binary in runs.items():
         listen = None
         if a.listen:
-            listen = subprocess.Popen([a.listen, "--data-port", str(data_port), "--event-port", "0", "--quiet"],
+            flags = a.new_listen_flags.split() if label == "B" else []
+            listen = subprocess.Popen([a.listen, "--data-port", str(data_port), "--event-port", "0", "--quiet"] + flags,
                                       stdout=subprocess.PIPE, text=True)
             time.sleep(0.3)
         err = subprocess.run([binary, "--config", configs[label], "--seconds", str(a.seconds), "--log-interval", "0"],
@@ -80,4 +82,5 @@ for _ in range(a.runs):
         results[label].append(frames / secs / RATES[a.scenario])
 for label, xs in results.items():
     what = runs[label] + (f" [{a.new_output}]" if label == "B" and a.new_output else "")
+    what += f" [vigil-listen {a.new_listen_flags}]" if label == "B" and a.new_listen_flags and a.listen else ""
     print(f"{label} {what}: " + " ".join(f"{x:.2f}x" for x in xs))

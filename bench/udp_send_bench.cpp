@@ -27,7 +27,9 @@ void BM_SendChunk(benchmark::State& state) {
   // Packets a datagram carries: 1, or a VRL frame (VITA 49.1) of that many plus its 12 bytes.
   const auto per_frame = uint32_t(state.range(2));
   const size_t datagram = per_frame == 1 ? kDatagram : per_frame * kDatagram + 12;
-  vigil::bench::LoopbackReceiver rx;
+  // 1: the receiver takes each GSO send whole (UDP_GRO, vigil-listen's --gro).
+  const bool gro = state.range(3) != 0;
+  vigil::bench::LoopbackReceiver rx(gro);
   boost::asio::io_context io;
   std::vector<std::unique_ptr<vigil::UdpSender>> out;
   std::vector<std::unique_ptr<vigil::DatagramBatch>> batches;
@@ -67,10 +69,13 @@ void BM_SendChunk(benchmark::State& state) {
   state.counters["not_received"] = double(sent.load() - std::min(sent.load(), rx.got.load()));
 }
 BENCHMARK(BM_SendChunk)
-    ->Args({1, 256, 1})->Args({2, 256, 1})->Args({4, 256, 1})->Args({8, 256, 1})
-    ->Args({1, 4096, 1})->Args({4, 4096, 1})->Args({8, 4096, 1})
-    ->Args({1, 256, 4})->Args({1, 256, 31})->Args({4, 256, 31})->Args({8, 256, 31})
-    ->Args({1, 4096, 31})->Args({4, 4096, 31})->Args({8, 4096, 31})
+    ->ArgNames({"senders", "lanes", "per_frame", "gro"})
+    ->Args({1, 256, 1, 0})->Args({2, 256, 1, 0})->Args({4, 256, 1, 0})->Args({8, 256, 1, 0})
+    ->Args({1, 4096, 1, 0})->Args({4, 4096, 1, 0})->Args({8, 4096, 1, 0})
+    ->Args({1, 256, 4, 0})->Args({1, 256, 31, 0})->Args({4, 256, 31, 0})->Args({8, 256, 31, 0})
+    ->Args({1, 4096, 31, 0})->Args({4, 4096, 31, 0})->Args({8, 4096, 31, 0})
+    ->Args({1, 256, 1, 1})->Args({2, 256, 1, 1})->Args({4, 256, 1, 1})->Args({8, 256, 1, 1})
+    ->Args({1, 4096, 1, 1})->Args({4, 4096, 1, 1})->Args({8, 4096, 1, 1})
     ->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -98,6 +98,9 @@ def run_step(args, scen, channels, rate_factor, workdir):
     # another machine (a rig's) never costs the sender. Measured on an H200 host, S2 at 64
     # channels: latency p99 447, 367 us with vigil-listen sleeping, 351, 303 us with it spinning.
     listen_poll = ["--busy-poll"] if args.busy_poll and scen in ("s2", "s3") else []
+    # With --gro each of vigild's GSO sends (a run of equal datagrams) reaches vigil-listen as one
+    # receive: on loopback the sender then delivers it whole instead of datagram by datagram.
+    listen_poll += ["--gro"] if args.gro else []
     listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", str(data_port),
                                "--event-port", str(event_port), "--json"] + listen_poll, stdout=open(listen_out, "w"),
                               stderr=subprocess.DEVNULL)
@@ -218,6 +221,9 @@ def main():
     p.add_argument("--busy-poll", action="store_true",
                    help="S2 and S3 (the scenarios with a latency goal) with pipeline.busy_poll: their threads "
                         "spin instead of sleeping, and so does vigil-listen (--busy-poll)")
+    p.add_argument("--gro", action="store_true",
+                   help="vigil-listen --gro: each of vigild's GSO sends arrives as one receive (on loopback the "
+                        "sender then delivers it whole; the receiver's kernel drops count receives)")
     p.add_argument("--gnuradio", action="store_true",
                    help="also run S2 through GNU Radio (installs Debian's gnuradio if missing) and Vigil unpaced")
     args = p.parse_args()
@@ -227,6 +233,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
             poll = ", pipeline.busy_poll, vigil-listen --busy-poll" if args.busy_poll and scen in ("s2", "s3") else ""
+            poll += ", vigil-listen --gro" if args.gro else ""
             print(f"\n### {TITLES[scen]} (backend {args.backend}{poll}, {args.seconds:g} s a step)\n", flush=True)
             print("| channels | rate factor | input samples/s (sustained / offered) | latency p50 | p99 | p99.9 | max "
                   "| deadline misses | dropped (vigild) | lost on the way | source late | ok |")

@@ -123,7 +123,7 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
 # GPU reading the denoised chunk there), paced and unpaced.
 {
   st=0
-  scripts/bench-scenarios.sh --backend cuda --seconds 3 --busy-poll --build "$build" || st=1
+  scripts/bench-scenarios.sh --backend cuda --seconds 3 --busy-poll --gro --build "$build" || st=1
   echo; echo "# S1 probes: scripts/s1_probe.py --build $build --channels C --rate-factor R [--resident]"
   for r in 1 0; do
     for resident in "" --resident; do

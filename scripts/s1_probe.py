@@ -20,6 +20,7 @@ p.add_argument("--threads", type=int, default=None, help="pipeline.threads (defa
 p.add_argument("--memory", default=None, choices=["auto", "copy", "mapped"], help="pipeline.memory (default: the config's, else auto)")
 p.add_argument("--busy-poll", action="store_true", help="pipeline.busy_poll true")
 p.add_argument("--listen-busy-poll", action="store_true", help="vigil-listen --busy-poll (it never sleeps, so vigild's sends never wake it)")
+p.add_argument("--listen-gro", action="store_true", help="vigil-listen --gro (each of vigild's GSO sends delivered as one receive)")
 p.add_argument("--send-threads", type=int, default=1, help="pipeline.send_threads")
 p.add_argument("--backend", default="cuda")
 p.add_argument("--seconds", type=float, default=4)
@@ -71,7 +72,8 @@ config = os.path.join(work, a.scenario + ".yaml")
 open(config, "w").write(text)
 out = os.path.join(work, "listen.jsonl")
 listen = subprocess.Popen([os.path.join(a.build, "apps/vigil-listen"), "--event-port", str(port), "--data-port",
-                           str(data_port), "--json"] + (["--busy-poll"] if a.listen_busy_poll else []),
+                           str(data_port), "--json"] + (["--busy-poll"] if a.listen_busy_poll else [])
+                          + (["--gro"] if a.listen_gro else []),
                           stdout=open(out, "w"), stderr=subprocess.DEVNULL)
 time.sleep(0.3)
 rc = subprocess.call([os.path.join(a.build, "apps/vigild"), "--config", config, "--seconds", str(a.seconds),

@@ -281,8 +281,9 @@ TEST(VigildIntegration, VrlFramedDataArrivesCompleteInOrderInFewerDatagrams) {
 }
 
 // vigil-listen records exactly what vigild generated; output_keys as in check_a_complete_run,
-// listen_flags added to vigil-listen's command line.
-void check_listen_records_exactly(const std::string& output_keys, const std::vector<std::string>& listen_flags = {}) {
+// listen_flags added to vigil-listen's command line, check_summary run on its summary line.
+void check_listen_records_exactly(const std::string& output_keys, const std::vector<std::string>& listen_flags = {},
+                                  const std::function<void(const json&)>& check_summary = {}) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-listen-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -330,6 +331,7 @@ void check_listen_records_exactly(const std::string& output_keys, const std::vec
     EXPECT_EQ(s["samples"], 51200);  // duration_s 1.0
   }
   EXPECT_GE(alarm_events, 1);
+  if (check_summary) check_summary(summary);
 
   // The recorded input stream of channel 1 equals the synthetic signal, converted exactly as
   // vigild converts it (int16 / 32768).
@@ -361,11 +363,26 @@ void check_listen_records_exactly(const std::string& output_keys, const std::vec
   fs::remove_all(dir);
 }
 
-TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) { check_listen_records_exactly(""); }
+TEST(VigildIntegration, ListenRecordsExactlyTheGeneratedInput) {
+  check_listen_records_exactly("", {}, [](const json& summary) {  // by default a datagram a receive
+    EXPECT_EQ(summary["gro"], false);
+    EXPECT_EQ(summary["receives"], summary["datagrams"]);
+  });
+}
 
 // Busy-polling (the benchmark runner's receiver on the GPU machine), it records the same.
 TEST(VigildIntegration, ListenBusyPollingRecordsExactlyTheGeneratedInput) {
   check_listen_records_exactly("", {"--busy-poll"});
+}
+
+// With --gro each of vigild's GSO sends (a chunk's equal packets) arrives as one receive, which
+// vigil-listen cuts into the same packets: the same streams, recorded the same, in fewer receives.
+TEST(VigildIntegration, ListenWithGroRecordsExactlyTheGeneratedInputInFewerReceives) {
+  check_listen_records_exactly("", {"--gro"}, [](const json& summary) {
+    EXPECT_EQ(summary["gro"], true);
+    // Each output's two lanes go as one send: close to two datagrams a receive (context packets alone).
+    EXPECT_LT(summary["receives"].get<uint64_t>() * 3, summary["datagrams"].get<uint64_t>() * 2) << summary.dump();
+  });
 }
 
 // vigil-listen --json writes each event into its line as it came (no second serialisation), and
