@@ -22,6 +22,7 @@ p.add_argument("--runs", type=int, default=3)
 p.add_argument("--seconds", type=float, default=6)
 p.add_argument("--new-output", default="")
 p.add_argument("--listen", help="vigil-listen binary: it receives the data (on the same cores) instead of a socket nobody reads")
+p.add_argument("--listen-flags", default="", help="options for both runs' vigil-listen (e.g. --gro)")
 p.add_argument("--new-listen-flags", default="", help="options for NEW's vigil-listen only (e.g. --gro)")
 a = p.parse_args()
 
@@ -63,7 +64,7 @@ for _ in range(a.runs):
     for label, binary in runs.items():
         listen = None
         if a.listen:
-            flags = a.new_listen_flags.split() if label == "B" else []
+            flags = a.listen_flags.split() + (a.new_listen_flags.split() if label == "B" else [])
             listen = subprocess.Popen([a.listen, "--data-port", str(data_port), "--event-port", "0", "--quiet"] + flags,
                                       stdout=subprocess.PIPE, text=True)
             time.sleep(0.3)

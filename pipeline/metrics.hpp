@@ -38,6 +38,7 @@ struct OutputCounters {
   std::atomic<uint64_t> send_errors{0};            // includes a full socket buffer (EAGAIN)
   std::atomic<uint64_t> events_sent{0};
   std::atomic<uint64_t> deadline_misses{0};
+  std::atomic<uint64_t> chunks_sent_together{0};   // sent in one call with the chunk after them (send_slots)
   LatencyHistogram end_to_end;                     // last frame captured -> chunk's packets sent
   // end_to_end's parts: captured -> taken by the pipeline; processed -> taken by the output thread;
   // taken by the output thread -> its packets sent (processing itself is PipelineCounters'):

@@ -170,7 +170,7 @@ void OutputWorker::flush(DataOutput& out, uint32_t part, bool context) noexcept 
 }
 
 void OutputWorker::send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps,
-                              bool loss, bool clipped, double rate_hz) noexcept {
+                              bool loss, bool clipped, double rate_hz, bool flush_now) noexcept {
   const StreamFormat& f = *out.format;
   const uint32_t lanes = f.bands * f.channels;
   const uint32_t parts = send_pool_ ? std::min(send_pool_->threads(), lanes) : 1;
@@ -179,7 +179,7 @@ void OutputWorker::send_lanes(DataOutput& out, const OutputSlot& slot, size_t o,
     for (uint32_t lane = r.first; lane < r.end; ++lane)
       send_lane(out, lane / f.channels, lane % f.channels, slot.data[o].data() + size_t(lane) * slot.stride, n,
                 t_first_ps, loss, clipped, rate_hz, part);
-    flush(out, part);
+    if (flush_now || parts > 1) flush(out, part);
   };
   if (parts > 1)
     send_pool_->run(parts, send_part);
@@ -187,13 +187,41 @@ void OutputWorker::send_lanes(DataOutput& out, const OutputSlot& slot, size_t o,
     send_part(0);
 }
 
-void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
+bool OutputWorker::sends_together() const noexcept {
+  return data_.size() == 1 && data_[0].stream >= 0 && !send_pool_;
+}
+
+void OutputWorker::send_slots(OutputSlot* first) noexcept {
+  std::array<OutputSlot*, kMaxTogether> slots{};
+  std::array<int64_t, kMaxTogether> started{};
+  const bool together = sends_together();
+  size_t n = 0;
+  for (OutputSlot* slot = first; slot;) {
+    slots[n] = slot;
+    started[n] = mono_now_ns();
+    // Taken before this chunk is sent: whether another follows decides whether its datagrams wait.
+    OutputSlot* next = nullptr;
+    const bool more = together && n + 1 < kMaxTogether && full_slots_.pop(next);
+    send_slot(*slot, !more);
+    ++n;
+    slot = more ? next : nullptr;
+  }
+  const int64_t done = mono_now_ns();
+  for (size_t i = 0; i < n; ++i) {
+    account_sent(*slots[i], started[i], done);
+    free_slots_.push(slots[i]);  // cannot fail: the free queue holds every slot
+  }
+  if (n > 1) counters_.chunks_sent_together.fetch_add(n - 1, std::memory_order_relaxed);
+}
+
+void OutputWorker::send_slot(const OutputSlot& slot, bool flush_now) noexcept {
   const ChunkHeader& h = slot.header;
   last_utc_ns_ = h.t_first_utc_ns;
   const int64_t now = mono_now_ns();
   for (size_t o = 0; o < data_.size(); ++o) {
     DataOutput& out = data_[o];
     if (now >= out.next_context_mono_ns) {
+      flush(out);  // the data of chunks before it (send_slots) go first, as they were captured first
       send_context(out, out.next_context_mono_ns == 0);
       out.next_context_mono_ns = now + int64_t(out.settings.context_interval_s * 1e9);
     }
@@ -205,7 +233,7 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     const __int128 t_first_ps = __int128(h.t_first_utc_ns) * 1000 - delay_ps;
     const uint32_t dec = out.settings.decimation;
     if (dec == 1) {
-      send_lanes(out, slot, o, slot.frames, t_first_ps, loss, clipped, options_.rate_hz);
+      send_lanes(out, slot, o, slot.frames, t_first_ps, loss, clipped, options_.rate_hz, flush_now);
       continue;
     }
     // The pipeline put only the kept samples in the slot (kept_samples(): every Nth of the stream).
@@ -213,14 +241,20 @@ void OutputWorker::send_slot(const OutputSlot& slot) noexcept {
     out.loss_pending = out.loss_pending || loss;
     if (kept.count == 0) continue;
     const __int128 t_kept_ps = t_first_ps + frames_to_ps(kept.first, options_.rate_hz);
-    send_lanes(out, slot, o, kept.count, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec);
+    send_lanes(out, slot, o, kept.count, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec, flush_now);
     out.loss_pending = false;
   }
-  const int64_t done = mono_now_ns();
+  // A chunk with nothing of its own to send (all decimated away) still sends what waits before it.
+  if (flush_now)
+    for (DataOutput& out : data_) flush(out);
+}
+
+void OutputWorker::account_sent(const OutputSlot& slot, int64_t started, int64_t done) noexcept {
+  const ChunkHeader& h = slot.header;
   counters_.end_to_end.record_ns(done - h.t_capture_mono_ns);
   counters_.queued.record_ns(slot.t_dequeued_mono_ns - h.t_capture_mono_ns);
-  counters_.handed_over.record_ns(now - slot.t_processed_mono_ns);
-  counters_.sending.record_ns(done - now);
+  counters_.handed_over.record_ns(started - slot.t_processed_mono_ns);
+  counters_.sending.record_ns(done - started);
   if (done > h.t_capture_mono_ns + options_.deadline_budget_ns) {
     counters_.deadline_misses.fetch_add(1, std::memory_order_relaxed);
     // The culprit: the longest of waiting for the pipeline, the slowest stage, and sending.
@@ -497,6 +531,7 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   j["send_buffer_full"] = buffer_full;
   j["outputs"] = std::move(outputs);
   j["deadline_misses"] = counters_.deadline_misses.load(std::memory_order_relaxed);
+  j["chunks_sent_together"] = counters_.chunks_sent_together.load(std::memory_order_relaxed);
   auto quantiles = [](const LatencyHistogram& l) {
     return nlohmann::json{{"p50", l.quantile_us(0.5)}, {"p99", l.quantile_us(0.99)}, {"p999", l.quantile_us(0.999)},
                           {"max", l.max_us()}};
@@ -612,8 +647,7 @@ void OutputWorker::run() noexcept {
       if (out.waveforms && send_waveforms(out)) did = true;
     OutputSlot* slot = nullptr;
     if (full_slots_.pop(slot)) {
-      send_slot(*slot);
-      free_slots_.push(slot);  // cannot fail: the free queue holds every slot
+      send_slots(slot);
       did = true;
     }
     return did;

@@ -100,7 +100,18 @@ class OutputWorker {
   // framing: lines: packs the queued events (event_batch_) into out's datagrams, in order.
   void pack_lines(EventOutput& out) noexcept;
 
-  void send_slot(const OutputSlot& slot) noexcept;
+  // Sends the chunks waiting in full_slots_ from `first` on (at most kMaxTogether): where their
+  // datagrams can share a batch (sends_together()), a chunk's last ones wait for the next chunk's
+  // and go in the same sendmmsg(2) call, runs of equal datagrams as one GSO send; each chunk's
+  // latency counts to the call that sent its last datagram. Returns the slots to the free queue.
+  void send_slots(OutputSlot* first) noexcept;
+  static constexpr size_t kMaxTogether = 8;  // as many chunks as QuietHandoff hands over in a row
+  // One data output with its own stream, sent by this thread alone: its batch holds nothing else.
+  bool sends_together() const noexcept;
+  // The chunk's datagrams, batched; handed to the kernel unless `flush_now` is false (send_slots).
+  void send_slot(const OutputSlot& slot, bool flush_now) noexcept;
+  // The chunk's latency and its parts: taken by this thread at `started`, its last datagram sent at `done`.
+  void account_sent(const OutputSlot& slot, int64_t started, int64_t done) noexcept;
   bool send_waveforms(DataOutput& out) noexcept;
   // Sends n samples of one lane as data packets, the first stamped t_first_ps (UTC picoseconds).
   // rate_hz: the lane's sample rate as sent (the stream's, divided by the output's decimation).
@@ -109,7 +120,7 @@ class OutputWorker {
                  __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz, uint32_t part = 0) noexcept;
   // The lanes of one chunk of a data output, over the send pool where there is one.
   void send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps, bool loss,
-                  bool clipped, double rate_hz) noexcept;
+                  bool clipped, double rate_hz, bool flush_now = true) noexcept;
   void send_context(DataOutput& out, bool changed) noexcept;
   // Hands out's batched data packets of lane part `part` to its sender (send_lane batches them),
   // counted as context packets or data packets.

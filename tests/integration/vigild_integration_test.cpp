@@ -1104,7 +1104,30 @@ TEST(VigildIntegration, ChunksHandedOverQuietlyAllArriveComplete) {
   EXPECT_EQ(last["output_dropped_frames"], 0);
   EXPECT_GT(last["quiet_handoffs"].get<uint64_t>(), 0u) << last.dump();
   EXPECT_LT(last["quiet_handoffs"].get<uint64_t>(), 100u) << "the last chunk's hand-off must wake";
+  // Two data outputs share the output thread's batch: each chunk's data go out on their own.
+  EXPECT_EQ(last["chunks_sent_together"], 0) << last.dump();
   expect_streams_complete(run.received(), 6, 51200);
+}
+
+// With one data output, the chunks that wait together for the output thread (the quiet hand-offs
+// above) go out together: a chunk's last datagrams wait for the next chunk's, one sendmmsg call
+// (and GSO send) for several. Every stream still arrives complete, in order, without a gap in time.
+TEST(VigildIntegration, ChunksWaitingForTheOutputGoOutTogetherCompleteInOrder) {
+  const RunToEnd run("sent-together", [](const fs::path& dir, uint16_t data, uint16_t events) {
+    return write_config(dir, data, events, "", unpaced_source() + "pipeline: {threads: 1}\n", "vigil-test.yaml", "",
+                        /*send_input=*/false);
+  });
+  ASSERT_NE(run.status, -1);
+  ASSERT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  const json last = run.last_status();
+  ASSERT_TRUE(last["final"].get<bool>());
+  EXPECT_EQ(last["frames_out"], 51200);
+  EXPECT_EQ(last["output_dropped_frames"], 0);
+  EXPECT_GT(last["chunks_sent_together"].get<uint64_t>(), 0u) << last.dump();
+  EXPECT_LT(last["chunks_sent_together"].get<uint64_t>(), 100u) << "the last chunk cannot wait for a next one";
+  const Received& r = run.received();
+  expect_streams_complete(r, 4, 51200);
+  for (const auto& [id, s] : r.monitor.streams()) expect_contiguous_timestamps(r, id);
 }
 
 // A paced source asked for more than it can make (a 512-frame chunk due every 1 ns, at rate_factor
