@@ -88,7 +88,7 @@ SyntheticSource::SyntheticSource(SyntheticSpec spec) : spec_(std::move(spec)) {
     const uint32_t copiers =
         spec_.copy_threads ? spec_.copy_threads : std::clamp(WorkerPool::hardware_threads() / 2, 2u, 8u);
     if (size_t(spec_.chunk_frames) * frame_bytes >= kSplitCopyBytes && copiers > 1)
-      copy_pool_ = std::make_unique<WorkerPool>(copiers);
+      copy_pool_ = std::make_unique<WorkerPool>(copiers, false, "vigil-copy");
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "dsp/cpu_relax.hpp"
 #include "dsp/futex.hpp"
+#include "dsp/thread_name.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -19,13 +20,17 @@ constexpr int kSpins = 256;
 
 uint32_t WorkerPool::hardware_threads() noexcept { return std::max(1u, std::thread::hardware_concurrency()); }
 
-WorkerPool::WorkerPool(uint32_t threads, bool busy_poll) : busy_poll_(busy_poll) {
+WorkerPool::WorkerPool(uint32_t threads, bool busy_poll, const std::string& name) : busy_poll_(busy_poll) {
   if (threads < 1 || threads > 256)
     throw std::invalid_argument("worker pool: threads must be 1..256, got " + std::to_string(threads));
   helpers_.reserve(threads - 1);
   // Each helper starts from generation 0, whenever it gets scheduled: reading the counter in the
   // thread instead could miss a run (or the destructor's wake-up) published before it started.
-  for (uint32_t i = 1; i < threads; ++i) helpers_.emplace_back([this] { helper_main(); });
+  for (uint32_t i = 1; i < threads; ++i)
+    helpers_.emplace_back([this, helper = name + "-" + std::to_string(i)] {
+      name_this_thread(helper);
+      helper_main();
+    });
 }
 
 WorkerPool::~WorkerPool() {

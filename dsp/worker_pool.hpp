@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,8 +18,9 @@ class WorkerPool {
  public:
   // threads: 1..256 in all, the caller of run() included (1: run() calls fn on the caller only).
   // busy_poll: helpers never sleep between runs (each keeps a core busy; no wake-up latency).
+  // name: the helpers are named name-1, name-2, ... (dsp/thread_name.hpp; top -H shows them).
   // Throws std::invalid_argument, std::system_error (thread creation).
-  explicit WorkerPool(uint32_t threads, bool busy_poll = false);
+  explicit WorkerPool(uint32_t threads, bool busy_poll = false, const std::string& name = "vigil-pool");
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

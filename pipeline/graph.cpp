@@ -51,7 +51,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
   // The worker pool, when some stage will split its lanes over it on the CPU.
   for (const StageSettings& s : stages)
     if (splits_lanes_on_cpu(s, backend) && backend.cpu_threads > 1 && !pool_)
-      pool_ = std::make_unique<WorkerPool>(backend.cpu_threads, backend.busy_poll);
+      pool_ = std::make_unique<WorkerPool>(backend.cpu_threads, backend.busy_poll, "vigil-work");
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSettings& s = stages[i];
     Node n;
@@ -134,7 +134,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   // Every stage on the GPU: a pool for the pipeline thread's own work (the conversion above all),
   // when chunks are large enough to split.
   if (!pool_ && cpu_threads_ > 1 && uint64_t(input.channels) * max_frames >= kSplitSamples)
-    pool_ = std::make_unique<WorkerPool>(cpu_threads_, busy_poll_);
+    pool_ = std::make_unique<WorkerPool>(cpu_threads_, busy_poll_, "vigil-work");
   streams_.clear();
   buffers_.clear();
   // A stream's buffer: the stage's own output buffer where it offers one, else allocated here.

@@ -49,7 +49,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
   }
   pass_events_.resize(kEventsPerPass);
   if (options_.send_threads > 1) {
-    send_pool_ = std::make_unique<WorkerPool>(options_.send_threads, options_.busy_poll);
+    send_pool_ = std::make_unique<WorkerPool>(options_.send_threads, options_.busy_poll, "vigil-send");
     formatted_.resize(options_.send_threads);
     for (uint32_t p = 1; p < options_.send_threads; ++p)
       helper_batches_.push_back(std::make_unique<DatagramBatch>(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram));

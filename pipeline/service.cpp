@@ -26,6 +26,7 @@
 #endif
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/real_fft.hpp"
+#include "dsp/thread_name.hpp"
 
 namespace vigil {
 namespace {
@@ -225,13 +226,25 @@ Service::~Service() {
 }
 
 std::vector<std::string> Service::start() {
+  // Named for top -H, perf and gdb (the pools name their helpers likewise: vigil-work-N, ...).
   output_thread_ = std::thread([this] {
+    name_this_thread("vigil-output");
     output_->run();
     output_done_.store(true, std::memory_order_release);
   });
-  if (recorder_) recorder_thread_ = std::thread([this] { recorder_->run([this] { return pipeline_->finished(); }); });
-  pipeline_thread_ = std::thread([this] { pipeline_->run(); });
-  capture_thread_ = std::thread([this] { capture_->run(); });
+  if (recorder_)
+    recorder_thread_ = std::thread([this] {
+      name_this_thread("vigil-recorder");
+      recorder_->run([this] { return pipeline_->finished(); });
+    });
+  pipeline_thread_ = std::thread([this] {
+    name_this_thread("vigil-pipeline");
+    pipeline_->run();
+  });
+  capture_thread_ = std::thread([this] {
+    name_this_thread("vigil-capture");
+    capture_->run();
+  });
   std::vector<std::string> notes = wisdom_notes_;
   const PipelineSettings& p = settings_.pipeline;
   if (p.realtime_priority > 0) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "config/config_loader.hpp"
+#include "dsp/thread_name.hpp"
 
 namespace vigil::web {
 
@@ -243,7 +244,10 @@ WebServer::WebServer(const std::string& host, uint16_t port, std::vector<Asset> 
   if (ec) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
   port_ = s.acceptor.local_endpoint().port();
   s.accept();
-  s.thread = std::thread([&s] { s.ioc.run(); });
+  s.thread = std::thread([&s] {
+    name_this_thread("vigil-web");
+    s.ioc.run();
+  });
 }
 
 WebServer::~WebServer() {

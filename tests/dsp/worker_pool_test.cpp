@@ -3,12 +3,15 @@
 // its threads really share the work.
 #include "dsp/worker_pool.hpp"
 
+#include "dsp/thread_name.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,6 +37,29 @@ TEST(WorkerPool, EveryTaskRunsExactlyOncePerRun) {
     EXPECT_EQ(pool.threads(), threads);
     expect_every_task_once(pool, 20000, 13);
   }
+}
+
+// The helpers carry the pool's name and their number (what top -H and perf show), the caller
+// keeps its own. Four tasks that wait for each other must run on all four threads at once.
+TEST(WorkerPool, HelpersAreNamedAfterThePool) {
+  name_this_thread("pool-test-main");
+  ASSERT_EQ(this_thread_name(), "pool-test-main");
+  WorkerPool pool(4, false, "tpool");
+  std::atomic<uint32_t> started{0};
+  std::mutex m;
+  std::set<std::string> names;
+  auto task = [&](uint32_t) {
+    started.fetch_add(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < 4 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    const std::lock_guard<std::mutex> lock(m);
+    names.insert(this_thread_name());
+  };
+  pool.run(4, task);
+  EXPECT_EQ(names, (std::set<std::string>{"pool-test-main", "tpool-1", "tpool-2", "tpool-3"}));
+  // Linux keeps 15 bytes of a name: a longer one is cut, not refused.
+  name_this_thread("a-name-longer-than-fifteen");
+  EXPECT_EQ(this_thread_name(), "a-name-longer-t");
 }
 
 // busy_poll: helpers never sleep; every task still once, and the pool still stops.

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -1107,6 +1108,33 @@ TEST(VigildIntegration, ChunksHandedOverQuietlyAllArriveComplete) {
   // Two data outputs share the output thread's batch: each chunk's data go out on their own.
   EXPECT_EQ(last["chunks_sent_together"], 0) << last.dump();
   expect_streams_complete(run.received(), 6, 51200);
+}
+
+// vigild's threads carry names (top -H, perf, gdb read them from /proc/PID/task/TID/comm): the
+// capture, pipeline and output threads, and the helpers of the worker pool and the send pool.
+TEST(VigildIntegration, ItsThreadsAreNamedForWhatTheyDo) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-thread-names-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  UdpSocket data, events;
+  const std::string config =
+      write_config(dir, data.port, events.port, "",
+                   std::string(kSyntheticSource) + kSignals + "pipeline: {threads: 3, send_threads: 2}\n");
+  test::VigildRun run(data, events, config, (dir / "vigild.log").string());
+  run.run_for(300);
+  std::multiset<std::string> names;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(run.pid()) + "/task")) {
+    std::string name;
+    std::getline(std::ifstream(task.path() / "comm"), name);
+    names.insert(name);
+  }
+  const int status = run.finish();
+  ASSERT_NE(status, -1);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << run.log;
+  for (const char* want : {"vigil-capture", "vigil-pipeline", "vigil-output", "vigil-work-1", "vigil-work-2",
+                           "vigil-send-1"})
+    EXPECT_EQ(names.count(want), 1u) << want;
+  EXPECT_EQ(names.count("vigil-work-3"), 0u) << "threads: 3 is the pipeline thread and two helpers";
+  fs::remove_all(dir);
 }
 
 // With one data output, the chunks that wait together for the output thread (the quiet hand-offs
