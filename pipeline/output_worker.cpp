@@ -199,13 +199,11 @@ void OutputWorker::send_slots(OutputSlot* first) noexcept {
   for (OutputSlot* slot = first; slot;) {
     slots[n] = slot;
     started[n] = mono_now_ns();
-    // Taken before this chunk is sent: whether another follows decides whether its datagrams wait.
-    OutputSlot* next = nullptr;
-    const bool more = together && n + 1 < kMaxTogether && full_slots_.pop(next);
-    send_slot(*slot, !more);
+    send_slot(*slot, !together);
     ++n;
-    slot = more ? next : nullptr;
+    if (!together || n == kMaxTogether || !full_slots_.pop(slot)) slot = nullptr;
   }
+  if (together) flush(data_[0]);  // what the chunks left in the batch, in one call
   const int64_t done = mono_now_ns();
   for (size_t i = 0; i < n; ++i) {
     account_sent(*slots[i], started[i], done);
@@ -244,9 +242,6 @@ void OutputWorker::send_slot(const OutputSlot& slot, bool flush_now) noexcept {
     send_lanes(out, slot, o, kept.count, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec, flush_now);
     out.loss_pending = false;
   }
-  // A chunk with nothing of its own to send (all decimated away) still sends what waits before it.
-  if (flush_now)
-    for (DataOutput& out : data_) flush(out);
 }
 
 void OutputWorker::account_sent(const OutputSlot& slot, int64_t started, int64_t done) noexcept {

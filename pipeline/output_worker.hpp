@@ -101,14 +101,15 @@ class OutputWorker {
   void pack_lines(EventOutput& out) noexcept;
 
   // Sends the chunks waiting in full_slots_ from `first` on (at most kMaxTogether): where their
-  // datagrams can share a batch (sends_together()), a chunk's last ones wait for the next chunk's
-  // and go in the same sendmmsg(2) call, runs of equal datagrams as one GSO send; each chunk's
-  // latency counts to the call that sent its last datagram. Returns the slots to the free queue.
+  // datagrams can share a batch (sends_together()), they are sent once all are batched (or the
+  // batch is full), in one sendmmsg(2) call, runs of equal datagrams as one GSO send; each chunk's
+  // latency counts to that call. Returns the slots to the free queue.
   void send_slots(OutputSlot* first) noexcept;
   static constexpr size_t kMaxTogether = 8;  // as many chunks as QuietHandoff hands over in a row
   // One data output with its own stream, sent by this thread alone: its batch holds nothing else.
   bool sends_together() const noexcept;
-  // The chunk's datagrams, batched; handed to the kernel unless `flush_now` is false (send_slots).
+  // The chunk's datagrams, batched; handed to the kernel at its end unless `flush_now` is false
+  // (send_slots then does).
   void send_slot(const OutputSlot& slot, bool flush_now) noexcept;
   // The chunk's latency and its parts: taken by this thread at `started`, its last datagram sent at `done`.
   void account_sent(const OutputSlot& slot, int64_t started, int64_t done) noexcept;
