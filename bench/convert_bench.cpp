@@ -90,9 +90,10 @@ void BM_ConvertCudaRoundTrip(benchmark::State& state) {
 }
 #endif
 
-// (frames, channels): the default chunk (1024 x 4), a large chunk (16384 x 8), a bulk block (2^20 x 32).
+// (frames, channels): the default chunk (1024 x 4), a large chunk (16384 x 8), a bulk block (2^20 x 32),
+// S2's chunk (1024 x 64), S1's (65536 x 16), a stereo chunk (1024 x 2).
 void sizes(benchmark::internal::Benchmark* b) {
-  b->Args({1024, 4})->Args({16384, 8})->Args({1 << 20, 32});
+  b->Args({1024, 4})->Args({16384, 8})->Args({1 << 20, 32})->Args({1024, 64})->Args({65536, 16})->Args({1024, 2});
 }
 
 }  // namespace

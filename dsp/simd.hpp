@@ -41,6 +41,27 @@ inline v4f load4(const float* p) noexcept {
 inline void store4(float* p, v4f v) noexcept { std::memcpy(p, &v, sizeof v); }
 
 typedef uint32_t v4u __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+// Lanes of a and b by index (0-3: a's, 4-7: b's): one or two shuffle instructions on SSE2 and NEON.
+template <int I0, int I1, int I2, int I3>
+inline v4f shuffle(v4f a, v4f b) noexcept {
+#if defined(__clang__)
+  return __builtin_shufflevector(a, b, I0, I1, I2, I3);
+#else
+  return __builtin_shuffle(a, b, v4i{I0, I1, I2, I3});
+#endif
+}
+
+// Four rows of four lanes to four columns: out[j] lane i = in[i] lane j.
+inline void transpose4(v4f& r0, v4f& r1, v4f& r2, v4f& r3) noexcept {
+  const v4f t0 = shuffle<0, 4, 1, 5>(r0, r1), t1 = shuffle<2, 6, 3, 7>(r0, r1);
+  const v4f t2 = shuffle<0, 4, 1, 5>(r2, r3), t3 = shuffle<2, 6, 3, 7>(r2, r3);
+  r0 = shuffle<0, 1, 4, 5>(t0, t2);
+  r1 = shuffle<2, 3, 6, 7>(t0, t2);
+  r2 = shuffle<0, 1, 4, 5>(t1, t3);
+  r3 = shuffle<2, 3, 6, 7>(t1, t3);
+}
 
 // Reverses the byte order of n 32-bit words from `in` to `out` (host <-> big-endian: VITA 49's
 // samples). Four words per step by shifts and masks, which SSE2 and NEON both have; GCC 12 leaves

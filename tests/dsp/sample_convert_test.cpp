@@ -12,37 +12,53 @@ namespace {
 
 constexpr float kPoison = -12345.0f;
 
-// Channel counts from 3 to 200 and frame counts that are and are not whole tiles of the
-// de-interleaving (about 8 KiB of input a tile).
+// Channel counts from 1 to 200 and frame counts that are and are not whole tiles of the
+// de-interleaving (about 8 KiB of input a tile) or whole steps of its vectors (4 frames): the
+// vector paths (groups of 4 channels, stereo, mono) and the scalar rest (the last 1-3 channels and
+// frames) must give the same floats and counts as the rule written out below.
 class SampleConvertShapes : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
 
-TEST_P(SampleConvertShapes, Int16DeinterleavesScalesAndCountsClips) {
-  const auto [channels, frames] = GetParam();
-  std::mt19937 rng(11 + channels);
-  std::uniform_int_distribution<int> dist(-32768, 32767);
-  std::vector<int16_t> in(frames * channels);
-  for (auto& v : in) v = int16_t(dist(rng));
-  in[5 * channels + 1] = 32767;
-  in[6 * channels + 1] = -32768;
-  in[7 * channels + 2] = 32767;
+// Random integers of T with full-scale codes in channel 0 and the last channel (clipped), and at
+// a frame that is not a multiple of 4; then every output and count against the rule.
+template <typename T>
+void check_int(uint32_t channels, uint32_t frames, SampleFormat format, float scale) {
+  std::mt19937 rng(11 + channels + frames);
+  std::uniform_int_distribution<int64_t> dist(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  std::vector<T> in(size_t(frames) * channels);
+  for (auto& v : in) v = T(dist(rng));
+  const uint32_t last = channels - 1;
+  in[5 * channels] = std::numeric_limits<T>::max();
+  in[6 * channels + last] = std::numeric_limits<T>::min();
+  in[7 * channels + last] = std::numeric_limits<T>::max();
   const size_t stride = frames + 5;
   std::vector<float> out(stride * channels, kPoison);
   std::vector<ConvertCounts> counts(channels);
-  convert_to_planar(in.data(), SampleFormat::kInt16, frames, channels, 1.0f / 32768, out.data(), stride, counts.data());
+  convert_to_planar(in.data(), format, frames, channels, scale, out.data(), stride, counts.data());
 
   std::vector<uint64_t> clips(channels, 0);
   for (uint32_t f = 0; f < frames; ++f)
     for (uint32_t c = 0; c < channels; ++c) {
-      const int16_t x = in[f * channels + c];
-      ASSERT_EQ(out[c * stride + f], float(x) / 32768.0f) << "frame " << f << " channel " << c;
-      clips[c] += x == 32767 || x == -32768;
+      const T x = in[size_t(f) * channels + c];
+      ASSERT_EQ(out[c * stride + f], float(x) * scale) << "frame " << f << " channel " << c;
+      clips[c] += x == std::numeric_limits<T>::max() || x == std::numeric_limits<T>::min();
     }
   for (uint32_t c = 0; c < channels; ++c) {
-    EXPECT_EQ(counts[c].clipped, clips[c]);
+    EXPECT_EQ(counts[c].clipped, clips[c]) << "channel " << c;
     EXPECT_EQ(counts[c].non_finite, 0u);
     for (size_t pad = frames; pad < stride; ++pad) EXPECT_EQ(out[c * stride + pad], kPoison);  // untouched
   }
-  EXPECT_GE(counts[1].clipped, 2u);
+  EXPECT_GE(counts[0].clipped, 1u);
+  EXPECT_GE(counts[last].clipped, channels > 1 ? 2u : 3u);
+}
+
+TEST_P(SampleConvertShapes, Int16DeinterleavesScalesAndCountsClips) {
+  const auto [channels, frames] = GetParam();
+  check_int<int16_t>(channels, frames, SampleFormat::kInt16, 1.0f / 32768);
+}
+
+TEST_P(SampleConvertShapes, Int32DeinterleavesScalesAndCountsClips) {
+  const auto [channels, frames] = GetParam();
+  check_int<int32_t>(channels, frames, SampleFormat::kInt32, full_scale_factor(SampleFormat::kInt32));
 }
 
 TEST_P(SampleConvertShapes, FloatDeinterleavesScalesAndCountsClipsAndNonFinite) {
@@ -51,7 +67,10 @@ TEST_P(SampleConvertShapes, FloatDeinterleavesScalesAndCountsClipsAndNonFinite) 
   std::uniform_real_distribution<float> dist(-1.2f, 1.2f);
   std::vector<float> in(size_t(frames) * channels);
   for (auto& v : in) v = dist(rng);
-  for (size_t i = 7; i < in.size(); i += 97) in[i] = (i % 2) ? std::numeric_limits<float>::quiet_NaN() : -INFINITY;
+  // NaN, -Inf, +Inf spread over every channel and lane; exactly 1.0 and -1.0 clip.
+  for (size_t i = 7; i < in.size(); i += 97)
+    in[i] = (i % 3 == 0) ? std::numeric_limits<float>::quiet_NaN() : (i % 3 == 1) ? -INFINITY : INFINITY;
+  for (size_t i = 3; i < in.size(); i += 101) in[i] = (i % 2) ? 1.0f : -1.0f;
   const size_t stride = frames + 3;
   std::vector<float> out(stride * channels, kPoison);
   std::vector<ConvertCounts> counts(channels);
@@ -66,6 +85,7 @@ TEST_P(SampleConvertShapes, FloatDeinterleavesScalesAndCountsClipsAndNonFinite) 
       }
       clips[c] += std::fabs(x) >= 1.0f;
       ASSERT_EQ(out[c * stride + f], x * 0.5f) << "frame " << f << " channel " << c;
+      ASSERT_FALSE(std::signbit(out[c * stride + f]) && x == 0) << "a non-finite sample became -0";
     }
   for (uint32_t c = 0; c < channels; ++c) {
     EXPECT_EQ(counts[c].clipped, clips[c]) << c;
@@ -74,10 +94,26 @@ TEST_P(SampleConvertShapes, FloatDeinterleavesScalesAndCountsClipsAndNonFinite) 
   }
 }
 
+// The counts are added to, never reset: a second conversion doubles them.
+TEST(SampleConvert, CountsAddUpOverConversions) {
+  const uint32_t channels = 6, frames = 64;
+  std::vector<int16_t> in(size_t(frames) * channels, 100);
+  for (uint32_t c = 0; c < channels; ++c) in[size_t(c) * channels + c] = -32768;
+  std::vector<float> out(size_t(frames) * channels);
+  std::vector<ConvertCounts> counts(channels);
+  for (int pass = 1; pass <= 2; ++pass) {
+    convert_to_planar(in.data(), SampleFormat::kInt16, frames, channels, 1.0f, out.data(), frames, counts.data());
+    for (uint32_t c = 0; c < channels; ++c) EXPECT_EQ(counts[c].clipped, uint64_t(pass)) << "channel " << c;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, SampleConvertShapes,
                          ::testing::Values(std::pair<uint32_t, uint32_t>{3, 1000}, std::pair<uint32_t, uint32_t>{64, 1024},
                                            std::pair<uint32_t, uint32_t>{64, 1000}, std::pair<uint32_t, uint32_t>{200, 77},
-                                           std::pair<uint32_t, uint32_t>{2, 5000}));
+                                           std::pair<uint32_t, uint32_t>{2, 5000}, std::pair<uint32_t, uint32_t>{2, 4099},
+                                           std::pair<uint32_t, uint32_t>{1, 9001}, std::pair<uint32_t, uint32_t>{4, 1026},
+                                           std::pair<uint32_t, uint32_t>{16, 4096}, std::pair<uint32_t, uint32_t>{7, 513},
+                                           std::pair<uint32_t, uint32_t>{5, 8}));
 
 TEST(SampleConvert, Int32FullScaleMapsToOne) {
   const std::vector<int32_t> in = {std::numeric_limits<int32_t>::min(), 0, 1 << 30, std::numeric_limits<int32_t>::max()};
