@@ -1111,14 +1111,17 @@ TEST(VigildIntegration, ChunksHandedOverQuietlyAllArriveComplete) {
 }
 
 // vigild's threads carry names (top -H, perf, gdb read them from /proc/PID/task/TID/comm): the
-// capture, pipeline and output threads, and the helpers of the worker pool and the send pool.
+// capture, pipeline and output threads, and the helpers of the worker pool and the send pool. The
+// CPU backend, where the pool's helpers run the stages (on a GPU machine `auto` picks CUDA, which
+// has none).
 TEST(VigildIntegration, ItsThreadsAreNamedForWhatTheyDo) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-thread-names-" + std::to_string(getpid()));
   fs::create_directories(dir);
   UdpSocket data, events;
   const std::string config =
       write_config(dir, data.port, events.port, "",
-                   std::string(kSyntheticSource) + kSignals + "pipeline: {threads: 3, send_threads: 2}\n");
+                   std::string(kSyntheticSource) + kSignals +
+                       "pipeline: {backend: cpu, threads: 3, send_threads: 2}\n");
   test::VigildRun run(data, events, config, (dir / "vigild.log").string());
   run.run_for(300);
   std::multiset<std::string> names;
