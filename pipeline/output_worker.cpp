@@ -258,6 +258,11 @@ void OutputWorker::account_sent(const OutputSlot& slot, int64_t started, int64_t
     if (slot.slowest_stage >= 0 && slot.slowest_stage_ns > std::max(queued, sending)) culprit = 2 + size_t(slot.slowest_stage);
     misses_by_[culprit].fetch_add(1, std::memory_order_relaxed);
   }
+  if (first_out_mono_ns_.load(std::memory_order_relaxed) == 0) {
+    first_out_frames_.store(slot.frames, std::memory_order_relaxed);
+    first_out_mono_ns_.store(done, std::memory_order_release);  // publishes the frames above
+  }
+  last_out_mono_ns_.store(done, std::memory_order_relaxed);
   counters_.chunks_sent.fetch_add(1, std::memory_order_relaxed);
   counters_.frames_sent.fetch_add(slot.frames, std::memory_order_relaxed);
 }
@@ -487,6 +492,12 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   if (std::unique_lock<std::mutex> lock(layout_mutex_, std::try_to_lock); lock) j["layout"] = layout_;
   j["chunks_out"] = counters_.chunks_sent.load(std::memory_order_relaxed);
   j["frames_out"] = counters_.frames_sent.load(std::memory_order_relaxed);
+  // Frames out a second from the first chunk out to the latest: the sustained rate, without the
+  // start (planning, the first chunk's capture) that frames_out / uptime_s counts.
+  const int64_t first = first_out_mono_ns_.load(std::memory_order_acquire);
+  const int64_t last = last_out_mono_ns_.load(std::memory_order_relaxed);
+  const uint64_t after_first = j["frames_out"].get<uint64_t>() - first_out_frames_.load(std::memory_order_relaxed);
+  j["frames_out_per_s"] = first && last > first ? double(after_first) * 1e9 / double(last - first) : 0.0;
   j["packets_sent"] = counters_.packets_sent.load(std::memory_order_relaxed);
   j["context_packets_sent"] = counters_.context_packets_sent.load(std::memory_order_relaxed);
   j["bytes_sent"] = counters_.bytes_sent.load(std::memory_order_relaxed);

@@ -186,6 +186,10 @@ class OutputWorker {
   // Set once in the constructor, before any thread runs: status_json() reads it from the main
   // thread while the output thread runs (a write in run() was a data race, found by TSan).
   const int64_t start_mono_ns_;
+  // The first and the latest chunk out (account_sent, the output thread), and the first one's
+  // frames: the rate out from the first chunk on, vigild's start-up left out (status frames_out_per_s).
+  std::atomic<int64_t> first_out_mono_ns_{0}, last_out_mono_ns_{0};
+  std::atomic<uint64_t> first_out_frames_{0};
   bool source_was_down_ = false;  // for one alarm per outage
   std::mutex posted_mutex_;  // the output thread only try_locks it
   std::vector<std::pair<std::string, nlohmann::json>> posted_;

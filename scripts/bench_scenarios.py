@@ -121,11 +121,14 @@ def run_step(args, scen, channels, rate_factor, workdir):
     # Frames out: those that reached the output thread (the same as in for a clean paced step; an
     # unpaced source waits for the output, so unpaced steps measure the whole service, sending included).
     frames, up = final["frames_out"], max(final["uptime_s"], 1e-9)
+    # Sustained: vigild's own rate from its first chunk out to its last (the start left out);
+    # frames over the uptime where a build before it has no such key.
+    frames_per_s = final.get("frames_out_per_s") or frames / up
     lost_rx = 0
     if summary:
         lost_rx = sum(summary["kernel_drops"].values()) + sum(s["gaps"] for s in summary["streams"]) + summary["event_gaps"]
     row.update({
-        "samples_per_s": frames * channels / up,
+        "samples_per_s": frames_per_s * channels,
         "nominal_per_s": RATES[scen] * channels * rate_factor,
         "latency_us": final["latency_us"],
         "deadline_misses": final["deadline_misses"],

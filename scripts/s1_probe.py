@@ -93,7 +93,7 @@ if final is None:
     print(f"{a.channels} {a.rate_factor} rc={rc}: no final status; log in {work}:")
     print("".join(open(os.path.join(work, "vigild.log")).readlines()[-8:]))
     raise SystemExit(1)
-rate = final["frames_out"] * a.channels / max(final["uptime_s"], 1e-9)
+rate = (final.get("frames_out_per_s") or final["frames_out"] / max(final["uptime_s"], 1e-9)) * a.channels
 def stage_text(name, s):
     gpu = f" gpu {s['gpu_us']['p50']}" if "gpu_us" in s else ""
     if "upload_wait_us" in s:
