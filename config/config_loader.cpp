@@ -298,12 +298,13 @@ void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
                           "overload", "overload_restore_s", "test_optional_cost_ms", "realtime_priority", "capture_cpu",
                           "mlockall", "memory", "test_cuda_fail_at_chunk", "test_chunk_cost_ms",
                           "test_chunk_cost_for_s", "threads", "busy_poll", "gpu_resident", "fft_wisdom",
-                          "send_threads", "upload_in_parts", "cuda_graphs"});
+                          "send_threads", "upload_in_parts", "cuda_graphs", "gpu_keep_warm"});
   r.string(n, where, "fft_wisdom", s.pipeline.fft_wisdom);
   r.boolean(n, where, "busy_poll", s.pipeline.busy_poll);
   r.boolean(n, where, "gpu_resident", s.pipeline.gpu_resident);
   r.boolean(n, where, "upload_in_parts", s.pipeline.upload_in_parts);
   r.choice(n, where, "cuda_graphs", {"all", "fir_bank", "off"}, s.pipeline.cuda_graphs);
+  r.choice(n, where, "gpu_keep_warm", {"auto", "true", "false"}, s.pipeline.gpu_keep_warm);
   r.number<uint32_t>(n, where, "threads", 0, 256, s.pipeline.threads);
   r.number<uint32_t>(n, where, "send_threads", 1, 64, s.pipeline.send_threads);
   r.number(n, where, "test_chunk_cost_ms", 0.0, 10000.0, s.pipeline.test_chunk_cost_ms);

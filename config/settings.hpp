@@ -124,6 +124,7 @@ struct PipelineSettings {
   bool mlockall = false;            // lock all memory (pinned pages: no page faults on the RT path)
   std::string memory = "auto";      // auto | copy | mapped: how the CUDA stages' staging reaches the GPU
   bool busy_poll = false;           // the pipeline, output and pool threads spin instead of sleeping
+  std::string gpu_keep_warm = "auto";  // auto | true | false: GPU work every 0.5 ms between chunks (auto: busy_poll)
   bool gpu_resident = true;         // CUDA: ae_hits on the GPU, reading the chunk where the stage before left it
   bool upload_in_parts = true;      // CUDA, raw input, paced: a chunk goes to the GPU in parts while it is captured
   std::string cuda_graphs = "fir_bank";  // all | fir_bank | off: which CUDA stages replay a chunk as a CUDA graph

@@ -14,6 +14,11 @@
 #include "pipeline/denoise_cuda_stage.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
 #include "pipeline/moments_cuda_stage.hpp"
+#include "cuda/gpu_keep_warm.hpp"
+#else
+namespace vigil::cuda {
+class GpuKeepWarm {};  // never made without CUDA; defined so that the graph's pointer to one can be destroyed
+}  // namespace vigil::cuda
 #endif
 #include "pipeline/vibration_stage.hpp"
 
@@ -47,7 +52,7 @@ bool splits_lanes_on_cpu(const StageSettings& s, const GraphBackend& backend) {
 
 Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     : gpu_resident_(backend.cuda && backend.gpu_resident), mapped_(backend.mapped), cpu_threads_(backend.cpu_threads),
-      busy_poll_(backend.busy_poll) {
+      busy_poll_(backend.busy_poll), keep_gpu_warm_(backend.keep_gpu_warm) {
   // The worker pool, when some stage will split its lanes over it on the CPU.
   for (const StageSettings& s : stages)
     if (splits_lanes_on_cpu(s, backend) && backend.cpu_threads > 1 && !pool_)
@@ -113,6 +118,22 @@ Graph::Graph(std::vector<Made> stages, GraphBackend backend)
 }
 
 Graph::~Graph() = default;
+
+void Graph::keep_gpu_warm(int64_t now_ns) noexcept {
+#if VIGIL_HAVE_CUDA
+  if (keep_warm_) keep_warm_->ping(now_ns);
+#else
+  (void)now_ns;
+#endif
+}
+
+Graph::KeepWarmCounts Graph::keep_warm_counts() const noexcept {
+  KeepWarmCounts c;
+#if VIGIL_HAVE_CUDA
+  if (keep_warm_) c = {true, keep_warm_->interval_ns(), keep_warm_->rounds(), keep_warm_->errors()};
+#endif
+  return c;
+}
 
 int Graph::find_stream(const std::string& name) const noexcept {
   for (size_t i = 0; i < streams_.size(); ++i)
@@ -202,6 +223,11 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
         }
         break;
       }
+#if VIGIL_HAVE_CUDA
+  bool any_on_gpu = false;
+  for (const Node& n : nodes_) any_on_gpu = any_on_gpu || n.on_gpu;
+  if (keep_gpu_warm_ && any_on_gpu && !keep_warm_) keep_warm_ = std::make_unique<cuda::GpuKeepWarm>();
+#endif
 }
 
 bool Graph::output_stays_on_device(size_t i, const std::vector<std::string>* host_streams,

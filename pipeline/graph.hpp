@@ -31,7 +31,14 @@ struct GraphBackend {
   // (MomentsCudaStage: vibration, band_rms) too where detector_graphs.
   bool graphs = true;
   bool detector_graphs = false;
+  // pipeline.gpu_keep_warm: with a CUDA stage, keep_gpu_warm() queues a little GPU work at an
+  // interval while the pipeline thread waits (cuda::GpuKeepWarm).
+  bool keep_gpu_warm = false;
 };
+
+namespace cuda {
+class GpuKeepWarm;
+}
 
 class Graph {
  public:
@@ -82,6 +89,17 @@ class Graph {
   // kSplitSamples samples or more (below, waking the helpers costs more than it saves).
   WorkerPool* pool() const noexcept { return pool_.get(); }
   static constexpr uint64_t kSplitSamples = 32768;
+
+  // While the pipeline thread waits for a chunk (GraphBackend::keep_gpu_warm, and a CUDA stage):
+  // a few bytes of GPU work every 0.5 ms, so the GPU's engines are awake when the chunk comes.
+  // RT-safe; a no-op otherwise.
+  void keep_gpu_warm(int64_t now_ns) noexcept;
+  struct KeepWarmCounts {
+    bool on = false;
+    int64_t interval_ns = 0;
+    uint64_t rounds = 0, errors = 0;
+  };
+  KeepWarmCounts keep_warm_counts() const noexcept;  // any thread
 
   // Runs every stage on input_block() (frames already set). RT-safe. Returns the first failure.
   // Times every stage (stage_time()) and notes the slowest of this run.
@@ -164,6 +182,8 @@ class Graph {
   bool gpu_resident_ = false, mapped_ = false;
   uint32_t cpu_threads_ = 1;
   bool busy_poll_ = false;
+  bool keep_gpu_warm_ = false;
+  std::unique_ptr<cuda::GpuKeepWarm> keep_warm_;  // prepare(): where keep_gpu_warm_ and a stage is on the GPU
   int look_ahead_stage_ = -1;  // the stage whose second input slot the look-ahead fills
   bool input_on_host_ = true;  // prepare(): something outside the graph reads the input stream
   bool raw_input_ = false;

@@ -88,6 +88,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
 #endif
   graph_backend.cpu_threads = ps.threads ? ps.threads : WorkerPool::default_threads();
   graph_backend.busy_poll = ps.busy_poll;
+  graph_backend.keep_gpu_warm = ps.gpu_keep_warm == "true" || (ps.gpu_keep_warm == "auto" && ps.busy_poll);
   backend_ = graph_backend.cuda ? "cuda" : "cpu";
   memory_ = graph_backend.cuda ? (graph_backend.mapped ? "mapped" : "copy") : "";
 
@@ -360,6 +361,8 @@ nlohmann::json Service::status_json() const {
   j["non_finite_samples"] = pc.non_finite_samples.load(std::memory_order_relaxed);
   j["events_dropped"] = pc.events_dropped.load(std::memory_order_relaxed);
   j["quiet_handoffs"] = pc.quiet_handoffs.load(std::memory_order_relaxed);
+  if (const Graph::KeepWarmCounts kw = graph_->keep_warm_counts(); kw.on)
+    j["gpu_keep_warm"] = {{"interval_us", kw.interval_ns / 1000}, {"rounds", kw.rounds}, {"errors", kw.errors}};
   j["look_ahead_chunks"] = pc.look_ahead_chunks.load(std::memory_order_relaxed);
   j["chunks_uploaded_in_parts"] = pc.chunks_uploaded_in_parts.load(std::memory_order_relaxed);
   j["frames_uploaded_in_parts"] = pc.frames_uploaded_in_parts.load(std::memory_order_relaxed);

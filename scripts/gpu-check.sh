@@ -116,6 +116,7 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
   BUILD_DIR="$build" bench/denoise_vs_torch.sh || st=1
   BUILD_DIR="$build" bench/crossover_vs_torch.sh 10000 || st=1
   "$build/bench/streaming_cuda_bench" 40 || st=1
+  "$build/bench/gpu_idle_bench" || st=1  # an idle GPU against pipeline.gpu_keep_warm
   exit $st
 } 2>&1 | tee "$out/comparisons.txt" || status=1
 # Issue 9's end-to-end scenarios with the real vigild on the GPU backend; then S1 at 16 channels

@@ -31,6 +31,7 @@ p.add_argument("--event-framing", choices=["none", "lines"], help="the events ou
 p.add_argument("--upload-in-parts", choices=["true", "false"], help="pipeline.upload_in_parts (default: the service's, true)")
 p.add_argument("--copy-threads", type=int, help="source.copy_threads (default: the source's, half the cores, 2 to 8)")
 p.add_argument("--cuda-graphs", choices=["all", "fir_bank", "off"], help="pipeline.cuda_graphs (default: the service's)")
+p.add_argument("--gpu-keep-warm", choices=["auto", "true", "false"], help="pipeline.gpu_keep_warm (default: the service's, auto)")
 a = p.parse_args()
 if a.threads is None:
     a.threads = 8 if a.scenario == "s1" else 0
@@ -54,6 +55,8 @@ if a.upload_in_parts:
     keys["upload_in_parts"] = a.upload_in_parts
 if a.cuda_graphs:
     keys["cuda_graphs"] = a.cuda_graphs
+if a.gpu_keep_warm:
+    keys["gpu_keep_warm"] = a.gpu_keep_warm
 if a.scenario == "s1":
     keys["gpu_resident"] = str(a.resident).lower()
     keys["pool_chunks"] = str(a.pool_chunks)
@@ -121,6 +124,6 @@ sends = final.get("event_sends_us", {})
 parts_text += f" events {events / max(final.get('chunks_processed', 1), 1):.0f}/chunk in passes {passes.get('p50')}/{passes.get('p99')} (sends {sends.get('p50')}/{sends.get('p99')})"
 work_us = final.get("look_ahead_work_us", {})
 parts_text += f" | look-ahead work {work_us.get('p50')}/{work_us.get('p99')}"
-print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} graphs={a.cuda_graphs or 'default'} | Msamples/s {rate / 1e6:.1f} "
+print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} graphs={a.cuda_graphs or 'default'} warm={final.get('gpu_keep_warm', {}).get('rounds', 'off')} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} source late {final.get('source', {}).get('late_chunks', 0)} | lat p50/p99 "
       f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} in parts {final.get('chunks_uploaded_in_parts', 0)} ({100 * final.get('frames_uploaded_in_parts', 0) / max(final.get('frames_out', 1) , 1):.0f} % of frames) | {parts_text} | stage p50/p99 us: {stages}", flush=True)

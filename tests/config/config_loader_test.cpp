@@ -308,6 +308,21 @@ TEST(ConfigLoader, CudaGraphsNameWhichStagesReplayGraphs) {
                    "cuda_graphs");
 }
 
+TEST(ConfigLoader, GpuKeepWarmIsAutoTrueOrFalse) {
+  const ConfigResult plain = parse_config(kValid, "x.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_EQ(plain.settings->pipeline.gpu_keep_warm, "auto");  // with busy_poll
+  for (const char* v : {"true", "false", "auto"}) {
+    const ConfigResult set = parse_config(
+        edit("  chunk_frames: 256\n", std::string("  chunk_frames: 256\npipeline:\n  gpu_keep_warm: ") + v + "\n"),
+        "x.yaml");
+    ASSERT_TRUE(set.errors.empty()) << format_error("x.yaml", set.errors[0]);
+    EXPECT_EQ(set.settings->pipeline.gpu_keep_warm, v);
+  }
+  expect_one_error(edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  gpu_keep_warm: always\n"), 7, 18,
+                   "gpu_keep_warm");
+}
+
 }  // namespace
 }  // namespace vigil
 

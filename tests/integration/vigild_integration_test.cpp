@@ -1213,6 +1213,45 @@ TEST(VigildCuda, ALaunchFailureFallsBackToTheCpuWithoutLosingAChunk) {
   expect_streams_complete(run.received(), 6, 51200);
 }
 
+// pipeline.gpu_keep_warm: while the pipeline thread waits for the next chunk it queues a little
+// GPU work every 0.5 ms (cuda::GpuKeepWarm), counted in the status; the chunks are untouched by it.
+// `auto` (the default) keeps it for busy_poll, which these runs leave off: then there is none.
+void keep_warm_run(const std::string& keep_warm) {
+  const RunToEnd run("warm", [&](const fs::path& dir, uint16_t data, uint16_t events) {
+    const std::string key = keep_warm.empty() ? "" : ", gpu_keep_warm: " + keep_warm;
+    const std::string source = std::string(kSyntheticSource) + "  duration_s: 1.0\n" + kSignals +
+                               "pipeline: {backend: cuda" + key + "}\n";
+    return write_config(dir, data, events, "", source);
+  });
+  ASSERT_NE(run.status, -1);
+  EXPECT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  const json last = run.last_status();
+  ASSERT_TRUE(last["final"].get<bool>()) << last.dump();
+  if (keep_warm == "true") {
+    ASSERT_TRUE(last.contains("gpu_keep_warm")) << last.dump();
+    EXPECT_EQ(last["gpu_keep_warm"]["interval_us"], 500);
+    // 1 s of 1 ms chunks, most of each spent waiting: a round or two a chunk (151 on the H200 host).
+    EXPECT_GT(last["gpu_keep_warm"]["rounds"].get<uint64_t>(), 50u) << last["gpu_keep_warm"].dump();
+    EXPECT_EQ(last["gpu_keep_warm"]["errors"], 0);
+  } else {
+    EXPECT_FALSE(last.contains("gpu_keep_warm")) << last.dump();
+  }
+  EXPECT_EQ(last["stages"]["bands"]["backend"], "cuda");
+  EXPECT_EQ(last["stage_failures"], 0);
+  EXPECT_EQ(last["dropped_chunks"], 0);
+  expect_streams_complete(run.received(), 6, 51200);
+}
+
+TEST(VigildCuda, KeepingTheGpuWarmBetweenChunksIsCountedAndLosesNothing) {
+  SKIP_WITHOUT_CUDA();
+  keep_warm_run("true");
+}
+
+TEST(VigildCuda, TheGpuIsKeptWarmOnlyWhenAskedOrBusyPolling) {
+  SKIP_WITHOUT_CUDA();
+  keep_warm_run("");
+}
+
 // Nothing reads the bands on the host (only the input is sent): the band_rms alarm runs on the GPU
 // and reads them there, and raises the alarm the CPU stage raises: channel 0's low band (RMS 0.35
 // against a 0.2 threshold) in its first window, and nothing else. `graphs`: pipeline.cuda_graphs
