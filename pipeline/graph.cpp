@@ -119,11 +119,9 @@ Graph::Graph(std::vector<Made> stages, GraphBackend backend)
 
 Graph::~Graph() = default;
 
-void Graph::keep_gpu_warm(int64_t now_ns) noexcept {
+void Graph::keep_gpu_warm() noexcept {
 #if VIGIL_HAVE_CUDA
-  if (keep_warm_) keep_warm_->ping(now_ns);
-#else
-  (void)now_ns;
+  if (keep_warm_) keep_warm_->ping(mono_now_ns());
 #endif
 }
 

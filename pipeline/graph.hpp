@@ -92,8 +92,8 @@ class Graph {
 
   // While the pipeline thread waits for a chunk (GraphBackend::keep_gpu_warm, and a CUDA stage):
   // a few bytes of GPU work every 0.5 ms, so the GPU's engines are awake when the chunk comes.
-  // RT-safe; a no-op otherwise.
-  void keep_gpu_warm(int64_t now_ns) noexcept;
+  // RT-safe; a no-op otherwise (not even a clock read).
+  void keep_gpu_warm() noexcept;
   struct KeepWarmCounts {
     bool on = false;
     int64_t interval_ns = 0;

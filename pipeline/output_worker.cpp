@@ -491,12 +491,13 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   j["uptime_s"] = double(mono_now_ns() - start_mono_ns_) / 1e9;
   if (std::unique_lock<std::mutex> lock(layout_mutex_, std::try_to_lock); lock) j["layout"] = layout_;
   j["chunks_out"] = counters_.chunks_sent.load(std::memory_order_relaxed);
-  j["frames_out"] = counters_.frames_sent.load(std::memory_order_relaxed);
+  const uint64_t frames_out = counters_.frames_sent.load(std::memory_order_relaxed);
+  j["frames_out"] = frames_out;
   // Frames out a second from the first chunk out to the latest: the sustained rate, without the
   // start (planning, the first chunk's capture) that frames_out / uptime_s counts.
   const int64_t first = first_out_mono_ns_.load(std::memory_order_acquire);
   const int64_t last = last_out_mono_ns_.load(std::memory_order_relaxed);
-  const uint64_t after_first = j["frames_out"].get<uint64_t>() - first_out_frames_.load(std::memory_order_relaxed);
+  const uint64_t after_first = frames_out - first_out_frames_.load(std::memory_order_relaxed);
   j["frames_out_per_s"] = first && last > first ? double(after_first) * 1e9 / double(last - first) : 0.0;
   j["packets_sent"] = counters_.packets_sent.load(std::memory_order_relaxed);
   j["context_packets_sent"] = counters_.context_packets_sent.load(std::memory_order_relaxed);

@@ -113,7 +113,7 @@ void PipelineWorker::run() noexcept {
     // a deep sleep state that takes hundreds of microseconds to leave (seen as late chunks at
     // 1 ms deadlines on the GPU machine); 100 us keeps it shallow, as the old 50 us polling did.
     upload_captured_parts();
-    graph_.keep_gpu_warm(mono_now_ns());
+    graph_.keep_gpu_warm();
     if (busy_poll_)
       cpu_relax();
     else if (++idle < 64)

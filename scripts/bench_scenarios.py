@@ -5,7 +5,7 @@ sustained, per-chunk end-to-end latency (capture of the chunk's last frame -> it
 sent: vigild's own histogram) p50/p99/p99.9/max, deadline misses, frames dropped in vigild, data
 lost on the way to the receiver; then the highest load with zero misses and zero drops.
 Run through scripts/bench-scenarios.sh (its --help lists the options)."""
-import argparse, json, os, re, signal, socket, subprocess, sys, tempfile, time
+import argparse, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
 
 RATES = {"s1": 10_000_000, "s2": 51_200, "s3": 48_000}
 NOMINAL_CHANNELS = {"s1": 16, "s2": 64, "s3": 2}
@@ -197,7 +197,6 @@ def compare_gnuradio(args, work, s2_best):
         rounds.append({"gr": gr, "gr_x": gr["x_realtime"], "backend": vigil.get("backend", "?"),
                        "v_x": vigil.get("samples_per_s", 0) / (64 * 51200),
                        "a_x": alone.get("samples_per_s", 0) / (64 * 51200)})
-    median = lambda xs: sorted(xs)[len(xs) // 2] if len(xs) % 2 else sum(sorted(xs)[len(xs) // 2 - 1:len(xs) // 2 + 1]) / 2
     print(f"\n### S2 against GNU Radio {rounds[0]['gr']['gnuradio']} on this CPU ({len(rounds)} rounds)\n")
     print(f"GNU Radio: null source -> 4 x fft_filter_fff (8191 taps) -> null sink, {args.gnuradio_signal_s:g} s of "
           f"signal. Vigil (backend {rounds[0]['backend']}): the whole S2 unpaced for {args.seconds:g} s (FIR bank, "
@@ -208,10 +207,10 @@ def compare_gnuradio(args, work, s2_best):
     for i, r in enumerate(rounds, 1):
         print(f"| {i} | {r['gr_x']:.1f}x | {r['v_x']:.1f}x | {r['v_x'] / r['gr_x']:.2f}x | {r['a_x']:.1f}x "
               f"| {r['a_x'] / r['gr_x']:.2f}x |")
-    v_ratio = median([r["v_x"] / r["gr_x"] for r in rounds])
-    a_ratio = median([r["a_x"] / r["gr_x"] for r in rounds])
-    print(f"| median | {median([r['gr_x'] for r in rounds]):.1f}x | {median([r['v_x'] for r in rounds]):.1f}x "
-          f"| **{v_ratio:.2f}x** | {median([r['a_x'] for r in rounds]):.1f}x | **{a_ratio:.2f}x** |")
+    med = {k: statistics.median(r[k] for r in rounds) for k in ("gr_x", "v_x", "a_x")}
+    v_ratio = statistics.median(r["v_x"] / r["gr_x"] for r in rounds)
+    a_ratio = statistics.median(r["a_x"] / r["gr_x"] for r in rounds)
+    print(f"| median | {med['gr_x']:.1f}x | {med['v_x']:.1f}x | **{v_ratio:.2f}x** | {med['a_x']:.1f}x | **{a_ratio:.2f}x** |")
     if s2_best:
         b_x = s2_best["samples_per_s"] / (64 * 51200)
         print(f"\nVigil paced, highest load with zero deadline misses and drops: {fmt_rate(s2_best['samples_per_s'])} "

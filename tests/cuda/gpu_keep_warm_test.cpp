@@ -5,22 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <string>
-#include <thread>
-
 #include "acquisition/clock.hpp"
-#include "cuda/cuda_check.hpp"
+#include "../support/gpu.hpp"
 
 namespace vigil {
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                                                        \
-  do {                                                                                                            \
-    std::string why;                                                                                              \
-    if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device (" << why << "): GPU tests run in " \
-                                                    << "scripts/gpu-check.sh";                                    \
-  } while (0)
 
 // Pings until the last queued round has run on the device (its count copied back), or 2 s.
 bool wait_until_run(const cuda::GpuKeepWarm& warm) {
@@ -31,7 +20,7 @@ bool wait_until_run(const cuda::GpuKeepWarm& warm) {
 }
 
 TEST(GpuKeepWarm, QueuesARoundEachIntervalThatTheDeviceRuns) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   cuda::GpuKeepWarm warm(1'000'000);  // 1 ms
   EXPECT_EQ(warm.rounds(), 0u);
   int64_t t = 5'000'000'000;  // any clock: ping() compares the times it is given
@@ -60,7 +49,7 @@ TEST(GpuKeepWarm, QueuesARoundEachIntervalThatTheDeviceRuns) {
 // behind a busy or stalled GPU. Each round's copy out is its end, so the device's count can lag
 // the queued count by the one round in flight and never by more.
 TEST(GpuKeepWarm, NoRoundIsQueuedBehindOneStillRunning) {
-  SKIP_WITHOUT_GPU();
+  VIGIL_SKIP_WITHOUT_GPU();
   cuda::GpuKeepWarm warm(1'000);  // 1 us: due at every ping below
   ASSERT_TRUE(warm.ping(1'000'000));
   ASSERT_TRUE(wait_until_run(warm));
