@@ -146,62 +146,91 @@ def run_step(args, scen, channels, rate_factor, workdir):
 
 
 def run_unreceived(args, scen, channels, workdir):
-    """vigild unpaced with its data and events to a socket that never reads them (the kernel drops
-    them once its buffer is full), as a null sink takes them: the rate of chunks out from vigild's
-    last lines."""
+    """vigild unpaced with its band data sent to a socket that never reads it (the kernel drops it
+    once its buffer is full), as a null sink takes it; its events go to vigil-listen (events only,
+    a few a second) for the final status: the sustained rate (frames_out_per_s, the start left out)."""
     sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sink.bind(("127.0.0.1", 0))
-    port = sink.getsockname()[1]
-    text = scenario_config(args, scen, channels, 0, False, port, port, workdir)
+    port, event_port = sink.getsockname()[1], free_port()
+    text = scenario_config(args, scen, channels, 0, False, port, event_port, workdir)
     config = os.path.join(workdir, f"{scen}-{channels}-unreceived.yaml")
     open(config, "w").write(text)
+    listen_out = config + ".listen.jsonl"
+    listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", "0", "--event-port",
+                               str(event_port), "--json"], stdout=open(listen_out, "w"),
+                              stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
     err = subprocess.run([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds", str(args.seconds),
                           "--log-interval", "0"], capture_output=True, text=True, timeout=args.seconds + 120).stderr
+    time.sleep(0.5)
+    listen.send_signal(signal.SIGTERM)
+    listen.wait(timeout=10)
     sink.close()
-    out, secs = re.search(r"chunks in \d+ out (\d+)", err), re.search(r"stopped after ([0-9.]+) s", err)
-    if not out or not secs:
-        return {"error": err.strip().splitlines()[-1][:200] if err.strip() else "no final line"}
-    frames = int(out.group(1)) * int(re.search(r"chunk_frames: (\d+)", text).group(1))
-    return {"samples_per_s": frames * channels / float(secs.group(1))}
+    final, _ = final_status(listen_out)
+    if final is None or not final.get("frames_out_per_s"):
+        return {"error": err.strip().splitlines()[-1][:200] if err.strip() else "no final status"}
+    return {"samples_per_s": final["frames_out_per_s"] * channels}
 
 
-def compare_gnuradio(args, work, s2_best):
-    """S2's filtering through GNU Radio 3.10 (4 x fft_filter_fff per channel, the same taps) on this
-    CPU, against Vigil's whole S2 unpaced (the source as fast as the pipeline takes it)."""
-    gr_python = "/usr/bin/python3"
-    if subprocess.call([gr_python, "-c", "import gnuradio"], stderr=subprocess.DEVNULL) != 0:
-        print("\ninstalling gnuradio for the comparison (apt-get)...", flush=True)
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        sudo = [] if os.geteuid() == 0 else ["sudo"]
-        subprocess.check_call(sudo + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "gnuradio"], env=env,
-                              stdout=subprocess.DEVNULL)
+# The comparison's FIR banks for GNU Radio: vigil-dsp firdesign (type, cutoffs) per band, 8191 taps
+# each. S2: the S2 config's own bands. S3: the crossover's edges as a lowpass, two band-passes and a
+# highpass (fft_filter_fff's cost depends on the tap count alone; Vigil's crossover filters three
+# bands and takes the fourth as the delayed input minus the others, GNU Radio gets all four).
+GNURADIO_BANDS = {
+    "s2": [("lowpass", "500"), ("bandpass", "500,2000"), ("bandpass", "2000,5000"), ("bandpass", "5000,10000")],
+    "s3": [("lowpass", "250"), ("bandpass", "250,2000"), ("bandpass", "2000,8000"), ("highpass", "8000")],
+}
+# GNU Radio runs S3 ~50 times faster than S2 in real-time terms: as much wall time for each.
+GNURADIO_SIGNAL_SCALE = {"s2": 1, "s3": 50}
+
+
+def ensure_gnuradio(gr_python):
+    if subprocess.call([gr_python, "-c", "import gnuradio"], stderr=subprocess.DEVNULL) == 0:
+        return
+    print("\ninstalling gnuradio for the comparison (apt-get)...", flush=True)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    # A fresh machine may have no package lists yet: install then finds nothing.
+    subprocess.check_call(sudo + ["apt-get", "update", "-qq"], env=env, stdout=subprocess.DEVNULL)
+    subprocess.check_call(sudo + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "gnuradio"], env=env,
+                          stdout=subprocess.DEVNULL)
+
+
+def compare_gnuradio(args, work, scen, best):
+    """The scenario's filtering through GNU Radio 3.10 (one fft_filter_fff per band, 8191 taps) on
+    this CPU, against Vigil's whole scenario unpaced (the source as fast as the pipeline takes it)."""
+    gr_python = "/usr/bin/python3"  # Debian's, where its gnuradio package installs
+    ensure_gnuradio(gr_python)
     dsp = os.path.join(args.build, "apps/vigil-dsp")
-    bands = [("lowpass", "500"), ("bandpass", "500,2000"), ("bandpass", "2000,5000"), ("bandpass", "5000,10000")]
+    channels, rate = NOMINAL_CHANNELS[scen], RATES[scen]
     taps = []
-    for i, (kind, cut) in enumerate(bands):  # the same design as the S2 config's fir_bank
-        taps.append(os.path.join(work, f"s2-taps{i}.f64"))
-        subprocess.check_call([dsp, "firdesign", "--type", kind, "--taps", "8191", "--cutoff", cut, "--rate", "51200",
+    for i, (kind, cut) in enumerate(GNURADIO_BANDS[scen]):
+        taps.append(os.path.join(work, f"{scen}-taps{i}.f64"))
+        subprocess.check_call([dsp, "firdesign", "--type", kind, "--taps", "8191", "--cutoff", cut, "--rate", str(rate),
                                "--out", taps[-1]])
     # Rounds of GNU Radio, Vigil with vigil-listen, Vigil with no receiver, one after the other, so
     # that the machine's drift (a shared 2-vCPU guest moves 20-40 % over minutes) hits all three
-    # alike: the ratio of each round, and the medians.
-    gr_script = os.path.join(os.path.dirname(__file__), "..", "bench", "gnuradio_s2.py")
+    # alike: the ratio of each round, and the medians. GNU Radio gets about 4 s of wall time a round.
+    signal_s = args.gnuradio_signal_s * GNURADIO_SIGNAL_SCALE[scen]
+    gr_script = os.path.join(os.path.dirname(__file__), "..", "bench", "gnuradio_bank.py")
     rounds = []
     for _ in range(args.gnuradio_rounds):
-        gr = json.loads(subprocess.check_output([gr_python, gr_script] + taps + ["64", str(args.gnuradio_signal_s)]))
-        vigil = run_step(args, "s2", 64, 0, work)  # rate_factor 0: unpaced
-        # The same with the band data and the events going to a socket nobody reads (as GNU Radio's
-        # null sink takes its output): no receiver shares the two cores.
-        alone = run_unreceived(args, "s2", 64, work)
+        gr = json.loads(subprocess.check_output([gr_python, gr_script, str(rate), str(channels), str(signal_s)] + taps))
+        vigil = run_step(args, scen, channels, 0, work)  # rate_factor 0: unpaced
+        # The same with the band data going to a socket nobody reads (as GNU Radio's null sink takes
+        # its output): no receiver of the data shares the two cores.
+        alone = run_unreceived(args, scen, channels, work)
         rounds.append({"gr": gr, "gr_x": gr["x_realtime"], "backend": vigil.get("backend", "?"),
-                       "v_x": vigil.get("samples_per_s", 0) / (64 * 51200),
-                       "a_x": alone.get("samples_per_s", 0) / (64 * 51200)})
-    print(f"\n### S2 against GNU Radio {rounds[0]['gr']['gnuradio']} on this CPU ({len(rounds)} rounds)\n")
-    print(f"GNU Radio: null source -> 4 x fft_filter_fff (8191 taps) -> null sink, {args.gnuradio_signal_s:g} s of "
-          f"signal. Vigil (backend {rounds[0]['backend']}): the whole S2 unpaced for {args.seconds:g} s (FIR bank, "
-          "vibration metrics and alarms, bands out over VITA 49), with vigil-listen receiving on the same cores, "
-          "then with its data and events sent to a socket nobody reads (as GNU Radio's null sink).\n")
+                       "v_x": vigil.get("samples_per_s", 0) / (channels * rate),
+                       "a_x": alone.get("samples_per_s", 0) / (channels * rate)})
+    name = scen.upper()
+    print(f"\n### {name} against GNU Radio {rounds[0]['gr']['gnuradio']} on this CPU ({len(rounds)} rounds)\n")
+    print(f"GNU Radio: per channel ({channels}) a null source -> {len(taps)} x fft_filter_fff (8191 taps) -> null "
+          f"sinks, {signal_s:g} s of signal. Vigil (backend {rounds[0]['backend']}): the whole {name} unpaced for "
+          f"{args.seconds:g} s ({TITLES[scen].split(': ', 1)[1]}), with vigil-listen receiving on the same cores, then "
+          "with its band data sent to a socket nobody reads (as GNU Radio's null sink); the sustained rate, the "
+          "start left out.\n")
     print("| round | GNU Radio x real time | Vigil, vigil-listen receiving | ratio | Vigil, no receiver | ratio |")
     print("|---|---|---|---|---|---|")
     for i, r in enumerate(rounds, 1):
@@ -211,12 +240,12 @@ def compare_gnuradio(args, work, s2_best):
     v_ratio = statistics.median(r["v_x"] / r["gr_x"] for r in rounds)
     a_ratio = statistics.median(r["a_x"] / r["gr_x"] for r in rounds)
     print(f"| median | {med['gr_x']:.1f}x | {med['v_x']:.1f}x | **{v_ratio:.2f}x** | {med['a_x']:.1f}x | **{a_ratio:.2f}x** |")
-    if s2_best:
-        b_x = s2_best["samples_per_s"] / (64 * 51200)
-        print(f"\nVigil paced, highest load with zero deadline misses and drops: {fmt_rate(s2_best['samples_per_s'])} "
+    if best:
+        b_x = best["samples_per_s"] / (channels * rate)
+        print(f"\nVigil paced, highest load with zero deadline misses and drops: {fmt_rate(best['samples_per_s'])} "
               f"samples/s ({b_x:.1f}x).")
-    print(f"\nVigil unpaced / GNU Radio, median of {len(rounds)} rounds: {v_ratio:.2f}x with vigil-listen receiving on "
-          f"the same cores, {a_ratio:.2f}x with no receiver", flush=True)
+    print(f"\nVigil unpaced / GNU Radio, {name}, median of {len(rounds)} rounds: {v_ratio:.2f}x with vigil-listen "
+          f"receiving on the same cores, {a_ratio:.2f}x with no receiver", flush=True)
 
 
 def fmt_rate(v):
@@ -239,15 +268,17 @@ def main():
                    help="vigil-listen --gro: each of vigild's GSO sends arrives as one receive (on loopback the "
                         "sender then delivers it whole; the receiver's kernel drops count receives)")
     p.add_argument("--gnuradio", action="store_true",
-                   help="also run S2 through GNU Radio (installs Debian's gnuradio if missing) and Vigil unpaced")
+                   help="also run S2 and S3 (those of --only) through GNU Radio (installs Debian's gnuradio if "
+                        "missing) and Vigil unpaced")
     p.add_argument("--gnuradio-rounds", type=int, default=3,
                    help="rounds of the comparison (GNU Radio, Vigil received, Vigil unreceived, in turn); medians")
     p.add_argument("--gnuradio-signal-s", type=float, default=40,
-                   help="seconds of signal GNU Radio filters in each round (about 4 s of wall time here)")
+                   help="seconds of S2's signal GNU Radio filters in each round (about 4 s of wall time here; "
+                        "S3 gets 50 times as much)")
     args = p.parse_args()
     loads = LOADS["cuda" if args.backend == "cuda" else "cpu"]
     out = open(args.json, "w") if args.json else None
-    s2_best = None  # S2's highest clean load, for the GNU Radio comparison
+    best_of = {}  # each scenario's highest clean load, for the GNU Radio comparison
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
             poll = ", pipeline.busy_poll, vigil-listen --busy-poll" if args.busy_poll and scen in ("s2", "s3") else ""
@@ -284,10 +315,11 @@ def main():
                       flush=True)
             else:
                 print("\nNo load step ran without misses or drops.", flush=True)
-            if scen == "s2":
-                s2_best = best
+            best_of[scen] = best
         if args.gnuradio:
-            compare_gnuradio(args, work, s2_best)
+            for scen in args.only.split(","):
+                if scen in GNURADIO_BANDS:
+                    compare_gnuradio(args, work, scen, best_of.get(scen))
 
 
 if __name__ == "__main__":
