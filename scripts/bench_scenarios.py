@@ -145,6 +145,29 @@ def run_step(args, scen, channels, rate_factor, workdir):
     return row
 
 
+def combine_runs(rows):
+    """One table row from the repeated runs of a step (--repeat): the lowest sustained rate, the
+    median p50, the worst p99, p99.9 and max (and each run's p99), the counts summed, and how many
+    runs were clean; the step is clean only if every run was."""
+    errors = [r for r in rows if "error" in r]
+    if errors:
+        return dict(errors[0], error=f"{len(errors)} of {len(rows)} runs: {errors[0]['error']}", runs=rows)
+    lat = [r["latency_us"] for r in rows]
+    row = dict(rows[0])
+    row.update({
+        "samples_per_s": min(r["samples_per_s"] for r in rows),
+        "latency_us": {"p50": statistics.median(l["p50"] for l in lat), "p99": max(l["p99"] for l in lat),
+                       "p999": max(l["p999"] for l in lat), "max": max(l["max"] for l in lat)},
+        "p99_each_us": [l["p99"] for l in lat],
+        "clean_runs": sum(1 for r in rows if r["ok"]),
+        "runs": len(rows),
+        "ok": all(r["ok"] for r in rows),
+    })
+    for k in ("deadline_misses", "dropped_frames", "send_errors", "lost_at_receiver", "source_late_chunks"):
+        row[k] = sum(r[k] for r in rows)
+    return row
+
+
 def run_unreceived(args, scen, channels, workdir):
     """vigild unpaced with its band data sent to a socket that never reads it (the kernel drops it
     once its buffer is full), as a null sink takes it; its events go to vigil-listen (events only,
@@ -248,6 +271,10 @@ def compare_gnuradio(args, work, scen, best):
           f"receiving on the same cores, {a_ratio:.2f}x with no receiver", flush=True)
 
 
+def pace_text(rate_factor):
+    return f"at {rate_factor}x real time" if rate_factor else "unpaced (as fast as it goes)"
+
+
 def fmt_rate(v):
     return f"{v / 1e9:.2f} G" if v >= 1e9 else f"{v / 1e6:.1f} M" if v >= 1e6 else f"{v / 1e3:.0f} k"
 
@@ -261,6 +288,12 @@ def main():
     p.add_argument("--only", default="s1,s2,s3", help="scenarios to run, e.g. s2,s3")
     p.add_argument("--failures", type=int, default=1, help="stop a scenario after this many failed steps in a row")
     p.add_argument("--json", help="also write every step as JSON lines to this file")
+    p.add_argument("--steps", action="append", default=[], metavar="SCEN:CHxRF[,CHxRF...]",
+                   help="the load steps of a scenario instead of the built-in ones, e.g. s1:800x1 or s2:64x1,1024x1 "
+                        "(channels x rate factor); may be given once per scenario")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each load step this many times; a step is clean only if every run is (what a rig can "
+                        "rely on: the table gives each run's p99 and how many runs were clean)")
     p.add_argument("--busy-poll", action="store_true",
                    help="S2 and S3 (the scenarios with a latency goal) with pipeline.busy_poll: their threads "
                         "spin instead of sleeping, and so does vigil-listen (--busy-poll)")
@@ -276,31 +309,51 @@ def main():
                    help="seconds of S2's signal GNU Radio filters in each round (about 4 s of wall time here; "
                         "S3 gets 50 times as much)")
     args = p.parse_args()
-    loads = LOADS["cuda" if args.backend == "cuda" else "cpu"]
+    if args.repeat < 1:
+        p.error(f"--repeat must be at least 1, got {args.repeat}")
+    loads = dict(LOADS["cuda" if args.backend == "cuda" else "cpu"])
+    for spec in args.steps:
+        m = re.fullmatch(r"(s[123]):(\d+x\d+(?:,\d+x\d+)*)", spec)
+        if not m:
+            p.error(f"--steps {spec!r}: expected SCEN:CHxRF[,CHxRF...], e.g. s2:64x1,1024x1")
+        loads[m.group(1)] = [tuple(int(v) for v in step.split("x")) for step in m.group(2).split(",")]
     out = open(args.json, "w") if args.json else None
     best_of = {}  # each scenario's highest clean load, for the GNU Radio comparison
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
             poll = ", pipeline.busy_poll, vigil-listen --busy-poll" if args.busy_poll and scen in ("s2", "s3") else ""
             poll += ", vigil-listen --gro" if args.gro else ""
-            print(f"\n### {TITLES[scen]} (backend {args.backend}{poll}, {args.seconds:g} s a step)\n", flush=True)
+            runs = f", {args.repeat} runs a step" if args.repeat > 1 else ""
+            print(f"\n### {TITLES[scen]} (backend {args.backend}{poll}, {args.seconds:g} s a step{runs})\n", flush=True)
+            if args.repeat > 1:
+                print("Each step ran --repeat times: the lowest sustained rate, the median p50, the worst p99 (each "
+                      "run's in brackets), p99.9 and max, the counts summed; a step is clean only if every run "
+                      "was.\n")
             print("| channels | rate factor | input samples/s (sustained / offered) | latency p50 | p99 | p99.9 | max "
                   "| deadline misses | dropped (vigild) | lost on the way | source late | ok |")
             print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
             best, fails = None, 0
             for channels, rf in loads[scen]:
-                r = run_step(args, scen, channels, rf, work)
+                rows = [run_step(args, scen, channels, rf, work) for _ in range(args.repeat)]
+                r = rows[0] if args.repeat == 1 else combine_runs(rows)
                 if out:
-                    out.write(json.dumps(r) + "\n")
+                    for one in rows:
+                        out.write(json.dumps(one) + "\n")
                 if "error" in r:
                     print(f"| {channels} | {rf} | {r['error']} | | | | | | | | | no |", flush=True)
                     fails += 1
                 else:
                     l = r["latency_us"]
+                    p99 = f"{l['p99']} us"
+                    if args.repeat > 1:
+                        p99 += " (" + ", ".join(str(v) for v in r["p99_each_us"]) + ")"
+                    ok = "yes" if r["ok"] else "no"
+                    if args.repeat > 1:
+                        ok += f" ({r['clean_runs']}/{r['runs']} clean)"
                     print(f"| {channels} | {rf} | {fmt_rate(r['samples_per_s'])} / {fmt_rate(r['nominal_per_s'])} "
-                          f"| {l['p50']} us | {l['p99']} us | {l['p999']} us | {l['max']} us | {r['deadline_misses']} "
+                          f"| {l['p50']:g} us | {p99} | {l['p999']} us | {l['max']} us | {r['deadline_misses']} "
                           f"| {r['dropped_frames']} | {r['lost_at_receiver']} | {r['source_late_chunks']} "
-                          f"| {'yes' if r['ok'] else 'no'} |", flush=True)
+                          f"| {ok} |", flush=True)
                     if r["ok"]:
                         best, fails = r, 0
                     else:
@@ -309,8 +362,10 @@ def main():
                     break
             if best:
                 x_rt = best["samples_per_s"] / (RATES[scen] * NOMINAL_CHANNELS[scen])
-                print(f"\nHighest load with zero misses, drops and late source chunks: {best['channels']} channels at "
-                      f"{best['rate_factor']}x real time = {fmt_rate(best['samples_per_s'])} samples/s sustained "
+                every = f" in all {args.repeat} runs" if args.repeat > 1 else ""
+                print(f"\nHighest load with zero misses, drops and late source chunks{every}: {best['channels']} "
+                      f"channels {pace_text(best['rate_factor'])} = {fmt_rate(best['samples_per_s'])} samples/s "
+                      "sustained "
                       f"({x_rt:.1f}x the nominal {NOMINAL_CHANNELS[scen]}-channel rig), backend {best['backend']}.",
                       flush=True)
             else:
