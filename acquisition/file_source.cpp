@@ -190,7 +190,7 @@ SourceFormat FileSource::format() const noexcept {
 ReadStatus FileSource::read(Chunk& chunk) noexcept {
   const std::vector<RecordingSegment>& segs = info_.segments;
   if (!started_) {
-    start_mono_ns_ = mono_now_ns();
+    if (spec_.rate_factor > 0) pace_.start(mono_now_ns(), info_.rate_hz, spec_.rate_factor, spec_.chunk_frames);
     // Each segment's time: its own core:datetime, else extrapolated from the one before.
     segment_utc_ns_.resize(segs.size());  // once, before the first chunk
     for (size_t i = 0; i < segs.size(); ++i)
@@ -257,9 +257,7 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
   delivered_ += frames;
   frame_in_file_ += frames;
   if (frame_in_file_ == segment_end && segment_ + 1 < segs.size()) ++segment_;
-  if (spec_.rate_factor > 0)
-    pace_.wait_until(start_mono_ns_ + int64_t(double(frames_to_ns(delivered_, info_.rate_hz)) / spec_.rate_factor),
-                     int64_t(double(frames_to_ns(spec_.chunk_frames, info_.rate_hz)) / spec_.rate_factor));
+  if (spec_.rate_factor > 0) pace_.wait_for(delivered_);
   h.t_capture_mono_ns = mono_now_ns();
   return ReadStatus::kOk;
 }

@@ -80,7 +80,6 @@ class FileSource final : public Source {
   uint64_t loops_ = 0;
   uint64_t span_frames_ = 0;   // source frames one pass through the file covers (gaps included)
   std::vector<int64_t> segment_utc_ns_;  // each segment's first frame, resolved at the first read
-  int64_t start_mono_ns_ = 0;
   Pace pace_;
   bool started_ = false;
 };

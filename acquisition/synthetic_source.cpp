@@ -208,6 +208,7 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   if (!started_) {
     start_mono_ns_ = mono_now_ns();
     start_utc_ns_ = utc_now_ns();
+    if (spec_.rate_factor > 0) pace_.start(start_mono_ns_, spec_.rate_hz, spec_.rate_factor, spec_.chunk_frames);
     started_ = true;
   }
   if (next_frame_ >= end_frame_) return ReadStatus::kEnd;
@@ -221,8 +222,7 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
     const WorkerPool::Range r = WorkerPool::range(frames, parts, p);
     produce(r.first, r.end - r.first, chunk.data + size_t(r.first) * frame_bytes);
     if (parts > 1 && p + 1 < parts) {  // the last part's time is the chunk's, below
-      sleep_until_mono_ns(start_mono_ns_ +
-                          int64_t(double(frames_to_ns(next_frame_ + r.end, spec_.rate_hz)) / spec_.rate_factor));
+      sleep_until_mono_ns(pace_.due_ns(next_frame_ + r.end));
       progress_->publish(r.end);
     }
   }
@@ -234,11 +234,7 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   h.format = spec_.format;
   h.t_first_utc_ns = start_utc_ns_ + frames_to_ns(next_frame_, spec_.rate_hz);
   next_frame_ += frames;
-  if (spec_.rate_factor > 0) {
-    const auto ahead_ns = int64_t(double(frames_to_ns(next_frame_, spec_.rate_hz)) / spec_.rate_factor);
-    const auto period_ns = int64_t(double(frames_to_ns(spec_.chunk_frames, spec_.rate_hz)) / spec_.rate_factor);
-    pace_.wait_until(start_mono_ns_ + ahead_ns, period_ns);
-  }
+  if (spec_.rate_factor > 0) pace_.wait_for(next_frame_);
   h.t_capture_mono_ns = mono_now_ns();
   if (parts > 1) progress_->publish(frames);
   return ReadStatus::kOk;
