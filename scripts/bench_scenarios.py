@@ -151,7 +151,7 @@ def combine_runs(rows):
     runs were clean; the step is clean only if every run was."""
     errors = [r for r in rows if "error" in r]
     if errors:
-        return dict(errors[0], error=f"{len(errors)} of {len(rows)} runs: {errors[0]['error']}", runs=rows)
+        return dict(errors[0], error=f"{len(errors)} of {len(rows)} runs: {errors[0]['error']}", runs=len(rows))
     lat = [r["latency_us"] for r in rows]
     row = dict(rows[0])
     row.update({
