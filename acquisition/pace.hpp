@@ -30,6 +30,9 @@ class Pace {
   // Sleeps until a chunk ending after `frames` frames is due, or counts it late where the clock is
   // already more than one period past that.
   void wait_for(uint64_t frames) noexcept { wait_until(due_ns(frames), period_ns_); }
+  uint64_t late_chunks() const noexcept { return late_chunks_.load(std::memory_order_relaxed); }
+
+ private:
   // Sleeps until due_ns, or counts the chunk late where the clock is already more than slack_ns
   // past it.
   void wait_until(int64_t due_ns, int64_t slack_ns) noexcept {
@@ -40,9 +43,7 @@ class Pace {
     }
     sleep_until_mono_ns(due_ns);
   }
-  uint64_t late_chunks() const noexcept { return late_chunks_.load(std::memory_order_relaxed); }
 
- private:
   int64_t start_ns_ = 0;
   double rate_hz_ = 1;
   double rate_factor_ = 1;
