@@ -206,9 +206,9 @@ void SyntheticSource::copy_from_loop(uint64_t at, uint32_t frames, std::byte* ou
 
 ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   if (!started_) {
-    start_mono_ns_ = mono_now_ns();
+    const int64_t start_mono_ns = mono_now_ns();
     start_utc_ns_ = utc_now_ns();
-    if (spec_.rate_factor > 0) pace_.start(start_mono_ns_, spec_.rate_hz, spec_.rate_factor, spec_.chunk_frames);
+    if (spec_.rate_factor > 0) pace_.start(start_mono_ns, spec_.rate_hz, spec_.rate_factor, spec_.chunk_frames);
     started_ = true;
   }
   if (next_frame_ >= end_frame_) return ReadStatus::kEnd;

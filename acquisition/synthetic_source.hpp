@@ -129,7 +129,6 @@ class SyntheticSource final : public Source {
   CaptureProgress* progress_ = nullptr;
   uint64_t next_frame_ = 0;
   uint64_t end_frame_ = UINT64_MAX;
-  int64_t start_mono_ns_ = 0;
   Pace pace_;
   int64_t start_utc_ns_ = 0;
   bool started_ = false;

@@ -5,7 +5,7 @@ sustained, per-chunk end-to-end latency (capture of the chunk's last frame -> it
 sent: vigild's own histogram) p50/p99/p99.9/max, deadline misses, frames dropped in vigild, data
 lost on the way to the receiver; then the highest load with zero misses and zero drops.
 Run through scripts/bench-scenarios.sh (its --help lists the options)."""
-import argparse, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, contextlib, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
 
 RATES = {"s1": 10_000_000, "s2": 51_200, "s3": 48_000}
 NOMINAL_CHANNELS = {"s1": 16, "s2": 64, "s3": 2}
@@ -86,6 +86,23 @@ def scenario_config(args, scen, channels, rate_factor, busy_poll, data_port, eve
     return text
 
 
+@contextlib.contextmanager
+def listening(args, listen_out, data_port, event_port, flags=()):
+    """vigil-listen receiving on the ports (data port 0: events only), its --json lines into
+    listen_out, for the length of the with block; it gets half a second after the block for the
+    last datagrams (vigild's final status) before it is stopped."""
+    listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", str(data_port),
+                               "--event-port", str(event_port), "--json"] + list(flags), stdout=open(listen_out, "w"),
+                              stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    try:
+        yield
+    finally:
+        time.sleep(0.5)
+        listen.send_signal(signal.SIGTERM)
+        listen.wait(timeout=10)
+
+
 def run_step(args, scen, channels, rate_factor, workdir):
     """One step: vigild on the scenario, vigil-listen receiving its data and events."""
     data_port, event_port = free_port(), free_port()
@@ -101,18 +118,13 @@ def run_step(args, scen, channels, rate_factor, workdir):
     # With --gro each of vigild's GSO sends (a run of equal datagrams) reaches vigil-listen as one
     # receive: on loopback the sender then delivers it whole instead of datagram by datagram.
     listen_poll += ["--gro"] if args.gro else []
-    listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", str(data_port),
-                               "--event-port", str(event_port), "--json"] + listen_poll, stdout=open(listen_out, "w"),
-                              stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
     log = config + ".vigild.log"
-    t0 = time.monotonic()
-    rc = subprocess.call([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds", str(args.seconds),
-                          "--log-interval", "0"], stderr=open(log, "w"), timeout=args.seconds + 120)
-    wall = time.monotonic() - t0
-    time.sleep(0.5)
-    listen.send_signal(signal.SIGTERM)
-    listen.wait(timeout=10)
+    with listening(args, listen_out, data_port, event_port, listen_poll):
+        t0 = time.monotonic()
+        rc = subprocess.call([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds",
+                              str(args.seconds), "--log-interval", "0"], stderr=open(log, "w"),
+                             timeout=args.seconds + 120)
+        wall = time.monotonic() - t0
     final, summary = final_status(listen_out)
     row = {"scenario": scen, "channels": channels, "rate_factor": rate_factor, "rc": rc, "wall_s": wall}
     if final is None:
@@ -180,15 +192,10 @@ def run_unreceived(args, scen, channels, workdir):
     config = os.path.join(workdir, f"{scen}-{channels}-unreceived.yaml")
     open(config, "w").write(text)
     listen_out = config + ".listen.jsonl"
-    listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", "0", "--event-port",
-                               str(event_port), "--json"], stdout=open(listen_out, "w"),
-                              stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
-    err = subprocess.run([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds", str(args.seconds),
-                          "--log-interval", "0"], capture_output=True, text=True, timeout=args.seconds + 120).stderr
-    time.sleep(0.5)
-    listen.send_signal(signal.SIGTERM)
-    listen.wait(timeout=10)
+    with listening(args, listen_out, 0, event_port):
+        err = subprocess.run([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds",
+                              str(args.seconds), "--log-interval", "0"], capture_output=True, text=True,
+                             timeout=args.seconds + 120).stderr
     sink.close()
     final, _ = final_status(listen_out)
     if final is None or not final.get("frames_out_per_s"):
