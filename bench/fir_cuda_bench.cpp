@@ -6,6 +6,7 @@
 // form as the fir_bank stage runs it (FirBankCuda at its preferred block, the chunk in one batch).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <vector>
@@ -115,6 +116,83 @@ void BM_FirChunkCuda(benchmark::State& state) {
   cudaFree(d_out);
 }
 
+// BM_ShortChunkCuda: one chunk of a 4-band bank of long filters over short chunks (S3: 8191 taps,
+// 256 frames, 2 channels), each form as the fir_bank stage runs it: one call captured as a CUDA
+// graph and replayed (the direct form: FirDirectCuda sized for the chunk, the split kernel; the FFT
+// form: FirBankCuda with blocks of the chunk, latency one chunk). Args: form (0 direct, 1 FFT),
+// taps, channels, frames, memory (0: device; 1: page-locked host memory mapped into the GPU, read
+// and written in place, as the stage's `memory: mapped`). Where the direct form wins, fir_bank's
+// form: auto takes it (FirBankCudaStage::auto_direct).
+void BM_ShortChunkCuda(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  constexpr uint32_t kBands = 4;
+  const bool fft = state.range(0) != 0;
+  const auto m = size_t(state.range(1));
+  const auto channels = uint32_t(state.range(2));
+  const auto frames = uint32_t(state.range(3));
+  const bool mapped = state.range(4) != 0;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> d;
+  std::vector<std::vector<float>> taps(kBands, std::vector<float>(m));
+  for (auto& t : taps)
+    for (auto& v : t) v = 0.01f * d(rng);
+  std::vector<float> x(size_t(channels) * frames);
+  for (auto& v : x) v = d(rng);
+  float *d_in = nullptr, *d_out = nullptr, *h_in = nullptr, *h_out = nullptr;
+  if (mapped) {
+    VIGIL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&h_in), x.size() * sizeof(float), cudaHostAllocMapped));
+    VIGIL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&h_out), x.size() * kBands * sizeof(float), cudaHostAllocMapped));
+    std::copy(x.begin(), x.end(), h_in);
+    VIGIL_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_in), h_in, 0));
+    VIGIL_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d_out), h_out, 0));
+  } else {
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * kBands * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::unique_ptr<vigil::cuda::FirFilterCuda> bank;
+  if (fft)
+    bank = std::make_unique<vigil::cuda::FirBankCuda>(
+        taps, channels, std::min(frames, vigil::cuda::FirBankCuda::preferred_block(m)), stream, frames);
+  else
+    bank = std::make_unique<vigil::cuda::FirDirectCuda>(taps, channels, stream, frames);
+  VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  VIGIL_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  VIGIL_CUDA_CHECK(bank->process(d_in, frames, frames, d_out, frames));
+  VIGIL_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  VIGIL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  vigil::bench::time_on_stream(state, stream, [&] { return cudaGraphLaunch(exec, stream); }, 20);
+  state.SetItemsProcessed(int64_t(state.iterations()) * channels * frames);
+  state.counters["direct_split"] = fft ? 0 : double(static_cast<vigil::cuda::FirDirectCuda&>(*bank).split());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  bank.reset();
+  cudaStreamDestroy(stream);
+  if (mapped) {
+    cudaFreeHost(h_in);
+    cudaFreeHost(h_out);
+  } else {
+    cudaFree(d_in);
+    cudaFree(d_out);
+  }
+}
+
+void short_chunk_shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t frames : {256, 1024})
+    for (int64_t m : {2048, 8191, 16384})
+      for (int64_t channels : {2, 16, 64})
+        for (int64_t mapped : {0, 1})
+          for (int64_t form : {0, 1}) b->Args({form, m, channels, frames, mapped});
+}
+
 void chunk_shapes(benchmark::internal::Benchmark* b) {
   for (int64_t m : {32, 64, 255, 384, 512, 1024})
     for (int64_t channels : {16, 64, 256})
@@ -137,5 +215,6 @@ void shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_FirBankCuda)->Apply(shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OverlapSaveCuda)->Apply(fft_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FirChunkCuda)->Apply(chunk_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ShortChunkCuda)->Apply(short_chunk_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -534,11 +534,6 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     std::string form;
     if (r.choice(n, where, "form", {"auto", "direct", "fft"}, form)) {
       p.form = form == "direct" ? FirForm::kDirect : form == "fft" ? FirForm::kFft : FirForm::kAuto;
-      // The GPU's direct kernel holds the taps in shared memory; a longer direct form would be
-      // slower than the FFT forms on either backend anyway.
-      if (p.form == FirForm::kDirect && p.taps > 4096)
-        r.error(n["form"].Mark(), where + ".form: direct takes at most 4096 taps, got taps " + std::to_string(p.taps) +
-                                      " (use auto or fft)");
     }
     std::string win;
     if (r.choice(n, where, "window", {"hamming", "hann", "blackman", "kaiser", "rectangular", "flattop"}, win))

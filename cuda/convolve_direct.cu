@@ -161,6 +161,98 @@ __global__ void fir_direct_carry_kernel(const float* __restrict__ x, size_t in_s
   }
 }
 
+// The streaming bank for filters too long for one block's shared memory or chunks too short to
+// fill the GPU one thread per R outputs (cuda/convolve_direct.cuh: launch_fir_direct_split).
+// Block (t, s) of lane (c, b) sums taps [s * seg, (s + 1) * seg) for the outputs of tile t; each
+// of its warps takes a slice of the segment and the slices' sums are added in warp order. The
+// block's sums go to `partial`; the block that brings a lane's tile its last segment (a counter
+// per lane and tile, which it resets) adds the segments' sums in segment order and writes the
+// outputs. Every output is so the same sum in the same order whichever block finishes last.
+__global__ void fir_direct_split_kernel(FirSplitArgs a) {
+  extern __shared__ float smem[];
+  __shared__ bool last_segment;
+  constexpr int tile = 32 * R;
+  const int warps = int(blockDim.x) / 32, warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int t = int(blockIdx.x) / a.segments, s = int(blockIdx.x) % a.segments;
+  const uint32_t c = blockIdx.y, b = blockIdx.z;
+  const int h = a.m - 1;
+  const float* hb = a.taps + size_t(b) * size_t(a.m);
+  const int k0 = s * a.seg;
+  float* hs = smem;
+  for (int j = threadIdx.x; j < a.seg; j += blockDim.x) hs[j] = k0 + j < a.m ? __ldg(hb + k0 + j) : 0.0f;
+  // Which history buffer is current: read once per block, by thread 0. The call's last launch
+  // flips it for the next call once every block has read it: the last block to count itself.
+  __shared__ int block_parity;
+  if (threadIdx.x == 0) {
+    block_parity = __ldcg(a.parity);
+    if (a.carry) {
+      __threadfence();  // the read above before the count below
+      const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+      unsigned* started = a.counters + size_t(a.tiles) * a.channels * gridDim.z;
+      if (atomicAdd(started, 1u) == blocks - 1) {
+        *started = 0;
+        *a.parity = block_parity ^ 1;
+      }
+    }
+  }
+  __syncthreads();
+  const int parity = block_parity;
+  const float* hist = (parity ? a.hist1 : a.hist0) + size_t(c) * size_t(h);
+  const float* xc = a.x + size_t(c) * a.in_stride;
+  const long long i0 = a.first + (long long)t * tile;
+  float* xs = hs + a.seg;
+  float* part = xs + tile + a.seg - 1;  // [warps][tile]
+  const int span = tile + a.seg - 1;
+  for (int j = threadIdx.x; j < span; j += blockDim.x) {
+    const long long src = i0 - k0 - (a.seg - 1) + j;  // x index of xs[j]; before 0: the history
+    xs[j] = src >= a.frames ? 0.0f : src >= 0 ? __ldg(xc + src) : src >= -h ? __ldcg(hist + h + src) : 0.0f;
+  }
+  __syncthreads();
+  const int slice = a.seg / warps;
+  float acc[R] = {};
+  accumulate_taps(hs, xs, lane * R + a.seg - 1, warp * slice, (warp + 1) * slice, acc);
+#pragma unroll
+  for (int r = 0; r < R; ++r) part[warp * tile + lane * R + r] = acc[r];
+  __syncthreads();
+  const size_t lane_tile = (size_t(b) * a.channels + c) * size_t(a.tiles) + size_t(t);
+  float* all = a.partial + lane_tile * size_t(a.segments) * tile;
+  for (int j = threadIdx.x; j < tile; j += blockDim.x) {
+    float sum = 0.0f;
+    for (int w = 0; w < warps; ++w) sum += part[w * tile + j];
+    __stcg(all + size_t(s) * tile + j, sum);
+  }
+  // The history after the call: channel c's last h samples of [history | frames], written to the
+  // other buffer by band 0's blocks of the call's last launch, each a share.
+  if (a.carry && b == 0) {
+    float* next = (parity ? a.hist0 : a.hist1) + size_t(c) * size_t(h);
+    const int share = (h + int(gridDim.x) - 1) / int(gridDim.x);
+    const int lo = int(blockIdx.x) * share, hi = min(h, lo + share);
+    for (int i = lo + int(threadIdx.x); i < hi; i += blockDim.x) {
+      const long long src = a.frames - h + i;
+      next[i] = src >= 0 ? __ldg(xc + src) : __ldcg(hist + h + src);
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned before = atomicAdd(a.counters + lane_tile, 1u);
+    last_segment = before == unsigned(a.segments - 1);
+  }
+  __syncthreads();
+  if (last_segment) {
+    __threadfence();
+    float* yl = a.y + (size_t(b) * a.channels + c) * a.out_stride;
+    for (int j = threadIdx.x; j < tile; j += blockDim.x) {
+      const long long i = i0 + j;
+      if (i >= a.first + a.count) continue;
+      float sum = 0.0f;
+      for (int q = 0; q < a.segments; ++q) sum += __ldcg(all + size_t(q) * tile + j);
+      yl[i] = sum;
+    }
+    if (threadIdx.x == 0) a.counters[lane_tile] = 0;  // for the next launch
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_fir_direct_bank(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
@@ -173,6 +265,19 @@ cudaError_t launch_fir_direct_bank(const float* d_in, size_t in_stride, uint32_t
   const dim3 grid((frames + tile - 1) / tile, channels, bands);
   fir_direct_bank_kernel<<<grid, kConvolveThreads, shared, stream>>>(d_in, in_stride, (long long)frames, d_hist,
                                                                      d_taps, int(m), d_out, out_stride, channels);
+  return after_launch(stream);
+}
+
+cudaError_t launch_fir_direct_split(const FirSplitArgs& args, uint32_t bands, cudaStream_t stream) noexcept {
+  const FirSplitArgs& a = args;
+  if (a.count < 1 || a.tiles < 1 || (long long)a.tiles * kSplitTile < a.count || a.m < 1 || a.seg < 64 ||
+      a.seg % 64 != 0 || a.segments != (a.m + a.seg - 1) / a.seg || a.channels < 1 || a.channels > 65535 || bands < 1 ||
+      bands > 65535 || a.first < 0 || a.first + a.count > a.frames)
+    return cudaErrorInvalidValue;
+  constexpr unsigned threads = kSplitWarps * 32;
+  const size_t shared = (size_t(a.seg) + kSplitTile + a.seg - 1 + size_t(kSplitWarps) * kSplitTile) * sizeof(float);
+  const dim3 grid(unsigned(a.tiles) * unsigned(a.segments), a.channels, bands);
+  fir_direct_split_kernel<<<grid, threads, shared, stream>>>(a);
   return after_launch(stream);
 }
 

@@ -36,6 +36,33 @@ cudaError_t launch_convolve_full_naive(const float* d_x, size_t n, const float* 
 cudaError_t launch_fir_direct_bank(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,
                                    const float* d_hist, const float* d_taps, uint32_t m, uint32_t bands, float* d_out,
                                    size_t out_stride, cudaStream_t stream) noexcept;
+// The same bank for long filters or short chunks (cuda/fir_direct_cuda.hpp chooses): the taps cut
+// into segments of `seg` (a multiple of 64), one block per tile of kSplitTile outputs, segment,
+// channel and band, the segments' sums added in a fixed order (deterministic). Outputs
+// [first, first + count) of the call's `frames`; inputs before frame 0 from the history, kept
+// double-buffered on the device (hist0, hist1, *parity picking the one read). `carry` (a call's
+// last launch) writes the new history (the last m - 1 samples of [history | frames]) into the
+// other buffer and flips *parity. partial: bands x channels x tiles x segments x kSplitTile floats;
+// counters: bands x channels x tiles + 1, zero (each launch leaves them zero).
+constexpr uint32_t kSplitWarps = 8;
+constexpr uint32_t kSplitTile = 32 * kConvolvePerThread;
+struct FirSplitArgs {
+  const float* x = nullptr;  // channel c at x + c * in_stride, frames samples
+  size_t in_stride = 0;
+  long long frames = 0, first = 0, count = 0;
+  float* hist0 = nullptr;  // [channels][m - 1] each
+  float* hist1 = nullptr;
+  int* parity = nullptr;
+  const float* taps = nullptr;  // [bands][m]
+  int m = 0, seg = 0, segments = 0, tiles = 0;  // tiles: of this launch, ceil(count / kSplitTile) or more
+  float* y = nullptr;                           // lane (b, c) at y + (b * channels + c) * out_stride
+  size_t out_stride = 0;
+  uint32_t channels = 0;
+  float* partial = nullptr;
+  unsigned* counters = nullptr;
+  bool carry = false;
+};
+cudaError_t launch_fir_direct_split(const FirSplitArgs& args, uint32_t bands, cudaStream_t stream) noexcept;
 // The history after such a call: d_next[c] = the last m - 1 samples of [d_hist[c] | the call's
 // frames of channel c] (d_next and d_hist distinct). Nothing to do for m == 1.
 cudaError_t launch_fir_direct_carry(const float* d_in, size_t in_stride, uint32_t frames, uint32_t channels,

@@ -1,11 +1,18 @@
-// FirDirectCuda: the CUDA twin of dsp/FirBank, the direct form for short filters: N band filters
-// over C channels, device memory in and out, every output y_b[n] = sum_k h_b[k] x[n - k] with no
-// delay (lfilter(h, 1, x)), the history (the longest filter's taps - 1 samples per channel) carried
-// across calls on the device. The kernel (cuda/convolve_direct.cu, launch_fir_direct_bank) keeps
-// the taps and a tile of inputs in shared memory and nine consecutive outputs per thread in
-// registers over a sliding window of inputs. The history is carried into a second buffer and
-// copied back on the device, so every call uses the same pointers: a call can be captured as a
-// CUDA graph and replayed. Host C++ only.
+// FirDirectCuda: the CUDA twin of dsp/FirBank, the direct form: N band filters over C channels,
+// device memory in and out, every output y_b[n] = sum_k h_b[k] x[n - k] with no delay
+// (lfilter(h, 1, x)), the history (the longest filter's taps - 1 samples per channel) carried
+// across calls on the device. Two kernels (cuda/convolve_direct.cu), chosen at construction so
+// that every call sums the same products in the same order:
+//   tiled (launch_fir_direct_bank): the taps and a tile of inputs in shared memory, nine
+//     consecutive outputs per thread in registers over a sliding window of inputs; up to
+//     kTiledMaxTaps taps. The history is carried into a second buffer and copied back.
+//   split (launch_fir_direct_split): the taps cut into segments as well, one block per tile,
+//     segment and lane, the segments' sums added in a fixed order by the block that finishes a
+//     tile last; for longer filters, and for chunks too short to fill the GPU with tiles (S3's
+//     256 frames x 8 lanes of 8191 taps: 128 blocks instead of 8). One launch per call: the
+//     history is double-buffered and the kernel flips which buffer is current.
+// Either way every call uses the same pointers, so a call can be captured as a CUDA graph and
+// replayed. Host C++ only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -20,9 +27,13 @@ namespace vigil::cuda {
 class FirDirectCuda final : public FirFilterCuda {
  public:
   // band_taps: 1..65535 bands of 1..kMaxTaps taps (lengths may differ); channels: 1..65535.
-  // Device memory is allocated here. Throws std::invalid_argument or CudaError.
-  static constexpr uint32_t kMaxTaps = 4096;
-  FirDirectCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, cudaStream_t stream = nullptr);
+  // max_frames: the most frames a call will usually carry (0: unknown, the tiled kernel up to
+  // kTiledMaxTaps); with the GPU's SM count it picks the kernel (any call may carry more). Device memory is allocated here. Throws
+  // std::invalid_argument or CudaError.
+  static constexpr uint32_t kMaxTaps = 65536;
+  static constexpr uint32_t kTiledMaxTaps = 4096;  // the tiled kernel's shared-memory bound
+  FirDirectCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, cudaStream_t stream = nullptr,
+                uint32_t max_frames = 0);
   ~FirDirectCuda() override;
   FirDirectCuda(const FirDirectCuda&) = delete;
   FirDirectCuda& operator=(const FirDirectCuda&) = delete;
@@ -46,13 +57,22 @@ class FirDirectCuda final : public FirFilterCuda {
   uint32_t taps() const noexcept { return m_; }  // the longest filter (the others zero-padded to it)
   uint32_t latency_frames() const noexcept override { return 0; }
   uint32_t fill() const noexcept override { return 0; }  // no blocks: any call can be replayed
+  bool split() const noexcept { return split_; }  // the split kernel (else the tiled one)
+  uint32_t segment() const noexcept { return seg_; }  // the split kernel's taps per segment
 
  private:
+  void free_device() noexcept;
+
   uint32_t bands_, channels_, m_ = 0;
   cudaStream_t stream_;
   float* d_taps_ = nullptr;     // [bands][m]
   float* d_hist_ = nullptr;  // [channels][m - 1]: the last m - 1 samples before the next call
-  float* d_next_ = nullptr;  // the same after a call, copied back into d_hist_
+  float* d_next_ = nullptr;  // the same after a call, copied back into d_hist_ (split: the other buffer)
+  bool split_ = false;
+  uint32_t seg_ = 0, segments_ = 0, tiles_cap_ = 0;  // the split kernel's segments; tiles a launch holds
+  float* d_partial_ = nullptr;     // split: the segments' sums, tiles_cap_ tiles a lane
+  unsigned* d_counters_ = nullptr;  // split: segments done per lane and tile, + blocks done
+  int* d_parity_ = nullptr;         // split: 1 when d_next_ holds the current history
   std::vector<float> h_taps_;   // staging for set_taps (sized at construction)
 };
 

@@ -111,14 +111,32 @@ void FirBank::process(const float* in, size_t in_stride, uint32_t frames, float*
     // Keep the last history_ samples (old history followed by new input) for the next call.
     std::copy(buf + frames, buf + frames + history_, buf);
   }
-  if (fade_total_ > 0) {
-    fade_done_ += frames;
-    if (fade_done_ >= fade_total_) {  // the new filters take over for good
-      taps_ = std::move(next_taps_);
-      taps_reversed_ = std::move(next_reversed_);
-      fade_total_ = fade_done_ = 0;
+  advance_fade(frames);
+}
+
+void FirBank::advance_fade(uint32_t frames) noexcept {
+  if (fade_total_ == 0) return;
+  fade_done_ += frames;
+  if (fade_done_ >= fade_total_) {  // the new filters take over for good
+    taps_ = std::move(next_taps_);
+    taps_reversed_ = std::move(next_reversed_);
+    fade_total_ = fade_done_ = 0;
+  }
+}
+
+void FirBank::prime(const float* in, size_t in_stride, uint32_t frames) noexcept {
+  const size_t row = history_ + max_frames_;
+  for (uint32_t c = 0; c < channels_; ++c) {
+    float* buf = work_.data() + c * row;
+    const float* x = in + c * in_stride;
+    if (frames >= history_) {
+      std::copy_n(x + (frames - history_), history_, buf);
+    } else {
+      std::copy(buf + frames, buf + history_, buf);
+      std::copy_n(x, frames, buf + (history_ - frames));
     }
   }
+  advance_fade(frames);
 }
 
 }  // namespace vigil

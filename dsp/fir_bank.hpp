@@ -24,6 +24,10 @@ class FirBank {
   void process(const float* in, size_t in_stride, uint32_t frames, float* out,
                size_t out_stride) noexcept;
 
+  // As process() without computing outputs: the history (and a pending crossfade) advance as if
+  // the frames had been filtered, at the cost of a copy. Any number of frames. RT-safe.
+  void prime(const float* in, size_t in_stride, uint32_t frames) noexcept;
+
   // Stages new taps (same band count, each 1..65536 long; a longer filter than the longest so far
   // is refused because the history would not hold it). Not RT-safe (allocates). The next
   // crossfade_frames outputs blend linearly from the old to the new filters, computed on the same
@@ -40,6 +44,8 @@ class FirBank {
   const std::vector<float>& taps(uint32_t band) const noexcept { return taps_[band]; }
 
  private:
+  void advance_fade(uint32_t frames) noexcept;  // a crossfade's progress; the new taps once it is done
+
   std::vector<std::vector<float>> taps_;
   std::vector<std::vector<float>> taps_reversed_;
   uint32_t channels_;

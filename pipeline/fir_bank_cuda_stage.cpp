@@ -49,7 +49,8 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   const std::vector<std::vector<float>> taps = FirBankStage::design(settings_, in.rate_hz);
   max_taps_ = 0;
   for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
-  direct_ = settings_.form == FirForm::kDirect || (settings_.form == FirForm::kAuto && max_taps_ <= kDirectMaxTaps);
+  direct_ = settings_.form == FirForm::kDirect ||
+            (settings_.form == FirForm::kAuto && auto_direct(max_taps_, max_frames, bands_ * channels_));
   if (direct_ && max_taps_ > cuda::FirDirectCuda::kMaxTaps)
     throw std::invalid_argument("fir_bank: the CUDA direct form takes at most " +
                                 std::to_string(cuda::FirDirectCuda::kMaxTaps) + " taps, got " + std::to_string(max_taps_));
@@ -58,8 +59,8 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   if (direct_) {
     // No delay and no blocks; priming needs the last M - 1 input frames.
     block_ = 0;
-    bank_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream());
-    spare_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream());
+    bank_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream(), max_frames_);
+    spare_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream(), max_frames_);
     cpu_->direct = std::make_unique<FirBank>(taps, channels_, max_frames_);
     history_frames_ = uint32_t(std::max<size_t>(max_taps_ - 1, 1));
   } else {
@@ -376,6 +377,10 @@ cudaError_t FirBankCudaStage::prime_gpu(cuda::FirFilterCuda& bank) noexcept {
 void FirBankCudaStage::prime_cpu() noexcept {
   unwrap_history();
   cpu_->reset();
+  if (cpu_->direct) {  // no blocks to rebuild: the history is the state (8 190 frames for S3's taps)
+    cpu_->direct->prime(prime_.data(), history_frames_, history_frames_);
+    return;
+  }
   for (uint32_t at = 0; at < history_frames_;) {
     const uint32_t n = std::min(max_frames_, history_frames_ - at);
     cpu_->process(prime_.data() + at, history_frames_, n, scratch_.data(), max_frames_);

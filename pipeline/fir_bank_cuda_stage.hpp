@@ -1,8 +1,8 @@
 // FirBankCudaStage: the fir_bank stage on the CUDA backend. Each chunk's input lanes go to the
 // GPU through page-locked staging (copied with cudaMemcpy2DAsync, or read in place by the kernels
 // when the memory is mapped: `pipeline.memory`), the GPU filters every band, and the bands come
-// back the same way. Two forms (the `form` key; auto: the direct form up to kDirectMaxTaps taps,
-// the crossover measured on the H100): cuda/FirDirectCuda, no delay, the twin of dsp/FirBank; or
+// back the same way. Two forms (the `form` key; auto: the direct form for short filters and short
+// chunks, auto_direct): cuda/FirDirectCuda, no delay, the twin of dsp/FirBank; or
 // cuda/FirBankCuda, uniform partitions of B, latency B, the twin of dsp/PartitionedFirBank. One
 // stream, synchronised once per chunk, GPU time measured with CUDA events. A whole chunk's work
 // (copy in, every block's kernels and FFTs, copy out) is captured as a CUDA graph at prepare,
@@ -75,8 +75,19 @@ struct CudaStageOptions {
 class FirBankCudaStage final : public Stage {
  public:
   // form: auto takes the direct form (cuda/FirDirectCuda) for filters of up to this many taps:
-  // the crossover measured on the H100 (docs/PERFORMANCE.md §4).
+  // the crossover measured on the H100 (docs/PERFORMANCE.md §4);
   static constexpr size_t kDirectMaxTaps = 384;
+  // and for chunks of few products (frames x lanes x taps), a long filter over a short chunk
+  // (S3: 256 frames x 8 lanes x 8191 taps, 16.8 M), where one launch of the split kernel beats the
+  // FFT form's chain of small kernels, and the bands come without the FFT form's block of delay.
+  // On the H200 (bench/fir_cuda_bench BM_ShortChunkCuda, 4 bands, docs/PERFORMANCE.md §11) the
+  // direct form won at 16.8 M products (S3: 11.0 against 17.3 us; 2048 taps x 1024 frames x 8
+  // lanes: 10.9 against 12.6) and lost at 2048 taps x 256 frames x 64 lanes (33.5 M: 13.9 against
+  // 12.5), while at 16384 taps x 256 frames x 8 lanes (33.5 M too) it won (14.7 against 24.6).
+  static constexpr uint64_t kDirectMaxProducts = uint64_t(24) << 20;
+  static bool auto_direct(size_t taps, uint32_t max_frames, uint32_t lanes) noexcept {
+    return taps <= kDirectMaxTaps || uint64_t(taps) * max_frames * lanes <= kDirectMaxProducts;
+  }
 
   FirBankCudaStage(FirBankSettings settings, uint16_t index, CudaStageOptions options);
   ~FirBankCudaStage() override;

@@ -1,7 +1,9 @@
 // The CUDA direct-form FIR bank against its CPU twin dsp/FirBank (same form, no delay): bands of
-// different lengths (1 tap up to the kernel's limit), 1 to 16 channels, random chunk sizes from 0
-// frames to longer than the longest filter, chunked equal to one-shot, a tap swap mid-stream;
-// device outputs poisoned with NaN before every run; relative L2 error <= 1e-5.
+// different lengths (1 tap up to the tiled kernel's limit, and longer through the split kernel), 1
+// to 16 channels, random chunk sizes from 0 frames to longer than the longest filter, chunks
+// shorter than the split kernel's sized for (several launches a call), chunked equal to one-shot,
+// a tap swap mid-stream, both kernels; device outputs poisoned with NaN before every run; relative
+// L2 error <= 1e-5.
 #include "cuda/fir_direct_cuda.hpp"
 
 #include <gtest/gtest.h>
@@ -38,9 +40,11 @@ std::pair<std::vector<float>, std::vector<float>> run_both(const std::vector<std
                                                            const std::vector<std::vector<float>>& next,
                                                            uint32_t channels, const std::vector<float>& x,
                                                            uint32_t total, const std::vector<uint32_t>& sizes,
-                                                           size_t swap_at = ~size_t(0)) {
+                                                           size_t swap_at = ~size_t(0), uint32_t max_frames = 0,
+                                                           bool split = false) {
   const uint32_t bands = uint32_t(taps.size()), lanes = bands * channels;
-  cuda::FirDirectCuda gpu(taps, channels);
+  cuda::FirDirectCuda gpu(taps, channels, nullptr, max_frames);
+  EXPECT_EQ(gpu.split(), split);
   uint32_t max_chunk = 1;
   for (uint32_t s : sizes) max_chunk = std::max(max_chunk, s);
   FirBank cpu(taps, channels, max_chunk);
@@ -75,6 +79,8 @@ TEST_F(FirDirectCudaTest, MatchesTheCpuTwinForEveryLengthAndChunking) {
     std::vector<uint32_t> lengths;
     uint32_t channels;
     std::vector<uint32_t> sizes;
+    uint32_t max_frames = 0;  // the split kernel where it is sized for short chunks or the taps are many
+    bool split = false;
   };
   const std::vector<Case> cases = {
       {{1}, 1, {1, 7, 1000}},
@@ -83,14 +89,18 @@ TEST_F(FirDirectCudaTest, MatchesTheCpuTwinForEveryLengthAndChunking) {
       {{255}, 16, {1000, 1, 2304, 2305, 17}},  // and in chunks around the kernel's tile
       {{63, 255, 17}, 5, {100, 3000, 1}},
       {{1024, 1023}, 2, {511, 1, 2000}},       // chunks shorter than the history
-      {{4096, 300}, 2, {4095, 4097, 10}},      // the kernel's limit
+      {{4096, 300}, 2, {4095, 4097, 10}},      // the tiled kernel's limit
+      {{8191, 5000, 1}, 2, {256, 1, 1000, 300}, 256, true},  // S3's length: split, chunks over the 288 it holds
+      {{4097}, 1, {30000}, 0, true},                          // one past the tiled kernel: split, one shot
+      {{255, 64}, 3, {256, 17, 5000}, 256, true},             // short chunks: split though the taps are few
+      {{255, 64}, 8, {256, 17, 5000}, 65536, false},          // long chunks fill the GPU tiled
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("taps " + std::to_string(c.lengths[0]) + " channels " + std::to_string(c.channels) + " chunk " +
                  std::to_string(c.sizes[0]));
     const auto taps = bands_of(c.lengths, 5);
     const std::vector<float> x = randn(size_t(c.channels) * total, 11 + c.channels);
-    const auto [got, want] = run_both(taps, taps, c.channels, x, total, c.sizes);
+    const auto [got, want] = run_both(taps, taps, c.channels, x, total, c.sizes, ~size_t(0), c.max_frames, c.split);
     for (size_t lane = 0; lane < taps.size() * c.channels; ++lane) {
       const std::vector<float> g(got.begin() + lane * total, got.begin() + (lane + 1) * total);
       const std::vector<float> w(want.begin() + lane * total, want.begin() + (lane + 1) * total);
@@ -106,6 +116,15 @@ TEST_F(FirDirectCudaTest, ChunkedEqualsOneShotToTheBit) {
   const auto one = run_both(taps, taps, channels, x, total, {total}).first;
   const auto chunked = run_both(taps, taps, channels, x, total, {1, 999, 2304, 7}).first;
   EXPECT_EQ(one, chunked);  // every output sums the same products in the same order
+  // The split kernel: the segments' sums added in segment order whichever block ends last, the
+  // same in one launch of many tiles as in many launches of one.
+  const auto long_taps = bands_of({8191, 300}, 12);
+  const auto one_split = run_both(long_taps, long_taps, channels, x, total, {total}, ~size_t(0), 256, true).first;
+  const auto chunked_split =
+      run_both(long_taps, long_taps, channels, x, total, {1, 999, 288, 7, 256}, ~size_t(0), 256, true).first;
+  EXPECT_EQ(one_split, chunked_split);
+  const auto again = run_both(long_taps, long_taps, channels, x, total, {total}, ~size_t(0), 256, true).first;
+  EXPECT_EQ(one_split, again);
 }
 
 TEST_F(FirDirectCudaTest, ATapSwapTakesEffectFromTheNextCall) {
@@ -114,11 +133,14 @@ TEST_F(FirDirectCudaTest, ATapSwapTakesEffectFromTheNextCall) {
   const std::vector<float> x = randn(size_t(channels) * total, 8);
   const auto [got, want] = run_both(before, after, channels, x, total, {1000, 333}, 7);
   EXPECT_LE(rel_l2(got, want), 1e-5);
+  const auto long_before = bands_of({5000, 31}, 22), long_after = bands_of({4500, 5000}, 41);
+  const auto [got_split, want_split] = run_both(long_before, long_after, channels, x, total, {256, 77}, 9, 256, true);
+  EXPECT_LE(rel_l2(got_split, want_split), 1e-5);
 }
 
 TEST_F(FirDirectCudaTest, RejectsWhatDoesNotFit) {
   EXPECT_THROW(cuda::FirDirectCuda({}, 1), std::invalid_argument);
-  EXPECT_THROW(cuda::FirDirectCuda({std::vector<float>(4097, 0.1f)}, 1), std::invalid_argument);
+  EXPECT_THROW(cuda::FirDirectCuda({std::vector<float>(65537, 0.1f)}, 1), std::invalid_argument);
   EXPECT_THROW(cuda::FirDirectCuda({{1.0f}}, 0), std::invalid_argument);
   cuda::FirDirectCuda bank({std::vector<float>(100, 0.1f)}, 2);
   EXPECT_EQ(bank.set_taps({std::vector<float>(101, 0.1f)}), cudaErrorInvalidValue);  // longer than the history

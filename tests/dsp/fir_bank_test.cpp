@@ -56,6 +56,44 @@ TEST(FirBank, StreamingInRandomChunksEqualsOneCall) {
   }
 }
 
+// prime() leaves the bank as process() would have: the outputs after it are the same to the bit,
+// whether it was fed more frames than the history holds or fewer (then it shifts), and a pending
+// crossfade advances with it (the last case ends with one still under way).
+TEST(FirBank, PrimeLeavesTheStateProcessWouldHave) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd;
+  const uint32_t channels = 2, max_frames = 300;
+  std::vector<std::vector<float>> taps = {std::vector<float>(129), std::vector<float>(40)};
+  std::vector<std::vector<float>> next = {std::vector<float>(100), std::vector<float>(129)};
+  for (auto* set : {&taps, &next})
+    for (auto& t : *set) for (auto& v : t) v = nd(rng);
+  for (const std::vector<uint32_t>& feeds :
+       {std::vector<uint32_t>{1000}, std::vector<uint32_t>{50, 7, 300, 1, 99}, std::vector<uint32_t>{30, 20}}) {
+    FirBank processed(taps, channels, max_frames), primed(taps, channels, max_frames);
+    processed.set_taps(next, 200);
+    primed.set_taps(next, 200);
+    std::vector<float> scratch(size_t(2) * channels * max_frames);
+    for (uint32_t n : feeds) {
+      std::vector<float> x(size_t(channels) * n);
+      for (auto& v : x) v = nd(rng);
+      for (uint32_t at = 0; at < n;) {  // process() takes at most max_frames a call
+        const uint32_t k = std::min(max_frames, n - at);
+        std::vector<float> part(size_t(channels) * k);
+        for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * n + at], k, &part[size_t(c) * k]);
+        processed.process(part.data(), k, k, scratch.data(), max_frames);
+        at += k;
+      }
+      primed.prime(x.data(), n, n);
+    }
+    std::vector<float> x(size_t(channels) * max_frames), a(scratch.size(), 1.0f), b(scratch.size(), -1.0f);
+    for (auto& v : x) v = nd(rng);
+    processed.process(x.data(), max_frames, max_frames, a.data(), max_frames);
+    primed.process(x.data(), max_frames, max_frames, b.data(), max_frames);
+    EXPECT_EQ(a, b) << "after feeds of " << feeds.size();
+    EXPECT_EQ(processed.crossfade_pending(), primed.crossfade_pending());
+  }
+}
+
 TEST(FirBank, ImpulseGivesTapsAndResetForgetsHistory) {
   const std::vector<float> taps = {0.5f, -0.25f, 0.125f, 2.0f};
   FirBank bank({taps}, 1, 8);

@@ -47,6 +47,21 @@ FirBankSettings settings(uint32_t taps, double split_hz, FirForm form = FirForm:
 
 using test::StageRun;
 
+// The forms the tests below take each through: the FFT form, the direct form auto takes for a
+// short filter, and the direct form of a long filter (the split kernel, S3's length; auto takes it
+// for S3's shorter chunks, below).
+const std::pair<uint32_t, FirForm> kForms[] = {{1025, FirForm::kFft}, {255, FirForm::kAuto}, {8191, FirForm::kDirect}};
+
+// form: auto's choice: the direct form for short filters whatever the chunk, and for long ones
+// over chunks of few products (S3's 256 frames of 2 channels x 4 bands), not for S2's.
+TEST(FirBankCudaStageForm, AutoTakesTheDirectFormForShortFiltersAndShortChunks) {
+  EXPECT_TRUE(FirBankCudaStage::auto_direct(255, 65536, 1024));    // S1's band-pass at 256 rigs
+  EXPECT_TRUE(FirBankCudaStage::auto_direct(8191, 256, 2 * 4));    // S3
+  EXPECT_FALSE(FirBankCudaStage::auto_direct(8191, 1024, 64 * 4)); // S2
+  EXPECT_FALSE(FirBankCudaStage::auto_direct(8191, 256, 16 * 4));  // S3's filter over 16 channels
+  EXPECT_FALSE(FirBankCudaStage::auto_direct(2048, 256, 64));      // where the FFT form measured faster
+}
+
 // Feeds x (channels x total, planar) through `stage` in chunks whose sizes come from `sizes`.
 StageRun run(Stage& stage, const std::vector<float>& x, uint32_t total, const std::vector<uint32_t>& sizes,
              const std::function<void(uint64_t chunk)>& before = {}, uint32_t max_frames = kMaxFrames) {
@@ -78,16 +93,18 @@ TEST_F(FirBankCudaStageTest, MatchesTheCpuTwinInBothMemoryModes) {
   const uint32_t total = 40000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
   const std::vector<uint32_t> sizes = {1000, 1, 999, 513, 37, 1000, 512, 640};
-  // Each length in the form auto picks and in the other one (the direct form up to its kernel's
-  // 4096 taps).
+  // Each length in the form auto picks and in the other one: auto takes the direct form for short
+  // filters and for chunks of few products (here 1000 frames x 6 lanes: up to 4194 taps); the
+  // direct form runs the split kernel beyond 4096 taps.
   struct Case {
     uint32_t taps;
     FirForm form;
     bool direct;
   };
-  for (const Case c : {Case{31, FirForm::kAuto, true}, Case{255, FirForm::kAuto, true}, Case{385, FirForm::kAuto, false},
-                       Case{2049, FirForm::kAuto, false}, Case{31, FirForm::kFft, false},
-                       Case{255, FirForm::kFft, false}, Case{2049, FirForm::kDirect, true},
+  for (const Case c : {Case{31, FirForm::kAuto, true}, Case{255, FirForm::kAuto, true}, Case{385, FirForm::kAuto, true},
+                       Case{2049, FirForm::kAuto, true}, Case{8191, FirForm::kAuto, false},
+                       Case{8191, FirForm::kDirect, true}, Case{31, FirForm::kFft, false},
+                       Case{255, FirForm::kFft, false}, Case{2049, FirForm::kFft, false},
                        Case{4095, FirForm::kDirect, true}}) {
     const uint32_t taps = c.taps;
     const FirBankSettings s = settings(taps, 3000, c.form);
@@ -120,12 +137,12 @@ TEST_F(FirBankCudaStageTest, MatchesTheCpuTwinInBothMemoryModes) {
 TEST_F(FirBankCudaStageTest, ALaunchFailureMovesToTheCpuTwinWithoutLosingAChunk) {
   const uint32_t total = 30000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
-  for (const uint32_t taps : {1025u, 255u}) {  // the FFT form, the direct form
-    const FirBankSettings s = settings(taps, 5000);
+  for (const auto& [taps, form] : kForms) {
+    const FirBankSettings s = settings(taps, 5000, form);
     FirBankCudaStage stage(s, 4, {false, 9});  // the 9th chunk's launch fails
     stage.prepare(input_format(), kMaxFrames);
     const uint32_t block = stage.block();
-    EXPECT_EQ(stage.direct(), taps == 255u);
+    EXPECT_EQ(stage.direct(), form != FirForm::kFft);
     const std::vector<uint32_t> sizes = {700, 1000, 333};
     StageRun r = run(stage, x, total, sizes);
     EXPECT_TRUE(stage.on_cpu());
@@ -145,11 +162,11 @@ TEST_F(FirBankCudaStageTest, ALaunchFailureMovesToTheCpuTwinWithoutLosingAChunk)
 TEST_F(FirBankCudaStageTest, AReloadCrossfadesToTheNewTapsOverOneChunk) {
   const uint32_t total = 24000, chunk = 1000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
-  for (const uint32_t taps : {511u, 255u}) {  // the FFT form, the direct form
-    const FirBankSettings before = settings(taps, 2000), after = settings(taps, 6000);
+  for (const auto& [taps, form] : kForms) {
+    const FirBankSettings before = settings(taps, 2000, form), after = settings(taps, 6000, form);
     FirBankCudaStage stage(before, 0, {false, 0});
     stage.prepare(input_format(), kMaxFrames);
-    EXPECT_EQ(stage.direct(), taps == 255u);
+    EXPECT_EQ(stage.direct(), form != FirForm::kFft);
     StageSettings next;
     next.params = after;
     StageUpdatePlan plan = stage.plan_update(next);
@@ -184,8 +201,8 @@ TEST_F(FirBankCudaStageTest, AReloadCrossfadesToTheNewTapsOverOneChunk) {
 TEST_F(FirBankCudaStageTest, ALaunchFailureAfterAReloadLeavesTheCpuTwinOnTheNewTaps) {
   const uint32_t total = 24000, chunk = 1000;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
-  for (const uint32_t taps : {511u, 255u}) {  // the FFT form, the direct form
-    const FirBankSettings before = settings(taps, 2000), after = settings(taps, 6000);
+  for (const auto& [taps, form] : kForms) {
+    const FirBankSettings before = settings(taps, 2000, form), after = settings(taps, 6000, form);
     FirBankCudaStage stage(before, 0, {false, 15});  // the 15th chunk (index 14) fails
     stage.prepare(input_format(), kMaxFrames);
     StageSettings next;
@@ -205,12 +222,11 @@ TEST_F(FirBankCudaStageTest, ALaunchFailureAfterAReloadLeavesTheCpuTwinOnTheNewT
   }
 }
 
-// One filter length of the test below: 2049 taps, the FFT form in 256-frame blocks (4 a chunk);
-// 255 taps, the direct form.
-void run_graph_case(uint32_t taps) {
+// One filter of the test below: the FFT form in 256-frame blocks (4 a chunk), or the direct form.
+void run_graph_case(uint32_t taps, FirForm form) {
   const uint32_t total = 60000, max_frames = 1024;
   const std::vector<float> x = test::randn(size_t(kChannels) * total, std::random_device{}());
-  FirBankSettings before = settings(taps, 3000), after = settings(taps, 7000);
+  FirBankSettings before = settings(taps, 3000, form), after = settings(taps, 7000, form);
   before.max_latency_frames = after.max_latency_frames = 256;
   // 300 + 724: a chunk off the block boundary and back on it.
   const std::vector<uint32_t> sizes = {1024, 1024, 1024, 300, 724, 1024, 1024, 1024, 1024, 1024, 1024, 1024};
@@ -220,7 +236,7 @@ void run_graph_case(uint32_t taps) {
     for (bool graphs : {false, true}) {
       FirBankCudaStage stage(before, 0, {mapped, 0, graphs});
       stage.prepare(input_format(), max_frames);
-      ASSERT_EQ(stage.block(), taps > 384 ? 256u : 0u);
+      ASSERT_EQ(stage.block(), form == FirForm::kFft ? 256u : 0u);
       StageSettings next;
       next.params = after;
       StageUpdatePlan plan = stage.plan_update(next);
@@ -269,7 +285,7 @@ void run_graph_case(uint32_t taps) {
 // on a block boundary, so it replays its own graph), in both memory modes and both forms (the
 // direct form replays every full-size chunk).
 TEST_F(FirBankCudaStageTest, ChunksOfWholeBlocksReplayAsAGraphWithTheSameOutput) {
-  for (const uint32_t taps : {2049u, 255u}) run_graph_case(taps);
+  for (const auto& [taps, form] : kForms) run_graph_case(taps, form);
 }
 
 }  // namespace
