@@ -536,6 +536,7 @@ void FirBankCudaStage::add_status(nlohmann::json& status) const {
   status["parts_uploaded_while_captured"] = parts_uploaded();
   status["input_converted_on_gpu"] = raw_;
   status["form"] = direct_ ? "direct" : "fft (uniform partitions of " + std::to_string(block_) + ")";
+  status["delay_frames"] = direct_ ? 0 : block_;  // the bank's latency (fixed at prepare; the spare's is the same)
 }
 
 }  // namespace vigil

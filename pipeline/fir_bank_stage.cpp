@@ -35,6 +35,7 @@ StreamFormat FirBankStage::prepare(const StreamFormat& in, uint32_t max_frames) 
                                              !settings_.crossover_hz.empty());
   out.delay_frames = in.delay_frames + bank_->latency_frames();
   form_ = bank_->describe();
+  delay_frames_ = bank_->latency_frames();
   return out;
 }
 
@@ -82,7 +83,9 @@ StageStatus FirBankStage::process(const Block& in, Block& out, const Exec&) noex
 }
 
 void FirBankStage::add_status(nlohmann::json& status) const {
-  if (!form_.empty()) status["form"] = form_;
+  if (form_.empty()) return;  // not prepared
+  status["form"] = form_;
+  status["delay_frames"] = delay_frames_;
 }
 
 void FirBankStage::reset() noexcept {

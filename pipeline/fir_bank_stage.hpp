@@ -43,6 +43,7 @@ class FirBankStage final : public Stage {
   double rate_hz_ = 0;
   std::unique_ptr<StreamingFirBank> bank_;
   std::string form_;  // bank_->describe(), fixed at prepare: status reads it from any thread
+  uint32_t delay_frames_ = 0;  // the bank's latency, likewise
   WorkerPool* pool_ = nullptr;
 };
 

@@ -151,10 +151,23 @@ def run_step(args, scen, channels, rate_factor, workdir):
         # rate: a device would have overrun); none of the counts above shows them.
         "source_late_chunks": final.get("source", {}).get("late_chunks", 0),
         "backend": final.get("backend", "?"),
+        # The FIR stages' form and delay: their bands lag the input by delay_frames beyond the latency.
+        "fir_stages": {name: {"form": st.get("form", "?"), "delay_frames": st["delay_frames"]}
+                       for name, st in final.get("stages", {}).items() if "delay_frames" in st},
     })
     row["ok"] = rc == 0 and row["deadline_misses"] == 0 and row["dropped_frames"] == 0 and row["send_errors"] == 0 \
         and lost_rx == 0 and row["source_late_chunks"] == 0
     return row
+
+
+def print_fir_delays(scen, row):
+    """Below a scenario's table: each FIR stage's form and the delay its bands carry beyond the
+    latency in the table (the latency runs from a chunk's capture to its last datagram; a block of
+    filter delay comes on top for the signal in it)."""
+    for name, st in sorted((row or {}).get("fir_stages", {}).items()):
+        ms = st["delay_frames"] / RATES[scen] * 1e3
+        print(f"\nStage '{name}' runs in form '{st['form']}': its bands lag their input by {st['delay_frames']} "
+              f"frames ({ms:.2f} ms at {RATES[scen]:,} samples/s) beyond the latency above.", flush=True)
 
 
 def combine_runs(rows):
@@ -339,10 +352,11 @@ def main():
             print("| channels | rate factor | input samples/s (sustained / offered) | latency p50 | p99 | p99.9 | max "
                   "| deadline misses | dropped (vigild) | lost on the way | source late | ok |")
             print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
-            best, fails = None, 0
+            best, last, fails = None, None, 0
             for channels, rf in loads[scen]:
                 rows = [run_step(args, scen, channels, rf, work) for _ in range(args.repeat)]
                 r = rows[0] if args.repeat == 1 else combine_runs(rows)
+                last = r if "error" not in r else last
                 if out:
                     for one in rows:
                         out.write(json.dumps(one) + "\n")
@@ -367,6 +381,7 @@ def main():
                         fails += 1
                 if fails >= args.failures:
                     break
+            print_fir_delays(scen, best or last)
             if best:
                 x_rt = best["samples_per_s"] / (RATES[scen] * NOMINAL_CHANNELS[scen])
                 every = f" in all {args.repeat} runs" if args.repeat > 1 else ""

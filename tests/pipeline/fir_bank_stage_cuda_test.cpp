@@ -128,6 +128,7 @@ TEST_F(FirBankCudaStageTest, MatchesTheCpuTwinInBothMemoryModes) {
       EXPECT_EQ(st["memory"], mapped ? "mapped" : "copy");
       EXPECT_GT(st["gpu_us"]["max"].get<uint64_t>(), 0u);
       EXPECT_EQ(st["form"], c.direct ? "direct" : "fft (uniform partitions of 512)");
+      EXPECT_EQ(st["delay_frames"], block);
       outs[mapped] = std::move(r.out);
     }
     EXPECT_EQ(outs[0], outs[1]) << "copy and mapped staging differ at " << taps << " taps";

@@ -1,6 +1,6 @@
-// The CPU fir_bank stage: the form it picks is in its status, its declared delay is that form's
-// latency, and S3's crossover (non-uniform partitions) comes out as the float64 convolution of the
-// designed taps, delayed by one 256-frame block.
+// The CPU fir_bank stage: the form it picks and its delay are in its status, its declared delay is
+// that form's latency, and S3's crossover (non-uniform partitions) comes out as the float64
+// convolution of the designed taps, delayed by one 256-frame block.
 #include "pipeline/fir_bank_stage.hpp"
 
 #include <gtest/gtest.h>
@@ -22,9 +22,11 @@ FirBankSettings crossover(uint32_t taps) {
   return s;
 }
 
-std::string form_of(const FirBankStage& stage) {
+// The form named in the status; its delay there must be the one the stage declared.
+std::string form_of(const FirBankStage& stage, uint32_t declared_delay) {
   nlohmann::json status;
   stage.add_status(status);
+  EXPECT_EQ(status.value("delay_frames", 99999u), declared_delay);
   return status.value("form", "");
 }
 
@@ -33,15 +35,15 @@ TEST(FirBankStage, StatusNamesTheFormAndTheDelayIsItsLatency) {
   FirBankStage s3(crossover(8191));
   EXPECT_EQ(s3.prepare(mono, 256).delay_frames, 10u + 256u);
   // A crossover's bands are complementary: its last band is the delayed input minus the others.
-  EXPECT_EQ(form_of(s3), "non-uniformly partitioned overlap-save, partitions x block: 3 x 256, 8 x 1024, "
+  EXPECT_EQ(form_of(s3, 256), "non-uniformly partitioned overlap-save, partitions x block: 3 x 256, 8 x 1024, "
                          "last band as the delayed input minus the others");
   FirBankStage short_filter(crossover(63));
   EXPECT_EQ(short_filter.prepare(mono, 1024).delay_frames, 10u + 450u);
-  EXPECT_EQ(form_of(short_filter), "overlap-save, FFT 512, block 450, last band as the delayed input minus the others");
+  EXPECT_EQ(form_of(short_filter, 450), "overlap-save, FFT 512, block 450, last band as the delayed input minus the others");
   FirBankSettings tiny = crossover(31);
   FirBankStage direct(tiny);
   EXPECT_EQ(direct.prepare(mono, 1024).delay_frames, 10u);
-  EXPECT_EQ(form_of(direct), "direct form");
+  EXPECT_EQ(form_of(direct, 0), "direct form");
 }
 
 TEST(FirBankStage, TheCrossoverInNonUniformPartitionsIsTheConvolutionDelayed) {
