@@ -9,7 +9,7 @@
 //   split (launch_fir_direct_split): the taps cut into segments as well, one block per tile,
 //     segment and lane, the segments' sums added in a fixed order by the block that finishes a
 //     tile last; for longer filters, and for chunks too short to fill the GPU with tiles (S3's
-//     256 frames x 8 lanes of 8191 taps: 128 blocks instead of 8). One launch per call: the
+//     256 frames x 8 lanes of 8191 taps: 152 blocks instead of 8). One launch per call: the
 //     history is double-buffered and the kernel flips which buffer is current.
 // Either way every call uses the same pointers, so a call can be captured as a CUDA graph and
 // replayed. Host C++ only.
