@@ -152,12 +152,18 @@ __global__ void fir_direct_bank_kernel(const float* __restrict__ x, size_t in_st
   }
 }
 
+// Sample i of a channel's history after a call of `frames` samples x: the last h samples of
+// [hist | x] (hist: the h samples before the call).
+__device__ __forceinline__ float carried_sample(const float* x, const float* hist, long long frames, int h, int i) {
+  const long long src = frames - h + i;  // index in the call's frames (negative: the history's)
+  return src >= 0 ? x[src] : hist[h + src];
+}
+
 __global__ void fir_direct_carry_kernel(const float* __restrict__ x, size_t in_stride, long long frames,
                                         const float* __restrict__ hist, int h, float* __restrict__ next) {
   const uint32_t c = blockIdx.y;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < h; i += gridDim.x * blockDim.x) {
-    const long long s = frames - h + i;  // index in the call's frames (negative: the history's)
-    next[size_t(c) * h + i] = s >= 0 ? x[size_t(c) * in_stride + s] : hist[size_t(c) * h + h + s];
+    next[size_t(c) * h + i] = carried_sample(x + size_t(c) * in_stride, hist + size_t(c) * h, frames, h, i);
   }
 }
 
@@ -227,10 +233,7 @@ __global__ void fir_direct_split_kernel(FirSplitArgs a) {
     float* next = (parity ? a.hist0 : a.hist1) + size_t(c) * size_t(h);
     const int share = (h + int(gridDim.x) - 1) / int(gridDim.x);
     const int lo = int(blockIdx.x) * share, hi = min(h, lo + share);
-    for (int i = lo + int(threadIdx.x); i < hi; i += blockDim.x) {
-      const long long src = a.frames - h + i;
-      next[i] = src >= 0 ? __ldg(xc + src) : __ldcg(hist + h + src);
-    }
+    for (int i = lo + int(threadIdx.x); i < hi; i += blockDim.x) next[i] = carried_sample(xc, hist, a.frames, h, i);
   }
   __threadfence();
   __syncthreads();

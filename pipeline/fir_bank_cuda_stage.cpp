@@ -377,15 +377,7 @@ cudaError_t FirBankCudaStage::prime_gpu(cuda::FirFilterCuda& bank) noexcept {
 void FirBankCudaStage::prime_cpu() noexcept {
   unwrap_history();
   cpu_->reset();
-  if (cpu_->direct) {  // no blocks to rebuild: the history is the state (8 190 frames for S3's taps)
-    cpu_->direct->prime(prime_.data(), history_frames_, history_frames_);
-    return;
-  }
-  for (uint32_t at = 0; at < history_frames_;) {
-    const uint32_t n = std::min(max_frames_, history_frames_ - at);
-    cpu_->process(prime_.data() + at, history_frames_, n, scratch_.data(), max_frames_);
-    at += n;
-  }
+  cpu_->prime(prime_.data(), history_frames_, scratch_.data(), max_frames_);
 }
 
 void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error,
@@ -536,7 +528,7 @@ void FirBankCudaStage::add_status(nlohmann::json& status) const {
   status["parts_uploaded_while_captured"] = parts_uploaded();
   status["input_converted_on_gpu"] = raw_;
   status["form"] = direct_ ? "direct" : "fft (uniform partitions of " + std::to_string(block_) + ")";
-  status["delay_frames"] = direct_ ? 0 : block_;  // the bank's latency (fixed at prepare; the spare's is the same)
+  status["delay_frames"] = block_;  // the bank's latency (0 in direct form; fixed at prepare, the spare's too)
 }
 
 }  // namespace vigil

@@ -45,6 +45,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -143,6 +144,17 @@ class FirBankCudaStage final : public Stage {
         fft->process(in, in_stride, frames, out, out_stride);
     }
     void reset() noexcept { direct ? direct->reset() : fft->reset(); }
+    // Feeds `frames` of input (lane c at in + c * frames) as if they had been filtered: the direct
+    // form's state is its history, a copy (8 190 frames for S3's taps); the FFT form filters them
+    // in chunks of max_frames into scratch, to rebuild its blocks.
+    void prime(const float* in, uint32_t frames, float* scratch, uint32_t max_frames) noexcept {
+      if (direct) return direct->prime(in, frames, frames);
+      for (uint32_t at = 0; at < frames;) {
+        const uint32_t n = std::min(max_frames, frames - at);
+        fft->process(in + at, frames, n, scratch, max_frames);
+        at += n;
+      }
+    }
     void set_taps(const std::vector<std::vector<float>>& taps) { direct ? direct->set_taps(taps) : fft->set_taps(taps); }
   };
 
