@@ -8,7 +8,15 @@ namespace {
 constexpr int kThreads = 256;
 
 // Shared memory of one window's block: the two buffers its levels alternate between.
-size_t window_shared_bytes(uint32_t n) { return 2 * size_t(n) * sizeof(float); }
+template <int kLen>
+size_t window_shared_bytes(uint32_t n) {
+  return 2 * size_t(LevelLayout<kLen == 16>::buffer_floats(n)) * sizeof(float);
+}
+
+// The unrolled, haloed kernel takes 16-tap wavelets whose deepest approximation keeps 8 samples.
+bool haloed(const DenoiseWindowsParams& p) {
+  return p.filters.len == 16 && (p.n >> p.levels) >= LevelLayout<true>::kMinDeepest;
+}
 
 // The select's scratch: a count per 8-bit digit and the digit found.
 struct BlockSelect {
@@ -18,21 +26,44 @@ struct BlockSelect {
 
 __device__ __forceinline__ uint32_t abs_bits(float x) { return __float_as_uint(x) & 0x7fffffffu; }
 
-// The bit pattern of the rank-th smallest |v[i]|, i < count (for non-negative floats the pattern
-// orders as the value): a radix select, 8 bits a pass, counted in shared memory. Every thread gets
-// it; ends synchronised.
-__device__ uint32_t block_select_abs(const float* v, uint32_t count, uint32_t rank, BlockSelect& s) {
+// Values a thread holds for a select: count <= kSelectPerThread * kThreads (2048 = the finest
+// details of the largest window).
+constexpr int kSelectPerThread = kStreamingDenoiseMaxWindow / 2 / kThreads;
+static_assert(kSelectPerThread * kThreads * 2 == kStreamingDenoiseMaxWindow, "the finest details fill the block");
+
+// |v[i]| as bit patterns (for non-negative floats the pattern orders as the value), i < count,
+// kSelectPerThread a thread (value k of thread t: i = t + k * kThreads), held in registers across
+// the select's passes; past count: kNoValue, which no prefix matches and no pattern lies below.
+constexpr uint32_t kNoValue = 0xffffffffu;
+struct HeldValues {
+  uint32_t b[kSelectPerThread];
+};
+
+__device__ __forceinline__ HeldValues hold_abs(const float* v, uint32_t count) {
+  HeldValues h;
+#pragma unroll
+  for (int k = 0; k < kSelectPerThread; ++k) {
+    const uint32_t i = threadIdx.x + uint32_t(k) * kThreads;
+    h.b[k] = i < count ? abs_bits(v[i]) : kNoValue;
+  }
+  return h;
+}
+
+// The bit pattern of the rank-th smallest held value: a radix select, 8 bits a pass, counted in
+// shared memory. Every thread gets it; ends synchronised.
+__device__ uint32_t block_select_abs(const HeldValues& h, uint32_t rank, BlockSelect& s) {
   const uint32_t lane = threadIdx.x % 32;
   uint32_t prefix = 0, mask = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (uint32_t i = threadIdx.x; i < 256; i += blockDim.x) s.count[i] = 0;
     __syncthreads();
-    // Uniform trip count, so whole warps meet at the vote: equal digits are counted by one atomic
-    // (|details| share their top bits: one counter would otherwise take every add).
-    for (uint32_t i0 = 0; i0 < count; i0 += blockDim.x) {
-      const uint32_t i = i0 + threadIdx.x;
-      const uint32_t b = i < count ? abs_bits(v[i]) : 0;
-      const bool mine = i < count && (b & mask) == prefix;
+    // Whole warps meet at the vote: equal digits are counted by one atomic (|details| share their
+    // top bits: one counter would otherwise take every add); a warp with no value under the prefix
+    // (most of them after the first two passes) goes on at once.
+#pragma unroll
+    for (int k = 0; k < kSelectPerThread; ++k) {
+      const uint32_t b = h.b[k];
+      const bool mine = b != kNoValue && (b & mask) == prefix;
       const unsigned voters = __ballot_sync(0xffffffffu, mine);
       if (mine) {
         const uint32_t digit = (b >> shift) & 255u;
@@ -69,19 +100,21 @@ __device__ uint32_t block_select_abs(const float* v, uint32_t count, uint32_t ra
   return prefix;
 }
 
-// numpy's median of |v[0, count)|: the middle value, or for an even count the mean of the two
-// middle ones (the lower is the upper itself, or the largest value below it). Every thread gets
-// it; ends synchronised.
+// numpy's median of |v[0, count)|, count <= kSelectPerThread * blockDim: the middle value, or for
+// an even count the mean of the two middle ones (the lower is the upper itself, or the largest value
+// below it). Every thread gets it; ends synchronised.
 __device__ float block_median_abs(const float* v, uint32_t count, BlockSelect& s) {
+  const HeldValues h = hold_abs(v, count);
   const uint32_t mid = count / 2;
-  const uint32_t upper = block_select_abs(v, count, mid, s);
+  const uint32_t upper = block_select_abs(h, mid, s);
   if (count % 2) return __uint_as_float(upper);
   if (threadIdx.x == 0) s.less = s.max_less = 0;
   __syncthreads();
   uint32_t less = 0, max_less = 0;
-  for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) {
-    const uint32_t b = abs_bits(v[i]);
-    if (b < upper) {
+#pragma unroll
+  for (int k = 0; k < kSelectPerThread; ++k) {
+    const uint32_t b = h.b[k];
+    if (b < upper) {  // kNoValue never is
       ++less;
       max_less = max(max_less, b);
     }
@@ -96,35 +129,42 @@ __device__ float block_median_abs(const float* v, uint32_t count, BlockSelect& s
   return 0.5f * (__uint_as_float(lower) + __uint_as_float(upper));
 }
 
-// kLen: 16 for 16-tap wavelets (db8, sym8: the DWT's taps unrolled), else 0 (any length). The
-// window's levels alternate between two buffers of shared memory (analyse_levels_alternating):
-// 32 KiB for S1's 4096-sample windows, where a third buffer for the coefficients took 48 and let
-// four blocks share a multiprocessor instead of six.
+// kLen: 16 for 16-tap wavelets (db8, sym8: the DWT's taps unrolled, every level's regions with
+// periodic halos: LevelLayout), else 0 (any length, tight layout). The window's levels alternate
+// between two buffers of shared memory (analyse_levels_alternating): 32.2 KiB for S1's
+// 4096-sample windows, where a third buffer for the coefficients took 48 and let four blocks share
+// a multiprocessor instead of six. The launch bound keeps the registers within six blocks too (40
+// a thread; 44 with the select's held values left to the compiler: five blocks).
 template <int kLen>
-__global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
+__global__ void __launch_bounds__(kThreads, 6) denoise_windows_kernel(DenoiseWindowsParams p) {
+  constexpr bool kHalo = kLen == 16;
+  using Layout = LevelLayout<kHalo>;
   extern __shared__ float smem[];
   const uint32_t n = p.n, j = blockIdx.x, lane = blockIdx.y;
   float* const x = smem;
-  float* const c = smem + n;
+  float* const c = smem + Layout::buffer_floats(n);
   __shared__ BlockSelect select;
   const float* hist = p.hist + size_t(lane) * n;
   const float* in = p.in + size_t(lane) * p.in_stride;
   const size_t start = size_t(p.first_end) + size_t(j) * p.hop;  // in the line: hist, then the chunk
+  float* const samples = Layout::approx(x);
   for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
     const size_t at = start + i;
-    x[i] = at < n ? hist[at] : in[at - n];
+    store_periodic<Layout::kApproxHalo>(samples, n, i, at < n ? hist[at] : in[at - n]);
   }
   __syncthreads();
-  analyse_levels_alternating<kLen>(p.filters, x, c, n, p.levels);
-  // Level k's details: (k odd ? c : x)[(n >> k), n >> (k - 1)) (1 = finest).
-  const float sigma_finest = block_median_abs(c + n / 2, n / 2, select) / 0.6745f;
+  analyse_levels_alternating<kLen, kHalo>(p.filters, x, c, n, p.levels);
+  // Level k's details (1 = finest): Layout::details(k odd ? c : x, n >> k).
+  const float sigma_finest = block_median_abs(Layout::details(c, n / 2), n / 2, select) / 0.6745f;
   for (unsigned level = 1; level <= p.levels; ++level) {
     const uint32_t len = n >> level;
-    float* d = (level & 1 ? c : x) + len;
+    float* d = Layout::details(level & 1 ? c : x, len);
     // Per level: each level's median before its own details change; the levels do not overlap.
     const float sigma = p.per_level && level > 1 ? block_median_abs(d, len, select) / 0.6745f : sigma_finest;
     const float thr = float(double(sigma) * p.universal);
-    for (uint32_t i = threadIdx.x; i < len; i += blockDim.x) {
+    // The halo copies too: the same threshold of the same value keeps them copies.
+    constexpr int h = Layout::kDetailHalo;
+    for (int i = int(threadIdx.x) - h; i < int(len) + h; i += int(blockDim.x)) {
       const float v = d[i];
       if (p.soft) {
         const float mag = fabsf(v) - thr;
@@ -135,9 +175,9 @@ __global__ void denoise_windows_kernel(DenoiseWindowsParams p) {
     }
   }
   __syncthreads();
-  synthesise_levels_alternating<kLen>(p.filters, x, c, n >> p.levels, p.levels);
+  synthesise_levels_alternating<kLen, kHalo>(p.filters, x, c, n >> p.levels, p.levels);
   float* out = p.wout + (size_t(lane) * p.windows + j) * n;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(p.weight[i], x[i]);
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(p.weight[i], samples[i]);
 }
 
 // The hop finished by window w of this chunk, at phase f: the earlier half plus w's first half
@@ -182,20 +222,21 @@ __global__ void denoise_advance_kernel(const float* __restrict__ wout, float* re
 
 cudaError_t prepare_denoise_windows(uint32_t n) noexcept {
   if (n < 4 || n > kStreamingDenoiseMaxWindow) return cudaErrorInvalidValue;
-  const int bytes = int(window_shared_bytes(kStreamingDenoiseMaxWindow));
-  const cudaError_t e = cudaFuncSetAttribute(denoise_windows_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  const cudaError_t e = cudaFuncSetAttribute(denoise_windows_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(window_shared_bytes<0>(kStreamingDenoiseMaxWindow)));
   if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(denoise_windows_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return cudaFuncSetAttribute(denoise_windows_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(window_shared_bytes<16>(kStreamingDenoiseMaxWindow)));
 }
 
 cudaError_t launch_denoise_windows(const DenoiseWindowsParams& p, cudaStream_t stream) noexcept {
   if (p.n < 4 || p.n > kStreamingDenoiseMaxWindow || p.levels < 1 || p.lanes == 0 || p.lanes > 65535)
     return cudaErrorInvalidValue;
   if (p.windows == 0) return cudaSuccess;
-  if (p.filters.len == 16)
-    denoise_windows_kernel<16><<<dim3(p.windows, p.lanes), kThreads, window_shared_bytes(p.n), stream>>>(p);
+  if (haloed(p))
+    denoise_windows_kernel<16><<<dim3(p.windows, p.lanes), kThreads, window_shared_bytes<16>(p.n), stream>>>(p);
   else
-    denoise_windows_kernel<0><<<dim3(p.windows, p.lanes), kThreads, window_shared_bytes(p.n), stream>>>(p);
+    denoise_windows_kernel<0><<<dim3(p.windows, p.lanes), kThreads, window_shared_bytes<0>(p.n), stream>>>(p);
   return after_launch(stream);
 }
 

@@ -77,6 +77,7 @@ struct Case {
   ThresholdMode mode;
   NoiseEstimate noise;
   uint32_t lanes;
+  unsigned levels = 0;  // 0: the deepest pywt allows
 };
 
 TEST(StreamingDenoiserCuda, EqualsTheCpuTwinForEveryWindowWaveletAndMode) {
@@ -90,6 +91,12 @@ TEST(StreamingDenoiserCuda, EqualsTheCpuTwinForEveryWindowWaveletAndMode) {
       {"db8", 1024, ThresholdMode::kSoft, NoiseEstimate::kPerLevel, 4},
       {"db20", 2048, ThresholdMode::kSoft, NoiseEstimate::kFinest, 2},
       {"db8", 4096, ThresholdMode::kSoft, NoiseEstimate::kFinest, 3},
+      // 16-tap wavelets take the haloed kernel while the deepest approximation keeps 8 samples:
+      // its smallest case (16 -> 8), hard and per level, and past the rule (the generic kernel).
+      {"db8", 16, ThresholdMode::kSoft, NoiseEstimate::kFinest, 2},
+      {"sym8", 512, ThresholdMode::kHard, NoiseEstimate::kPerLevel, 3},
+      {"db8", 256, ThresholdMode::kSoft, NoiseEstimate::kPerLevel, 2, 6},
+      {"db8", 8, ThresholdMode::kHard, NoiseEstimate::kFinest, 1},
   };
   uint32_t seed = std::random_device{}();
   for (const Case& c : cases) {
@@ -97,6 +104,7 @@ TEST(StreamingDenoiserCuda, EqualsTheCpuTwinForEveryWindowWaveletAndMode) {
     spec.wavelet = c.wavelet;
     spec.mode = c.mode;
     spec.noise = c.noise;
+    spec.levels = c.levels;
     const uint32_t hop = uint32_t(c.window / 2), max_frames = uint32_t(3 * c.window + 5);
     const uint32_t total = uint32_t(12 * c.window + 777);
     const std::vector<float> x = make_input(c.lanes, total, ++seed);
@@ -108,7 +116,8 @@ TEST(StreamingDenoiserCuda, EqualsTheCpuTwinForEveryWindowWaveletAndMode) {
     const std::vector<float> want = run_cpu(spec, c.window, x, c.lanes, total);
     const std::string what = std::string(c.wavelet) + " window " + std::to_string(c.window) +
                              (c.mode == ThresholdMode::kSoft ? " soft" : " hard") +
-                             (c.noise == NoiseEstimate::kFinest ? " finest" : " per level") + " seed " + std::to_string(seed);
+                             (c.noise == NoiseEstimate::kFinest ? " finest" : " per level") + " levels " +
+                             std::to_string(c.levels) + " seed " + std::to_string(seed);
     EXPECT_LE(test::rel_l2(got, want), 1e-5) << what;
     // Output is the input's denoised version delayed by one window: the first window is silent.
     for (uint32_t l = 0; l < c.lanes; ++l) EXPECT_EQ(got[size_t(l) * total], 0.0f) << what;
