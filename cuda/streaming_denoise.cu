@@ -100,9 +100,9 @@ __device__ uint32_t block_select_abs(const HeldValues& h, uint32_t rank, BlockSe
   return prefix;
 }
 
-// numpy's median of |v[0, count)|, count <= kSelectPerThread * blockDim: the middle value, or for
-// an even count the mean of the two middle ones (the lower is the upper itself, or the largest value
-// below it). Every thread gets it; ends synchronised.
+// numpy's median of |v[0, count)|, count <= kSelectPerThread * kThreads, in a block of kThreads:
+// the middle value, or for an even count the mean of the two middle ones (the lower is the upper
+// itself, or the largest value below it). Every thread gets it; ends synchronised.
 __device__ float block_median_abs(const float* v, uint32_t count, BlockSelect& s) {
   const HeldValues h = hold_abs(v, count);
   const uint32_t mid = count / 2;

@@ -154,7 +154,7 @@ __device__ __forceinline__ float* synthesise_levels_in_block(const WaveletFilter
 // (kHalo false): the approximation of length L at b[0, L), its details at b[L, 2L). Haloed: each
 // region has a periodic halo on both sides (copies of its other end), so the unrolled 16-tap loops
 // read the taps of the edge outputs straight too (the generic loop wrapped every index of them:
-// a quarter of S1's denoise instructions): [8 | approximation | 8] [4 | details | 4]. The halo
+// about a fifth of S1's denoise instructions): [8 | approximation | 8] [4 | details | 4]. The halo
 // layout needs L >= 8 at every level (the deepest approximation at least 8 samples): then a level
 // written into a buffer ends before the details of the level two above it begin.
 template <bool kHalo>
