@@ -91,9 +91,13 @@ def listening(args, listen_out, data_port, event_port, flags=()):
     """vigil-listen receiving on the ports (data port 0: events only), its --json lines into
     listen_out, for the length of the with block; it gets half a second after the block for the
     last datagrams (vigild's final status) before it is stopped."""
+    # 256 MiB a socket: the receiver shares the host with vigild, and S1 at 800 channels sends it
+    # ~115 000 event lines a second; with vigil-listen's default 16 MiB one run in five lost 4 239
+    # events to a stall of the receiver (H200 host, 2026-11-27), which a rig's receiver on its own
+    # machine would not see. Granted as root (SO_RCVBUFFORCE), else up to net.core.rmem_max.
     listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", str(data_port),
-                               "--event-port", str(event_port), "--json"] + list(flags), stdout=open(listen_out, "w"),
-                              stderr=subprocess.DEVNULL)
+                               "--event-port", str(event_port), "--json", "--buffer-kib", str(256 * 1024)]
+                              + list(flags), stdout=open(listen_out, "w"), stderr=subprocess.DEVNULL)
     time.sleep(0.3)
     try:
         yield
