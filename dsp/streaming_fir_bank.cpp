@@ -118,8 +118,8 @@ std::string StreamingFirBank::describe() const {
     case Form::kSingleBlock:
       return "overlap-save, FFT " + std::to_string(first.fft_size()) + ", block " + std::to_string(first.block()) + extras();
     case Form::kUniform:
-      return "uniformly partitioned overlap-save, " + std::to_string(first.partitions()) + " partitions of " +
-             std::to_string(first.block()) + extras();
+      return "uniformly partitioned overlap-save, " + std::to_string(first.partitions()) +
+             (first.partitions() == 1 ? " partition of " : " partitions of ") + std::to_string(first.block()) + extras();
     case Form::kNonUniform:
       return "non-uniformly partitioned overlap-save, partitions x block: " + parts_[0].bank->describe() + extras();
     case Form::kDirect: break;

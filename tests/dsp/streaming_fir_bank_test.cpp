@@ -32,6 +32,10 @@ TEST(StreamingFirBank, PicksTheFormByLengthAndLatency) {
   const StreamingFirBank uniform({randn(8192, 1)}, 2, 1024, 1024);
   EXPECT_EQ(uniform.form(), StreamingFirBank::Form::kUniform);
   EXPECT_EQ(uniform.latency_frames(), 1024u);
+  EXPECT_EQ(uniform.describe(), "uniformly partitioned overlap-save, 8 partitions of 1024");
+  // S2's filters at its 8192-frame latency: one partition (no single FFT block fits the limit).
+  const StreamingFirBank one({randn(8192, 1)}, 2, 1024, 8192);
+  EXPECT_EQ(one.describe(), "uniformly partitioned overlap-save, 1 partition of 8192");
   // A latency limit just above the filter length would leave one big FFT a hop of 2 samples:
   // uniform partitions are far less work there.
   const StreamingFirBank tight({randn(1023, 1), randn(1023, 2)}, 2, 256, 256);
