@@ -1,10 +1,10 @@
 // Periodized analysis: cA[i] = sum_k lo[k] a[(2i + L/2 - k) mod m] (checked against pywt by
 // scripts/gen_wavelet_filters.py); synthesis is its transpose. Both run in polyphase form on
-// wrap-padded copies, so every output is a sum over contiguous memory with no index wrapping, and
-// 8 consecutive outputs accumulate in two 4-float vectors (SSE2 / NEON) as the taps stream past.
+// wrap-padded copies, so every output is a weighted sum of contiguous rows with no index wrapping
+// (dsp/row_sums: many outputs accumulate in registers as the taps stream past).
 #include "dsp/dwt.hpp"
 
-#include "dsp/simd.hpp"
+#include "dsp/row_sums.hpp"
 
 #include <cstring>
 #include <stdexcept>
@@ -12,63 +12,6 @@
 
 namespace vigil {
 namespace {
-
-using simd::load4;
-using simd::store4;
-using simd::v4f;
-
-// out[i] = sum_t w[t] * src[t][i] for i in [0, n): the polyphase inner product, 8 outputs a step.
-// Each src[t] is read contiguously from i onwards.
-void polyphase(const float* w, const float* const* src, size_t taps, size_t n, float* out) noexcept {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4f a0 = {}, a1 = {};
-    for (size_t t = 0; t < taps; ++t) {
-      const float* s = src[t] + i;
-      a0 += w[t] * load4(s);
-      a1 += w[t] * load4(s + 4);
-    }
-    store4(out + i, a0);
-    store4(out + i + 4, a1);
-  }
-  for (; i < n; ++i) {
-    float a = 0.0f;
-    for (size_t t = 0; t < taps; ++t) a += w[t] * src[t][i];
-    out[i] = a;
-  }
-}
-
-// polyphase() for two filters over the same sources at once (the analysis' low and high pass):
-// each source vector is loaded once for both. Each output's sum runs in the same order as in
-// polyphase(), so the results are the same to the bit.
-void polyphase2(const float* w1, const float* w2, const float* const* src, size_t taps, size_t n, float* out1,
-                float* out2) noexcept {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4f a0 = {}, a1 = {}, b0 = {}, b1 = {};
-    for (size_t t = 0; t < taps; ++t) {
-      const float* s = src[t] + i;
-      const v4f x0 = load4(s), x1 = load4(s + 4);
-      a0 += w1[t] * x0;
-      a1 += w1[t] * x1;
-      b0 += w2[t] * x0;
-      b1 += w2[t] * x1;
-    }
-    store4(out1 + i, a0);
-    store4(out1 + i + 4, a1);
-    store4(out2 + i, b0);
-    store4(out2 + i + 4, b1);
-  }
-  for (; i < n; ++i) {
-    float a = 0.0f, b = 0.0f;
-    for (size_t t = 0; t < taps; ++t) {
-      a += w1[t] * src[t][i];
-      b += w2[t] * src[t][i];
-    }
-    out1[i] = a;
-    out2[i] = b;
-  }
-}
 
 // dst[j] = src[(j - pad) mod m] for j in [0, m + 2 pad): periodic extension on both sides.
 void wrap_pad(const float* src, size_t m, size_t pad, float* dst) noexcept {
@@ -130,7 +73,7 @@ void Dwt::analyse(const float* a, size_t m, float* ca, float* cd) noexcept {
     const size_t q = s + pad - k;
     src[k] = q % 2 == 0 ? even_.data() + q / 2 : odd_.data() + (q - 1) / 2;
   }
-  polyphase2(lo_.data(), hi_.data(), src, len, half, ca, cd);
+  row_sums::sum2(lo_.data(), hi_.data(), src, len, half, ca, cd);
 }
 
 // The transpose: a[t] collects lo[k] cA[i] + hi[k] cD[i] for every (i, k) with
@@ -154,7 +97,7 @@ void Dwt::synthesise(const float* ca, const float* cd, size_t m, float* a) noexc
       w[taps] = hi_[k];
       src[taps++] = pad_d_.data() + off;
     }
-    polyphase(w, src, taps, half, phase == 0 ? out_even_.data() : out_odd_.data());
+    row_sums::sum(w, src, taps, half, phase == 0 ? out_even_.data() : out_odd_.data());
   }
   for (size_t u = 0; u < half; ++u) {
     a[2 * u] = out_even_[u];

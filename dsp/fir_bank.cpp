@@ -1,11 +1,9 @@
-// Direct-form FIR bank. Register-blocked: 16 outputs accumulate in four 4-float vectors while the
-// taps stream past, so each tap costs one broadcast and four loads per 16 outputs. The vectors
-// are GCC/Clang vector extensions: SSE/AVX on x86-64, NEON on aarch64, no intrinsics. Every output
-// sums its products in tap order, the same as the scalar tail, so results do not depend on
-// where a chunk boundary falls.
+// Direct-form FIR bank. Each lane's outputs are weighted sums of sliding rows of its history
+// (dsp/row_sums: 32 or 64 outputs accumulate in registers while the taps stream past). Every output
+// sums its products in tap order, so results do not depend on where a chunk boundary falls.
 #include "dsp/fir_bank.hpp"
 
-#include "dsp/simd.hpp"
+#include "dsp/row_sums.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -15,32 +13,9 @@
 namespace vigil {
 namespace {
 
-using simd::load4;
-using simd::v4f;
-
 // y[n] = sum_j hr[j] * x0[n + j] for n in [0, frames).
 void fir_lane(const float* hr, size_t len, const float* x0, uint32_t frames, float* y) noexcept {
-  uint32_t n = 0;
-  for (; n + 16 <= frames; n += 16) {
-    v4f a0 = {}, a1 = {}, a2 = {}, a3 = {};
-    const float* x = x0 + n;
-    for (size_t j = 0; j < len; ++j) {
-      const float h = hr[j];
-      a0 += h * load4(x + j);
-      a1 += h * load4(x + j + 4);
-      a2 += h * load4(x + j + 8);
-      a3 += h * load4(x + j + 12);
-    }
-    std::memcpy(y + n, &a0, sizeof a0);
-    std::memcpy(y + n + 4, &a1, sizeof a1);
-    std::memcpy(y + n + 8, &a2, sizeof a2);
-    std::memcpy(y + n + 12, &a3, sizeof a3);
-  }
-  for (; n < frames; ++n) {
-    float a = 0.0f;
-    for (size_t j = 0; j < len; ++j) a += hr[j] * x0[n + j];
-    y[n] = a;
-  }
+  row_sums::sliding(hr, x0, len, frames, y);
 }
 
 }  // namespace

@@ -36,8 +36,11 @@ LOADS = {
 # S3 on the GPU: 2 as well (its crossover runs on the GPU; the default kept 16 helpers spinning, which
 # vigild warns about; probes, second session of 2026-11-25: p99 83-135 us with 1, 2 or 16 alike).
 # The 2-core machine: the default (one per core less one: no helper); S3 had 2 (2026-11-22), which on
-# the machine of 2026-11-26 ran 142-223x real time unpaced against 353-358x without a helper.
-THREADS = {"cpu": {}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
+# the machine of 2026-11-26 ran 142-223x real time unpaced against 353-358x without a helper. S1 has
+# 2: its 6.5 ms chunks are long enough for the split to pay (scripts/s1_probe.py --backend cpu
+# --channels 4 --rate-factor 1, 2026-11-27: 1 and 3 misses in ~765 chunks, latency p50 3.3 ms, with
+# 2 threads; 12 and 34 misses, p50 4.4 ms, with 1).
+THREADS = {"cpu": {"s1": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
