@@ -4,10 +4,12 @@
 // result is the same to the bit whatever the vector width or where a block of outputs ends.
 //
 // Why a module of its own: the sums were written as two or four 4-float accumulators, and each
-// accumulator waits on its own last add (4 cycles on current x86 and Arm cores), so a tap took 4
-// cycles however few instructions it had. Eight independent accumulators fill that wait. On x86-64
-// CPUs with AVX2 the same loop runs 8 floats wide (a build for x86-64-v3 beside the portable one,
-// picked once at run time); elsewhere (SSE2, NEON) 4 wide. No intrinsics: GCC/Clang vector types.
+// accumulator waits on its own last add (about 4 cycles on current x86 and Arm cores), so a tap
+// took 4 cycles however few instructions it had. Eight independent accumulators fill that wait. On
+// x86-64 CPUs with AVX2 they are 8 floats wide (a build with target("avx2") beside the portable
+// one, picked once at run time: VIGIL_SIMD_CLONES builds one source for every target, and these
+// loops need a different vector width per target); elsewhere (SSE2, NEON) 4 wide. No intrinsics:
+// GCC/Clang vector types.
 #pragma once
 
 #include <cstddef>
