@@ -21,9 +21,10 @@ class MedianAbs {
 
  private:
   static constexpr unsigned kBucketBits = 11;
+  static constexpr size_t kHistograms = 4;  // interleaved (see operator())
   std::vector<uint32_t> keys_;    // |v| as bits
   std::vector<float> gathered_;   // the middle bucket's values
-  std::vector<uint32_t> counts_;  // per bucket
+  std::vector<uint32_t> counts_;  // per histogram and bucket; all zero between calls
 };
 
 }  // namespace vigil
