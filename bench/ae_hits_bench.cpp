@@ -3,14 +3,15 @@
 // chunk split into segments; not above 256 lanes), 65536-frame chunks of noise with Poisson bursts at 200 hits/s per
 // lane, 2 MS/s. Lanes: 16 (one S1 rig) and 800 (fifty). BM_AeHitsCudaS1: S1's signal and settings
 // (bench/scenarios/s1-ae.yaml: 10 MS/s, bursts of 0.05 at 300 kHz decaying over 100 us, HDT 800 us,
-// PDT 200 us, HLT 1 ms, levels every 1 s), segmented.
+// PDT 200 us, HLT 1 ms, levels every 1 s), segmented; BM_AeHitsCpuS1 the same on the CPU (S1's 4
+// channels on the two cores).
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/ae_hit_detector.hpp"
-#ifdef VIGIL_HAVE_CUDA
+#if VIGIL_HAVE_CUDA
 #include "cuda/ae_hit_detector_cuda.hpp"
 #include "cuda/cuda_check.hpp"
 #endif
@@ -45,10 +46,10 @@ vigil::AeSampleParams params(bool s1 = false) {
   return vigil::ae_sample_params(s, s1 ? kRateS1 : kRate);
 }
 
-void BM_AeHitsCpu(benchmark::State& state) {
+void run_cpu(benchmark::State& state, bool s1) {
   const auto lanes = uint32_t(state.range(0));
-  const auto x = lanes_of_signal(lanes);
-  vigil::AeHitDetector d(params(), lanes);
+  const auto x = lanes_of_signal(lanes, s1);
+  vigil::AeHitDetector d(params(s1), lanes);
   uint64_t first = 0, hits = 0;
   for (auto _ : state) {
     for (uint32_t l = 0; l < lanes; ++l)
@@ -59,9 +60,12 @@ void BM_AeHitsCpu(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations()) * lanes * kFrames);
   state.counters["hits"] = double(hits);
 }
+void BM_AeHitsCpu(benchmark::State& state) { run_cpu(state, false); }
+void BM_AeHitsCpuS1(benchmark::State& state) { run_cpu(state, true); }
 BENCHMARK(BM_AeHitsCpu)->Arg(16)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AeHitsCpuS1)->Arg(4)->Unit(benchmark::kMicrosecond);
 
-#ifdef VIGIL_HAVE_CUDA
+#if VIGIL_HAVE_CUDA
 void run_cuda(benchmark::State& state, bool split, bool s1) {
   std::string why;
   if (!vigil::cuda::device_available(&why)) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "pipeline/fir_bank_stage.hpp"
-#ifdef VIGIL_HAVE_CUDA
+#if VIGIL_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
 #endif
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     vigil::FirBankStage cpu(crossover());
     measure("cpu", cpu, std::max(1, chunks / 10));  // the CPU is slower: fewer chunks
   }
-#ifdef VIGIL_HAVE_CUDA
+#if VIGIL_HAVE_CUDA
   if (vigil::cuda::device_available()) {
     // Each chunk as one replayed CUDA graph (the default) and launch by launch, both staging modes.
     for (const bool graphs : {true, false})

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "pipeline/fir_bank_stage.hpp"
-#ifdef VIGIL_HAVE_CUDA
+#if VIGIL_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
 #include "pipeline/fir_bank_cuda_stage.hpp"
 #endif
@@ -61,7 +61,7 @@ void BM_FirStageCpu(benchmark::State& state) {
 }
 BENCHMARK(BM_FirStageCpu)->RangeMultiplier(4)->Range(256, 65536)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-#ifdef VIGIL_HAVE_CUDA
+#if VIGIL_HAVE_CUDA
 void BM_FirStageCuda(benchmark::State& state) {
   if (!vigil::cuda::device_available()) {
     state.SkipWithError("no CUDA device");

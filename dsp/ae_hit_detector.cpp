@@ -21,6 +21,37 @@ uint64_t samples(double t_s, double rate_hz) { return uint64_t(std::llround(t_s 
 
 }  // namespace
 
+uint32_t AeHitDetector::first_at_or_above(const float* x, uint32_t n, float threshold) noexcept {
+  constexpr uint32_t kBlock = 32;  // tested together (a vector compare), then one by one
+  uint32_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    int any = 0;
+    for (uint32_t j = 0; j < kBlock; ++j) any |= int(std::fabs(x[i + j]) >= threshold);
+    if (any) break;
+  }
+  for (; i < n; ++i)
+    if (std::fabs(x[i]) >= threshold) return i;
+  return n;
+}
+
+void AeHitDetector::add_sums(const float* x, uint32_t n, double& sum_sq, double& sum_abs) noexcept {
+  double sq[4] = {0, 0, 0, 0}, ab[4] = {0, 0, 0, 0};
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (uint32_t j = 0; j < 4; ++j) {
+      const double v = x[i + j];
+      sq[j] += v * v;
+      ab[j] += std::fabs(v);
+    }
+  for (; i < n; ++i) {
+    const double v = x[i];
+    sq[0] += v * v;
+    ab[0] += std::fabs(v);
+  }
+  sum_sq += (sq[0] + sq[1]) + (sq[2] + sq[3]);
+  sum_abs += (ab[0] + ab[1]) + (ab[2] + ab[3]);
+}
+
 AeSampleParams ae_sample_params(const AeHitSettings& s, double rate_hz) {
   check("threshold_db", s.threshold_db, -20, 140);
   check("floating_margin_db", s.floating_margin_db, 0, 60);

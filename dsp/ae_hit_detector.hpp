@@ -6,6 +6,7 @@
 // (cuda/ae_hit_detector_cuda) finds the same hits sample for sample. Formulas: docs/PROTOCOL.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -136,6 +137,12 @@ class AeHitDetector {
   void set_state(uint32_t c, const AeChannelState& s) noexcept { state_[c] = s; }
   const AeSampleParams& params() const noexcept { return p_; }
 
+  // The quiet stretches push() skips through (no hit open, fixed threshold), in vector loops:
+  // the first i in [0, n) with |x[i]| >= threshold (n if none; a NaN is never at or above), and
+  // x's sums of squares and of |x| (in double, four running sums each, added at the end).
+  static uint32_t first_at_or_above(const float* x, uint32_t n, float threshold) noexcept;
+  static void add_sums(const float* x, uint32_t n, double& sum_sq, double& sum_abs) noexcept;
+
  private:
   AeSampleParams p_;
   std::vector<AeChannelState> state_;
@@ -149,7 +156,31 @@ void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t f
   // division per sample (n + 1 ends a window where its position reaches the window's last).
   uint64_t window_pos = p_.floating_window ? first_frame % p_.floating_window : 0;
   uint64_t level_pos = p_.level_interval ? first_frame % p_.level_interval : 0;
+  // With a fixed threshold, a stretch with no hit open (idle up to the next crossing, or locked
+  // out up to its end) changes only the level sums and `prev`: it is taken in one step, up to the
+  // sample before the level interval's last (which the per-sample code ends).
+  const bool skip_quiet = p_.floating_window == 0;
   for (uint32_t i = 0; i < frames; ++i) {
+    if (skip_quiet && s.phase != AeChannelState::kHit) {
+      uint32_t end = frames;
+      if (p_.level_interval) end = uint32_t(std::min<uint64_t>(end, i + (p_.level_interval - 1 - level_pos)));
+      if (s.phase == AeChannelState::kLockout) {
+        const uint64_t n = first_frame + i;
+        if (s.lockout_end > n) end = uint32_t(std::min<uint64_t>(end, i + (s.lockout_end - n)));
+        else end = i;  // free at this sample: the per-sample code opens the idle phase
+      } else {
+        end = i + first_at_or_above(x + i, end - i, s.threshold);
+      }
+      if (end > i) {
+        if (p_.level_interval) {
+          add_sums(x + i, end - i, s.level_sq, s.level_abs);
+          level_pos += end - i;
+        }
+        s.prev = x[end - 1];
+        i = end;
+        if (i == frames) break;
+      }
+    }
     const uint64_t n = first_frame + i;
     const float v = x[i];
     const float a = v < 0 ? -v : v;

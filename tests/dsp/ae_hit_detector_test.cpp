@@ -166,6 +166,82 @@ TEST(AeHitDetector, ChunkingDoesNotChangeTheHits) {
   }
 }
 
+// With a fixed threshold the detector takes quiet stretches (idle up to a crossing, locked out up
+// to its end) in one step. Pushed one sample at a time, every stretch is one sample long: the
+// per-sample run, whose level sums add one sample at a time. Any other chunking must give the same
+// hits, and level sums within double rounding, with lockouts and level intervals ending inside and
+// at the edges of quiet stretches.
+TEST(AeHitDetector, QuietStretchesInOneStepEqualTheSampleBySampleRun) {
+  AeHitSettings s = rig_settings();
+  s.level_interval_s = 0.0005005;  // 1001 samples: intervals end anywhere in a stretch
+  s.hlt_s = 0.0002;
+  s.max_duration_s = 0.001;
+  const AeSampleParams p = ae_sample_params(s, kRate);
+  ASSERT_EQ(p.floating_window, 0u);
+  BurstSpec b = planted();
+  b.times_s = {0.0021, 0.0028, 0.0073, 0.0074, 0.0125, 0.0207, 0.0311, 0.0388};  // some in lockouts
+  const auto bursts = synthesize(b, 3e-4, 0.045, 17);
+  // A tone far above the threshold in 5 ms stretches: hits cut at the maximum duration, each
+  // lockout ending on a sample that opens the next hit at once.
+  std::vector<float> tone(90000);
+  for (size_t i = 0; i < tone.size(); ++i) tone[i] = (i / 10000) % 2 ? 0.0f : 0.05f * std::sin(0.157f * float(i));
+  for (const std::vector<float>* x : {&bursts, static_cast<const std::vector<float>*>(&tone)}) {
+    std::mt19937 rng(8);
+    std::vector<uint32_t> sizes;
+    for (int i = 0; i < 64; ++i) sizes.push_back(uint32_t(1 + rng() % 3000));
+    const Detected want = detect(p, *x, {1});
+    ASSERT_GE(want.hits.size(), 6u);
+    ASSERT_EQ(want.levels.size(), x->size() / 1001);
+    for (const auto& chunks : {std::vector<uint32_t>{uint32_t(x->size())}, std::vector<uint32_t>{1001}, sizes}) {
+      const Detected got = detect(p, *x, chunks);
+      ASSERT_EQ(got.hits.size(), want.hits.size());
+      for (size_t i = 0; i < got.hits.size(); ++i) {
+        EXPECT_EQ(got.hits[i].arrival_frame, want.hits[i].arrival_frame) << i;
+        EXPECT_EQ(got.hits[i].peak_frame, want.hits[i].peak_frame) << i;
+        EXPECT_EQ(got.hits[i].end_frame, want.hits[i].end_frame) << i;
+        EXPECT_EQ(got.hits[i].counts, want.hits[i].counts) << i;
+        EXPECT_EQ(got.hits[i].counts_to_peak, want.hits[i].counts_to_peak) << i;
+        EXPECT_EQ(got.hits[i].peak, want.hits[i].peak) << i;
+        EXPECT_EQ(got.hits[i].sum_sq, want.hits[i].sum_sq) << i;  // a hit's sums are per sample in both
+        EXPECT_EQ(got.hits[i].truncated, want.hits[i].truncated) << i;
+      }
+      ASSERT_EQ(got.levels.size(), want.levels.size());
+      for (size_t i = 0; i < got.levels.size(); ++i) {
+        EXPECT_EQ(got.levels[i].end_frame, want.levels[i].end_frame) << i;
+        EXPECT_EQ(got.levels[i].samples, want.levels[i].samples) << i;
+        EXPECT_NEAR(got.levels[i].sum_sq, want.levels[i].sum_sq, 1e-12 * want.levels[i].sum_sq) << i;
+        EXPECT_NEAR(got.levels[i].sum_abs, want.levels[i].sum_abs, 1e-12 * want.levels[i].sum_abs) << i;
+      }
+    }
+  }
+}
+
+// The quiet-stretch helpers on their own: the first crossing at every position (and none, and a
+// NaN, which is never at or above), and the sums against plain ones, for lengths 0..100.
+TEST(AeHitDetector, QuietStretchHelpers) {
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-0.9f, 0.9f);
+  for (uint32_t n = 0; n <= 100; ++n) {
+    std::vector<float> x(n);
+    for (float& v : x) v = u(rng);
+    EXPECT_EQ(AeHitDetector::first_at_or_above(x.data(), n, 1.0f), n);
+    for (uint32_t at = 0; at < n; ++at) {
+      std::vector<float> y = x;
+      y[at] = at % 2 ? -1.0f : 1.0f;  // exactly at the threshold, either sign
+      if (at > 0) y[at - 1] = std::nanf("");
+      EXPECT_EQ(AeHitDetector::first_at_or_above(y.data(), n, 1.0f), at) << n << " " << at;
+    }
+    double sq = 0.5, ab = 0.25, want_sq = 0.5, want_ab = 0.25;
+    for (float v : x) {
+      want_sq += double(v) * v;
+      want_ab += std::fabs(double(v));
+    }
+    AeHitDetector::add_sums(x.data(), n, sq, ab);
+    EXPECT_NEAR(sq, want_sq, 1e-14) << n;
+    EXPECT_NEAR(ab, want_ab, 1e-14) << n;
+  }
+}
+
 TEST(AeHitDetector, BoundedNoiseSixDbUnderThresholdMakesNoHit) {
   AeHitSettings s = rig_settings();
   s.level_interval_s = 0.5;
