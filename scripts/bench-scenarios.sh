@@ -3,6 +3,7 @@
 # load with vigil-listen on loopback; a table per scenario and the highest load with zero deadline
 # misses and zero drops. Usage: scripts/bench-scenarios.sh [--backend cpu|cuda|auto] [--seconds S]
 #   [--only s1,s2,s3] [--build DIR] [--json FILE] [--busy-poll] [--gro] [--steps SCEN:CHxRF,...] [--repeat N]
+#   [--threads SCEN:N]
 #   [--gnuradio [--gnuradio-rounds N]] (scripts/bench_scenarios.py --help)
 set -euo pipefail
 cd "$(dirname "$0")/.."

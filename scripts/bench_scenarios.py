@@ -39,8 +39,11 @@ LOADS = {
 # the machine of 2026-11-26 ran 142-223x real time unpaced against 353-358x without a helper. S1 has
 # 2: its 6.5 ms chunks are long enough for the split to pay (scripts/s1_probe.py --backend cpu
 # --channels 4 --rate-factor 1, 2026-11-27: 1 and 3 misses in ~765 chunks, latency p50 3.3 ms, with
-# 2 threads; 12 and 34 misses, p50 4.4 ms, with 1).
-THREADS = {"cpu": {"s1": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
+# 2 threads; 12 and 34 misses, p50 4.4 ms, with 1). S2 has 2 (fifth session of 2026-11-27, a 2-vCPU
+# Xeon guest: unpaced 11.5-12.6x real time against 8.3-9.7x with 1, and 1 miss at 5x against 5; GNU
+# Radio, which it is compared with, runs on both cores); on the EPYC guest of 2026-11-25 one thread had
+# been faster (--threads s2:0 measures that).
+THREADS = {"cpu": {"s1": 2, "s2": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
@@ -78,7 +81,7 @@ def scenario_config(args, scen, channels, rate_factor, busy_poll, data_port, eve
     text = open(os.path.join(args.scenarios, FILES[scen])).read()
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
                  "BUSY_POLL": "true" if busy_poll and scen in ("s2", "s3") else "false",
-                 "THREADS": THREADS[args.backend].get(scen, 0),
+                 "THREADS": args.threads.get(scen, THREADS[args.backend].get(scen, 0)),
                  "SEND_THREADS": SEND_THREADS[args.backend].get(scen, 1),
                  "DATA_PORT": data_port, "EVENT_PORT": event_port,
                  "WISDOM": os.path.join(workdir, "fftwf.wisdom")}.items():
@@ -277,7 +280,8 @@ def compare_gnuradio(args, work, scen, best):
     name = scen.upper()
     print(f"\n### {name} against GNU Radio {rounds[0]['gr']['gnuradio']} on this CPU ({len(rounds)} rounds)\n")
     print(f"GNU Radio: per channel ({channels}) a null source -> {len(taps)} x fft_filter_fff (8191 taps) -> null "
-          f"sinks, {signal_s:g} s of signal. Vigil (backend {rounds[0]['backend']}): the whole {name} unpaced for "
+          f"sinks, {signal_s:g} s of signal. Vigil (backend {rounds[0]['backend']}"
+          f"{', pipeline.threads ' + str(args.threads[scen]) if scen in args.threads else ''}): the whole {name} unpaced for "
           f"{args.seconds:g} s ({TITLES[scen].split(': ', 1)[1]}), with vigil-listen receiving on the same cores, then "
           "with its band data sent to a socket nobody reads (as GNU Radio's null sink); the sustained rate, the "
           "start left out.\n")
@@ -318,6 +322,9 @@ def main():
     p.add_argument("--steps", action="append", default=[], metavar="SCEN:CHxRF[,CHxRF...]",
                    help="the load steps of a scenario instead of the built-in ones, e.g. s1:800x1 or s2:64x1,1024x1 "
                         "(channels x rate factor); may be given once per scenario")
+    p.add_argument("--threads", action="append", default=[], metavar="SCEN:N",
+                   help="pipeline.threads for a scenario instead of the runner's choice (THREADS; 0 = one per core "
+                        "less one), e.g. s2:2; may be given once per scenario")
     p.add_argument("--repeat", type=int, default=1,
                    help="run each load step this many times; a step is clean only if every run is (what a rig can "
                         "rely on: the table gives each run's p99 and how many runs were clean)")
@@ -338,6 +345,13 @@ def main():
     args = p.parse_args()
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
+    threads = {}
+    for spec in args.threads:
+        m = re.fullmatch(r"(s[123]):(\d+)", spec)
+        if not m or not 0 <= int(m.group(2)) <= 256:
+            p.error(f"--threads {spec!r}: expected SCEN:N with N 0..256, e.g. s2:2")
+        threads[m.group(1)] = int(m.group(2))
+    args.threads = threads
     loads = dict(LOADS["cuda" if args.backend == "cuda" else "cpu"])
     for spec in args.steps:
         m = re.fullmatch(r"(s[123]):(\d+x\d+(?:,\d+x\d+)*)", spec)
@@ -350,6 +364,7 @@ def main():
         for scen in args.only.split(","):
             poll = ", pipeline.busy_poll, vigil-listen --busy-poll" if args.busy_poll and scen in ("s2", "s3") else ""
             poll += ", vigil-listen --gro" if args.gro else ""
+            poll += f", pipeline.threads {args.threads[scen]}" if scen in args.threads else ""
             runs = f", {args.repeat} runs a step" if args.repeat > 1 else ""
             print(f"\n### {TITLES[scen]} (backend {args.backend}{poll}, {args.seconds:g} s a step{runs})\n", flush=True)
             if args.repeat > 1:

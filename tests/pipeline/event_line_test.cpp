@@ -70,7 +70,9 @@ void expect_same_verdict(const std::string& s) {
   uint64_t seq = 12345;
   const bool tree = parse_event_datagram(d, s.size(), ev);
   ASSERT_EQ(event_datagram_seq(d, s.size(), seq), tree) << s;
-  if (tree) ASSERT_EQ(seq, ev["seq"].get<uint64_t>()) << s;
+  if (tree) {
+    ASSERT_EQ(seq, ev["seq"].get<uint64_t>()) << s;
+  }
 }
 
 TEST(EventLine, SeqReaderAgreesWithTheTree) {
