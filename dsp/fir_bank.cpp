@@ -6,19 +6,10 @@
 #include "dsp/row_sums.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
 namespace vigil {
-namespace {
-
-// y[n] = sum_j hr[j] * x0[n + j] for n in [0, frames).
-void fir_lane(const float* hr, size_t len, const float* x0, uint32_t frames, float* y) noexcept {
-  row_sums::sliding(hr, x0, len, frames, y);
-}
-
-}  // namespace
 
 FirBank::FirBank(std::vector<std::vector<float>> band_taps, uint32_t channels, uint32_t max_frames)
     : taps_(std::move(band_taps)), channels_(channels), max_frames_(max_frames), history_(0) {
@@ -73,10 +64,10 @@ void FirBank::process(const float* in, size_t in_stride, uint32_t frames, float*
       const size_t len = hr.size();
       float* y = out + (size_t(b) * channels_ + c) * out_stride;
       // x[n - k] for k = len-1-j sits at buf[history_ + n - (len - 1) + j].
-      fir_lane(hr.data(), len, buf + history_ - (len - 1), frames, y);
+      row_sums::sliding(hr.data(), buf + history_ - (len - 1), len, frames, y);
       if (fade_total_ == 0) continue;
       const std::vector<float>& nr = next_reversed_[b];
-      fir_lane(nr.data(), nr.size(), buf + history_ - (nr.size() - 1), frames, fade_scratch_.data());
+      row_sums::sliding(nr.data(), buf + history_ - (nr.size() - 1), nr.size(), frames, fade_scratch_.data());
       for (uint32_t n = 0; n < frames; ++n) {
         const uint32_t k = fade_done_ + n + 1;  // 1..fade_total_: all new on the last faded sample
         const float w = k >= fade_total_ ? 1.0f : float(k) / float(fade_total_);
