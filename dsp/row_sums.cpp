@@ -1,11 +1,13 @@
 #include "dsp/row_sums.hpp"
 
+#include "dsp/simd.hpp"
+
 #include <cstring>
 
 namespace vigil::row_sums {
 namespace {
 
-typedef float v4 __attribute__((vector_size(16)));
+using v4 = simd::v4f;
 typedef float v8 __attribute__((vector_size(32)));
 
 struct Pointers {
