@@ -18,11 +18,13 @@
 namespace vigil {
 namespace {
 
-// Whether FFTW can plan a measured r2c of size n from wisdom alone (no timing allowed).
+// Whether FFTW can plan a measured real FFT of size n from wisdom alone (no timing allowed): the
+// forward complex FFT of n/2 points RealFft plans for it.
 bool planned_from_wisdom(int n) {
   FftwBuffer in = make_fftw_buffer(size_t(n)), out = make_fftw_buffer(size_t(n) + 2);
-  fftwf_plan p = fftwf_plan_dft_r2c_1d(n, in.get(), reinterpret_cast<fftwf_complex*>(out.get()),
-                                       FFTW_MEASURE | FFTW_WISDOM_ONLY);
+  fftwf_plan p = fftwf_plan_dft_1d(n / 2, reinterpret_cast<fftwf_complex*>(in.get()),
+                                   reinterpret_cast<fftwf_complex*>(out.get()), FFTW_FORWARD,
+                                   FFTW_MEASURE | FFTW_WISDOM_ONLY);
   if (p) fftwf_destroy_plan(p);
   return p != nullptr;
 }

@@ -1,0 +1,108 @@
+// RealFft against a direct DFT in double precision: the forward spectrum of random reals, the
+// unnormalised inverse of a random spectrum (FFTW's c2r: X[0]'s and X[n/2]'s imaginary parts
+// ignored), and the round trip, at sizes where n/2 is odd, a power of two, or too small for the
+// vectorised pairs (n < 16), each output poisoned with NaN before the transform.
+#include "dsp/real_fft.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <numbers>
+#include <random>
+#include <vector>
+
+namespace vigil {
+namespace {
+
+const size_t kSizes[] = {2, 4, 6, 10, 14, 16, 18, 22, 30, 32, 34, 64, 100, 256, 1000, 1024, 4098, 8192};
+
+// exp(sign 2 pi i t / n) for t = 0..n-1: the direct DFTs index it by (j k) mod n.
+std::vector<std::complex<double>> roots(size_t n, double sign) {
+  std::vector<std::complex<double>> w(n);
+  for (size_t t = 0; t < n; ++t) w[t] = std::polar(1.0, sign * 2.0 * std::numbers::pi * double(t) / double(n));
+  return w;
+}
+
+// The float transform's error grows with log2 n and with the signal's norm (sqrt n for unit
+// variance); 1e-6 is about 8 float epsilons. A wrong pair or a twiddle one bin off errs by ~1e-3
+// of the norm and more.
+double tolerance(size_t n) { return 1e-6 * std::sqrt(double(n)) * (std::log2(double(n)) + 1.0); }
+
+TEST(RealFft, ForwardMatchesADirectDft) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g;
+  for (size_t n : kSizes) {
+    SCOPED_TRACE(n);
+    RealFft fft(n);
+    FftwBuffer x = make_fftw_buffer(n), spec = make_fftw_buffer(2 * fft.bins());
+    for (size_t i = 0; i < n; ++i) x[i] = g(rng);
+    for (size_t i = 0; i < 2 * fft.bins(); ++i) spec[i] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> x_before(x.get(), x.get() + n);
+    fft.forward(x.get(), spec.get());
+    const auto w = roots(n, -1.0);
+    double worst = 0;
+    for (size_t k = 0; k < fft.bins(); ++k) {
+      std::complex<double> want = 0;
+      for (size_t j = 0; j < n; ++j) want += double(x[j]) * w[(j * k) % n];
+      const std::complex<double> got(spec[2 * k], spec[2 * k + 1]);
+      ASSERT_FALSE(std::isnan(got.real()) || std::isnan(got.imag())) << "bin " << k << " not written";
+      worst = std::max(worst, std::abs(got - want));
+    }
+    EXPECT_LT(worst, tolerance(n));
+    EXPECT_EQ(spec[1], 0.0f);  // X[0] and X[n/2] are real, as FFTW's r2c writes them
+    EXPECT_EQ(spec[2 * (fft.bins() - 1) + 1], 0.0f);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], x_before[i]) << "the input changed at " << i;
+  }
+}
+
+TEST(RealFft, InverseMatchesADirectInverseDft) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> g;
+  for (size_t n : kSizes) {
+    SCOPED_TRACE(n);
+    RealFft fft(n);
+    const size_t m = n / 2;
+    FftwBuffer spec = make_fftw_buffer(2 * fft.bins()), y = make_fftw_buffer(n);
+    for (size_t i = 0; i < 2 * fft.bins(); ++i) spec[i] = g(rng);  // X[0], X[m]: imaginary junk too
+    std::vector<std::complex<double>> x(fft.bins());
+    for (size_t k = 0; k <= m; ++k) x[k] = {spec[2 * k], spec[2 * k + 1]};
+    for (size_t i = 0; i < n; ++i) y[i] = std::numeric_limits<float>::quiet_NaN();
+    fft.inverse(spec.get(), y.get());
+    // The Hermitian sum over all n bins, X[0] and X[m] taken as real: n times the inverse.
+    const auto w = roots(n, 1.0);
+    double worst = 0;
+    for (size_t j = 0; j < n; ++j) {
+      double want = x[0].real() + (j % 2 ? -1.0 : 1.0) * x[m].real();
+      for (size_t k = 1; k < m; ++k) want += 2.0 * (x[k] * w[(j * k) % n]).real();
+      ASSERT_FALSE(std::isnan(y[j])) << "sample " << j << " not written";
+      worst = std::max(worst, std::abs(double(y[j]) - want));
+    }
+    EXPECT_LT(worst, tolerance(n));
+  }
+}
+
+TEST(RealFft, InverseOfForwardIsNTimesTheInput) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g;
+  for (size_t n : kSizes) {
+    SCOPED_TRACE(n);
+    RealFft fft(n, FftPlanning::kMeasure);
+    FftwBuffer x = make_fftw_buffer(n), spec = make_fftw_buffer(2 * fft.bins()), y = make_fftw_buffer(n);
+    for (size_t i = 0; i < n; ++i) x[i] = g(rng);
+    for (size_t i = 0; i < n; ++i) y[i] = std::numeric_limits<float>::quiet_NaN();
+    fft.forward(x.get(), spec.get());
+    fft.inverse(spec.get(), y.get());
+    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i] / float(n), x[i], 1e-6 * (std::log2(double(n)) + 1.0)) << i;
+  }
+}
+
+TEST(RealFft, RefusesOddAndOutOfRangeSizes) {
+  EXPECT_THROW(RealFft(0), std::invalid_argument);
+  EXPECT_THROW(RealFft(7), std::invalid_argument);
+  EXPECT_THROW(RealFft((size_t(1) << 24) + 2), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vigil
