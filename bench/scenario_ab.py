@@ -4,7 +4,7 @@ that the machine's drift hits both alike: each run fills bench/scenarios/<scenar
 0, the given channels, CPU backend), sends the data to a socket that never reads it (or to
 vigil-listen: --listen) and the events to a socket nobody answers, and prints the rate of chunks
 out from vigild's last line as x real time.
-Usage: bench/scenario_ab.py OLD_VIGILD NEW_VIGILD [--scenario s2] [--channels 64] [--runs 3] [--seconds 6]
+Usage: bench/scenario_ab.py OLD_VIGILD NEW_VIGILD [--scenario s2] [--channels 64] [--runs 3] [--seconds 6] [--threads 2]
          [--new-output "framing: vrl, jumbo: true"] [--listen build/apps/vigil-listen] [--new-listen-flags=--gro]
 --new-output adds keys to the vita49 output of NEW's runs only, --new-listen-flags options to
 NEW's vigil-listen only (the same binary twice then compares two configurations)."""
@@ -20,6 +20,7 @@ p.add_argument("--scenario", default="s2", choices=sorted(FILES))
 p.add_argument("--channels", type=int, default=64)
 p.add_argument("--runs", type=int, default=3)
 p.add_argument("--seconds", type=float, default=6)
+p.add_argument("--threads", type=int, default=0, help="pipeline.threads (0: one per core less one; the runner uses 2 for the CPU's S1 and S2)")
 p.add_argument("--new-output", default="")
 p.add_argument("--listen", help="vigil-listen binary: it receives the data (on the same cores) instead of a socket nobody reads")
 p.add_argument("--listen-flags", default="", help="options for both runs' vigil-listen (e.g. --gro)")
@@ -36,7 +37,7 @@ events = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 events.bind(("127.0.0.1", 0))
 work = tempfile.mkdtemp(prefix="vigil-ab-")
 text = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios", FILES[a.scenario])).read()
-for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": 0, "BACKEND": "cpu", "BUSY_POLL": "false", "THREADS": 0, "SEND_THREADS": 1,
+for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": 0, "BACKEND": "cpu", "BUSY_POLL": "false", "THREADS": a.threads, "SEND_THREADS": 1,
              "DATA_PORT": data_port, "EVENT_PORT": events.getsockname()[1],
              "WISDOM": os.path.join(work, "fftwf.wisdom")}.items():
     text = text.replace(f"@{k}@", str(v))
@@ -58,7 +59,8 @@ if a.new_output:
     assert b_text != text, "no vita49 output to change"
 open(configs["B"], "w").write(b_text)
 runs = {"A": a.old, "B": a.new}
-subprocess.run([a.new, "--config", configs["B"], "--seconds", "0.5", "--log-interval", "0"], capture_output=True)  # plans once
+for binary, label in ((a.old, "A"), (a.new, "B")):  # each plans its FFTs once, outside the timed runs
+    subprocess.run([binary, "--config", configs[label], "--seconds", "0.5", "--log-interval", "0"], capture_output=True)
 results = {"A": [], "B": []}
 for _ in range(a.runs):
     for label, binary in runs.items():
