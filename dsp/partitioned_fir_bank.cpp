@@ -93,7 +93,7 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
   time_ = make_fftw_buffer(size_t(channels_) * layout_.fft_size);
   fdl_ = make_fftw_buffer(size_t(channels_) * parts_ * 2 * stride_);
   acc_ = make_fftw_buffer(2 * stride_);
-  spectrum_ = make_fftw_buffer(2 * spectrum_floats_);
+  spectrum_ = make_fftw_buffer(spectrum_floats_);
   ifft_out_ = make_fftw_buffer(2 * size_t(layout_.fft_size));
   out_ = make_fftw_buffer(size_t(bands_) * channels_ * layout_.block);
   state_.resize(channels_);
@@ -116,7 +116,7 @@ uint32_t PartitionedFirBank::initial_fill(uint32_t channel) const noexcept {
 PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<std::vector<float>>& band_taps) const {
   Spectra s;
   s.data = make_fftw_buffer(size_t(bands_) * parts_ * 2 * stride_);
-  FftwBuffer frame = make_fftw_buffer(layout_.fft_size), spectrum = make_fftw_buffer(spectrum_floats_);
+  FftwBuffer frame = make_fftw_buffer(layout_.fft_size), scratch = make_fftw_buffer(spectrum_floats_);
   const float scale = 1.0f / float(layout_.fft_size);  // folds the inverse FFT's factor N into the taps
   for (uint32_t b = 0; b < bands_; ++b) {
     const std::vector<float>& h = band_taps[b];
@@ -127,8 +127,8 @@ PartitionedFirBank::Spectra PartitionedFirBank::make_spectra(const std::vector<s
       const size_t first = size_t(p) * layout_.partition;
       const size_t n = std::min<size_t>(layout_.partition, h.size() - first);
       for (size_t i = 0; i < n; ++i) frame[i] = h[first + i] * scale;
-      fft_.forward(frame.get(), spectrum.get());
-      split(spectrum.get(), s.data.get() + (size_t(b) * parts_ + p) * 2 * stride_);
+      float* re = s.data.get() + (size_t(b) * parts_ + p) * 2 * stride_;
+      fft_.forward_split(frame.get(), scratch.get(), re, re + stride_);
     }
   }
   return s;
@@ -169,52 +169,34 @@ void PartitionedFirBank::reset() noexcept {
 
 namespace {
 
-// One partition's complex products X * H on split arrays, by `mode`: kFirst starts the partial sums
-// (a), kMiddle adds to them, kLast adds them and writes the result interleaved (spectrum), kOnly
-// writes the products interleaved. The loop is the bank's hottest (S3: a fifth of vigild's CPU):
-// built per instruction set (VIGIL_SIMD_CLONES), the AVX-512 clone took S3's bank from 10.9 to
-// 8.1 us a chunk on the 2-core EPYC.
-enum class Mac { kFirst, kMiddle, kLast, kOnly };
+// One partition's complex products X * H on split arrays, into the partial sums a: kFirst starts
+// them, kAdd adds to them. The loop is the bank's hottest (S3: a fifth of vigild's CPU): built per
+// instruction set (VIGIL_SIMD_CLONES), the AVX-512 clone took S3's bank from 10.9 to 8.1 us a
+// chunk on the 2-core EPYC.
+enum class Mac { kFirst, kAdd };
 
 VIGIL_SIMD_CLONES
 void spectral_mac(Mac mode, const float* __restrict xr, const float* __restrict xi, const float* __restrict hr,
-                  const float* __restrict hi, float* __restrict ar, float* __restrict ai,
-                  float* __restrict spectrum, size_t n) noexcept {
-  switch (mode) {
-    case Mac::kOnly:
-      for (size_t k = 0; k < n; ++k) {
-        spectrum[2 * k] = xr[k] * hr[k] - xi[k] * hi[k];
-        spectrum[2 * k + 1] = xr[k] * hi[k] + xi[k] * hr[k];
-      }
-      break;
-    case Mac::kFirst:
-      for (size_t k = 0; k < n; ++k) {
-        ar[k] = xr[k] * hr[k] - xi[k] * hi[k];
-        ai[k] = xr[k] * hi[k] + xi[k] * hr[k];
-      }
-      break;
-    case Mac::kMiddle:
-      for (size_t k = 0; k < n; ++k) {
-        ar[k] += xr[k] * hr[k] - xi[k] * hi[k];
-        ai[k] += xr[k] * hi[k] + xi[k] * hr[k];
-      }
-      break;
-    case Mac::kLast:
-      for (size_t k = 0; k < n; ++k) {
-        spectrum[2 * k] = ar[k] + (xr[k] * hr[k] - xi[k] * hi[k]);
-        spectrum[2 * k + 1] = ai[k] + (xr[k] * hi[k] + xi[k] * hr[k]);
-      }
-      break;
+                  const float* __restrict hi, float* __restrict ar, float* __restrict ai, size_t n) noexcept {
+  if (mode == Mac::kFirst) {
+    for (size_t k = 0; k < n; ++k) {
+      ar[k] = xr[k] * hr[k] - xi[k] * hi[k];
+      ai[k] = xr[k] * hi[k] + xi[k] * hr[k];
+    }
+    return;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    ar[k] += xr[k] * hr[k] - xi[k] * hi[k];
+    ai[k] += xr[k] * hi[k] + xi[k] * hr[k];
   }
 }
 
 }  // namespace
 
-// spectrum = sum over partitions p of X[newest - p] * H_b[p], complex, element-wise on split
-// arrays (real parts, then imaginary parts): plain multiply-adds that vectorise with no shuffle,
-// reading 16 bytes a bin and partition; the last partition's sum is written interleaved, as
-// FFTW's inverse takes it.
-void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* spectrum) noexcept {
+// acc_ = sum over partitions p of X[newest - p] * H_b[p], complex, element-wise on split arrays
+// (real parts, then imaginary parts): plain multiply-adds that vectorise with no shuffle, reading
+// 16 bytes a bin and partition; the inverse FFT takes the sum as it is (RealFft::inverse_split).
+void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel) noexcept {
   const float* x_base = fdl_.get() + size_t(channel) * parts_ * 2 * stride_;
   const uint32_t newest = state_[channel].fdl_pos, used = h.parts[band];
   float* ar = acc_.get();
@@ -224,18 +206,7 @@ void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t ch
     const uint32_t slot = (newest + parts_ - p) % parts_;
     const float* xr = x_base + size_t(slot) * 2 * stride_;
     const float* hr = h.data.get() + (size_t(band) * parts_ + p) * 2 * stride_;
-    const bool first = p == 0, last = p + 1 == used;
-    const Mac mode = first && last ? Mac::kOnly : first ? Mac::kFirst : last ? Mac::kLast : Mac::kMiddle;
-    spectral_mac(mode, xr, xr + stride_, hr, hr + stride_, ar, ai, spectrum, bins_);
-  }
-}
-
-void PartitionedFirBank::split(const float* __restrict interleaved, float* __restrict out) const noexcept {
-  float* __restrict re = out;
-  float* __restrict im = out + stride_;
-  for (size_t k = 0; k < bins_; ++k) {
-    re[k] = interleaved[2 * k];
-    im[k] = interleaved[2 * k + 1];
+    spectral_mac(p == 0 ? Mac::kFirst : Mac::kAdd, xr, xr + stride_, hr, hr + stride_, ar, ai, bins_);
   }
 }
 
@@ -247,15 +218,17 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
   const bool crossfade = ch.switch_due;
   const Spectra& taps = ch.on_next ? next_taps_ : taps_;
   float* t = time_.get() + size_t(c) * n;
-  float* spectrum = spectrum_.get();
-  fft_.forward(t, spectrum);
-  split(spectrum, fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_);
+  float* scratch = spectrum_.get();
+  float* newest = fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_;
+  fft_.forward_split(t, scratch, newest, newest + stride_);
   std::copy(t + b_len, t + n, t);  // slide the window by one block
+  const float* acc_re = acc_.get();
+  const float* acc_im = acc_re + stride_;
   for (uint32_t b = 0; b < bands_; ++b) {
     float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;
     float* ifft = ifft_out_.get();
-    accumulate(taps, b, c, spectrum);
-    fft_.inverse(spectrum, ifft);
+    accumulate(taps, b, c);
+    fft_.inverse_split(acc_re, acc_im, scratch, ifft);
     // Overlap-save: the last B samples of the circular convolution are the linear ones.
     const float* lin = ifft + (n - b_len);
     if (!crossfade) {
@@ -263,9 +236,8 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
       continue;
     }
     float* ifft_new = ifft_out_.get() + n;
-    float* spectrum_new = spectrum_.get() + spectrum_floats_;
-    accumulate(next_taps_, b, c, spectrum_new);
-    fft_.inverse(spectrum_new, ifft_new);
+    accumulate(next_taps_, b, c);
+    fft_.inverse_split(acc_re, acc_im, scratch, ifft_new);
     const float* lin_new = ifft_new + (n - b_len);
     for (uint32_t i = 0; i < b_len; ++i) {
       const float w = float(i + 1) / float(b_len);  // all new on the block's last sample

@@ -100,11 +100,8 @@ class PartitionedFirBank {
   };
   Spectra make_spectra(const std::vector<std::vector<float>>& band_taps) const;
   void run_block(uint32_t channel) noexcept;
-  // Band `band`'s spectrum sum over its partitions into `spectrum` (FFTW's interleaved layout, ready
-  // for the inverse FFT); acc_ (split) holds the partial sums.
-  void accumulate(const Spectra& h, uint32_t band, uint32_t channel, float* spectrum) noexcept;
-  // FFTW's interleaved spectrum (bins_ pairs) to split arrays: out[0, stride_) real, then imaginary.
-  void split(const float* interleaved, float* out) const noexcept;
+  // Band `band`'s spectrum summed over its partitions into acc_ (split).
+  void accumulate(const Spectra& h, uint32_t band, uint32_t channel) noexcept;
   void start_switch() noexcept;
   uint32_t initial_fill(uint32_t channel) const noexcept;
 
@@ -122,7 +119,7 @@ class PartitionedFirBank {
   FftwBuffer fdl_;              // per channel: parts_ input spectra (ring), each split: re[stride_], im[stride_]
   std::vector<Channel> state_;
   FftwBuffer acc_;              // split partial sums (2 * stride_)
-  FftwBuffer spectrum_;         // two interleaved spectra: the FFTs' (current taps, and next during a crossfade)
+  FftwBuffer spectrum_;         // the FFTs' interleaved scratch (spectrum_floats_)
   FftwBuffer ifft_out_;         // two of N samples, likewise
   FftwBuffer out_;              // per lane: B output samples ready from the last block
   uint64_t channel_blocks_ = 0;

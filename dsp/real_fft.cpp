@@ -30,86 +30,158 @@ using simd::v4f;
 // E, O the DFTs of x's even and odd samples and W = exp(-2 pi i / n), for 0 <= k <= m:
 //   E[k] = (Z[k] + conj Z[m-k]) / 2,  O[k] = (Z[k] - conj Z[m-k]) / 2i   (Z[m] = Z[0])
 //   X[k] = E[k] + W^k O[k],  X[m-k] = conj(E[k] - W^k O[k]).
-// Both passes take the pairs (k, m-k) four at a time: k..k+3 ascending, m-k-3..m-k read and written
-// reversed, on split real/imaginary lanes; w_re, w_im: W^k for k = 0..m/2.
+// The inverse undoes it: with S = X[k] + conj X[m-k], D = X[k] - conj X[m-k] (= 2 W^k O[k]) and
+// C = conj(W^k) D, 2 Z[k] = S + i C and 2 Z[m-k] = conj S + i conj C; the backward complex FFT of
+// 2 Z gives n x, as FFTW's c2r does (which ignores the imaginary parts of X[0] and X[m]: so do we).
+// The passes take the pairs (k, m-k) four at a time, k..k+3 ascending and m-k-3..m-k reversed, on
+// split real/imaginary lanes (T = v4f), and the last few one by one (T = float); w: W^k, k <= m/2.
 
-// In place: spectrum holds Z[0..m-1] (2m floats) and becomes X[0..m] (2m + 2 floats).
-void split_spectrum(float* s, size_t m, const float* w_re, const float* w_im) noexcept {
+// Forward: a = Z[k], b = Z[m-k] -> x = X[k], y = X[m-k].
+template <typename T>
+inline void split_pair(T a_re, T a_im, T b_re, T b_im, T w_re, T w_im, T& x_re, T& x_im, T& y_re, T& y_im) noexcept {
+  b_im = -b_im;  // conj Z[m-k]
+  const T e_re = (a_re + b_re) * 0.5f, e_im = (a_im + b_im) * 0.5f;
+  const T p_re = (a_re - b_re) * 0.5f, p_im = (a_im - b_im) * 0.5f;  // O = -i P
+  const T t_re = w_re * p_im + w_im * p_re, t_im = w_im * p_im - w_re * p_re;  // W^k O
+  x_re = e_re + t_re;
+  x_im = e_im + t_im;
+  y_re = e_re - t_re;
+  y_im = t_im - e_im;
+}
+
+// Inverse: a = X[k], b = X[m-k] -> x = 2 Z[k], y = 2 Z[m-k].
+template <typename T>
+inline void merge_pair(T a_re, T a_im, T b_re, T b_im, T w_re, T w_im, T& x_re, T& x_im, T& y_re, T& y_im) noexcept {
+  b_im = -b_im;  // conj X[m-k]
+  const T s_re = a_re + b_re, s_im = a_im + b_im, d_re = a_re - b_re, d_im = a_im - b_im;
+  const T c_re = w_re * d_re + w_im * d_im, c_im = w_re * d_im - w_im * d_re;
+  x_re = s_re - c_im;
+  x_im = s_im + c_re;
+  y_re = s_re + c_im;
+  y_im = c_re - s_im;
+}
+
+// Four interleaved pairs at p as split lanes, ascending (lane j: p[2j], p[2j+1]) or reversed
+// (lane j: the pair 3 - j), and back.
+inline void load_ascending(const float* p, v4f& re, v4f& im) noexcept {
+  const v4f lo = load4(p), hi = load4(p + 4);
+  re = shuffle<0, 2, 4, 6>(lo, hi);
+  im = shuffle<1, 3, 5, 7>(lo, hi);
+}
+inline void load_reversed(const float* p, v4f& re, v4f& im) noexcept {
+  const v4f lo = load4(p), hi = load4(p + 4);
+  re = shuffle<6, 4, 2, 0>(lo, hi);
+  im = shuffle<7, 5, 3, 1>(lo, hi);
+}
+inline void store_ascending(float* p, v4f re, v4f im) noexcept {
+  store4(p, shuffle<0, 4, 1, 5>(re, im));
+  store4(p + 4, shuffle<2, 6, 3, 7>(re, im));
+}
+inline void store_reversed(float* p, v4f re, v4f im) noexcept {
+  store4(p, shuffle<3, 7, 2, 6>(re, im));
+  store4(p + 4, shuffle<1, 5, 0, 4>(re, im));
+}
+inline v4f reversed(v4f v) noexcept { return shuffle<3, 2, 1, 0>(v, v); }
+
+// In place on the interleaved spectrum: Z[0..m-1] (2m floats) becomes X[0..m] (2m + 2 floats).
+void split_interleaved(float* s, size_t m, const float* w_re, const float* w_im) noexcept {
   const float z0_re = s[0], z0_im = s[1];
-  s[0] = z0_re + z0_im;  // X[0] = E[0] + O[0]
+  s[0] = z0_re + z0_im;  // X[0] = E[0] + O[0], X[m] = E[0] - O[0]
   s[1] = 0.0f;
-  s[2 * m] = z0_re - z0_im;  // X[m] = E[0] - O[0]
+  s[2 * m] = z0_re - z0_im;
   s[2 * m + 1] = 0.0f;
-  const v4f half = {0.5f, 0.5f, 0.5f, 0.5f};
   size_t k = 1;
   for (; 2 * k + 6 < m; k += 4) {  // k..k+3 and m-k-3..m-k apart
     const size_t r = m - k - 3;
-    const v4f a0 = load4(s + 2 * k), a1 = load4(s + 2 * k + 4);
-    const v4f b0 = load4(s + 2 * r), b1 = load4(s + 2 * r + 4);
-    const v4f a_re = shuffle<0, 2, 4, 6>(a0, a1), a_im = shuffle<1, 3, 5, 7>(a0, a1);
-    const v4f b_re = shuffle<6, 4, 2, 0>(b0, b1), b_im = -shuffle<7, 5, 3, 1>(b0, b1);  // conj Z[m-k-j]
-    const v4f e_re = (a_re + b_re) * half, e_im = (a_im + b_im) * half;
-    const v4f p_re = (a_re - b_re) * half, p_im = (a_im - b_im) * half;  // O = -i P
-    const v4f w_r = load4(w_re + k), w_i = load4(w_im + k);
-    const v4f t_re = w_r * p_im + w_i * p_re, t_im = w_i * p_im - w_r * p_re;  // W^k O
-    const v4f x_re = e_re + t_re, x_im = e_im + t_im;
-    const v4f y_re = e_re - t_re, y_im = t_im - e_im;  // X[m-k-j] in lane j
-    store4(s + 2 * k, shuffle<0, 4, 1, 5>(x_re, x_im));
-    store4(s + 2 * k + 4, shuffle<2, 6, 3, 7>(x_re, x_im));
-    store4(s + 2 * r, shuffle<3, 7, 2, 6>(y_re, y_im));
-    store4(s + 2 * r + 4, shuffle<1, 5, 0, 4>(y_re, y_im));
+    v4f a_re, a_im, b_re, b_im, x_re, x_im, y_re, y_im;
+    load_ascending(s + 2 * k, a_re, a_im);
+    load_reversed(s + 2 * r, b_re, b_im);
+    split_pair(a_re, a_im, b_re, b_im, load4(w_re + k), load4(w_im + k), x_re, x_im, y_re, y_im);
+    store_ascending(s + 2 * k, x_re, x_im);
+    store_reversed(s + 2 * r, y_re, y_im);
   }
   for (; 2 * k <= m; ++k) {
     const size_t r = m - k;
-    const float a_re = s[2 * k], a_im = s[2 * k + 1], b_re = s[2 * r], b_im = -s[2 * r + 1];
-    const float e_re = (a_re + b_re) * 0.5f, e_im = (a_im + b_im) * 0.5f;
-    const float p_re = (a_re - b_re) * 0.5f, p_im = (a_im - b_im) * 0.5f;
-    const float t_re = w_re[k] * p_im + w_im[k] * p_re, t_im = w_im[k] * p_im - w_re[k] * p_re;
-    s[2 * k] = e_re + t_re;
-    s[2 * k + 1] = e_im + t_im;
+    float x_re, x_im, y_re, y_im;
+    split_pair(s[2 * k], s[2 * k + 1], s[2 * r], s[2 * r + 1], w_re[k], w_im[k], x_re, x_im, y_re, y_im);
+    s[2 * k] = x_re;
+    s[2 * k + 1] = x_im;
     if (r != k) {
-      s[2 * r] = e_re - t_re;
-      s[2 * r + 1] = t_im - e_im;
+      s[2 * r] = y_re;
+      s[2 * r + 1] = y_im;
     }
   }
 }
 
-// The inverse, in place: spectrum holds X[0..m] and becomes 2 Z[0..m-1], so that the backward
-// complex FFT of m points gives n x, as FFTW's c2r does. As c2r, the imaginary parts of X[0] and
-// X[m] are ignored. With S = X[k] + conj X[m-k], D = X[k] - conj X[m-k] (= 2 W^k O[k]),
-// C = conj(W^k) D: 2 Z[k] = S + i C, 2 Z[m-k] = conj S + i conj C.
-void merge_spectrum(float* s, size_t m, const float* w_re, const float* w_im) noexcept {
+// Z[0..m-1] interleaved in z to X[0..m] in split arrays.
+void split_to_split(const float* z, float* re, float* im, size_t m, const float* w_re, const float* w_im) noexcept {
+  re[0] = z[0] + z[1];
+  im[0] = 0.0f;
+  re[m] = z[0] - z[1];
+  im[m] = 0.0f;
+  size_t k = 1;
+  for (; 2 * k + 6 < m; k += 4) {
+    const size_t r = m - k - 3;
+    v4f a_re, a_im, b_re, b_im, x_re, x_im, y_re, y_im;
+    load_ascending(z + 2 * k, a_re, a_im);
+    load_reversed(z + 2 * r, b_re, b_im);
+    split_pair(a_re, a_im, b_re, b_im, load4(w_re + k), load4(w_im + k), x_re, x_im, y_re, y_im);
+    store4(re + k, x_re);
+    store4(im + k, x_im);
+    store4(re + r, reversed(y_re));
+    store4(im + r, reversed(y_im));
+  }
+  for (; 2 * k <= m; ++k) {  // k == m - k: x and y are one bin, alike but for W^(m/2)'s rounding
+    const size_t r = m - k;
+    split_pair(z[2 * k], z[2 * k + 1], z[2 * r], z[2 * r + 1], w_re[k], w_im[k], re[k], im[k], re[r], im[r]);
+  }
+}
+
+// In place on the interleaved spectrum: X[0..m] becomes 2 Z[0..m-1].
+void merge_interleaved(float* s, size_t m, const float* w_re, const float* w_im) noexcept {
   const float x0 = s[0], xm = s[2 * m];
   s[0] = x0 + xm;
   s[1] = x0 - xm;
   size_t k = 1;
   for (; 2 * k + 6 < m; k += 4) {
     const size_t r = m - k - 3;
-    const v4f a0 = load4(s + 2 * k), a1 = load4(s + 2 * k + 4);
-    const v4f b0 = load4(s + 2 * r), b1 = load4(s + 2 * r + 4);
-    const v4f a_re = shuffle<0, 2, 4, 6>(a0, a1), a_im = shuffle<1, 3, 5, 7>(a0, a1);
-    const v4f b_re = shuffle<6, 4, 2, 0>(b0, b1), b_im = -shuffle<7, 5, 3, 1>(b0, b1);
-    const v4f s_re = a_re + b_re, s_im = a_im + b_im, d_re = a_re - b_re, d_im = a_im - b_im;
-    const v4f w_r = load4(w_re + k), w_i = load4(w_im + k);
-    const v4f c_re = w_r * d_re + w_i * d_im, c_im = w_r * d_im - w_i * d_re;
-    const v4f z_re = s_re - c_im, z_im = s_im + c_re;  // 2 Z[k+j]
-    const v4f y_re = s_re + c_im, y_im = c_re - s_im;  // 2 Z[m-k-j]
-    store4(s + 2 * k, shuffle<0, 4, 1, 5>(z_re, z_im));
-    store4(s + 2 * k + 4, shuffle<2, 6, 3, 7>(z_re, z_im));
-    store4(s + 2 * r, shuffle<3, 7, 2, 6>(y_re, y_im));
-    store4(s + 2 * r + 4, shuffle<1, 5, 0, 4>(y_re, y_im));
+    v4f a_re, a_im, b_re, b_im, x_re, x_im, y_re, y_im;
+    load_ascending(s + 2 * k, a_re, a_im);
+    load_reversed(s + 2 * r, b_re, b_im);
+    merge_pair(a_re, a_im, b_re, b_im, load4(w_re + k), load4(w_im + k), x_re, x_im, y_re, y_im);
+    store_ascending(s + 2 * k, x_re, x_im);
+    store_reversed(s + 2 * r, y_re, y_im);
   }
   for (; 2 * k <= m; ++k) {
     const size_t r = m - k;
-    const float a_re = s[2 * k], a_im = s[2 * k + 1], b_re = s[2 * r], b_im = -s[2 * r + 1];
-    const float s_re = a_re + b_re, s_im = a_im + b_im, d_re = a_re - b_re, d_im = a_im - b_im;
-    const float c_re = w_re[k] * d_re + w_im[k] * d_im, c_im = w_re[k] * d_im - w_im[k] * d_re;
-    s[2 * k] = s_re - c_im;
-    s[2 * k + 1] = s_im + c_re;
+    float x_re, x_im, y_re, y_im;
+    merge_pair(s[2 * k], s[2 * k + 1], s[2 * r], s[2 * r + 1], w_re[k], w_im[k], x_re, x_im, y_re, y_im);
+    s[2 * k] = x_re;
+    s[2 * k + 1] = x_im;
     if (r != k) {
-      s[2 * r] = s_re + c_im;
-      s[2 * r + 1] = c_re - s_im;
+      s[2 * r] = y_re;
+      s[2 * r + 1] = y_im;
     }
+  }
+}
+
+// X[0..m] in split arrays to 2 Z[0..m-1] interleaved in z.
+void merge_to_interleaved(const float* re, const float* im, float* z, size_t m, const float* w_re,
+                          const float* w_im) noexcept {
+  z[0] = re[0] + re[m];
+  z[1] = re[0] - re[m];
+  size_t k = 1;
+  for (; 2 * k + 6 < m; k += 4) {
+    const size_t r = m - k - 3;
+    v4f x_re, x_im, y_re, y_im;
+    merge_pair(load4(re + k), load4(im + k), reversed(load4(re + r)), reversed(load4(im + r)), load4(w_re + k),
+               load4(w_im + k), x_re, x_im, y_re, y_im);
+    store_ascending(z + 2 * k, x_re, x_im);
+    store_reversed(z + 2 * r, y_re, y_im);
+  }
+  for (; 2 * k <= m; ++k) {  // k == m - k: as in split_to_split
+    const size_t r = m - k;
+    merge_pair(re[k], im[k], re[r], im[r], w_re[k], w_im[k], z[2 * k], z[2 * k + 1], z[2 * r], z[2 * r + 1]);
   }
 }
 }  // namespace
@@ -200,12 +272,24 @@ void RealFft::forward(const float* in, float* spectrum) const noexcept {
   // An out-of-place complex plan leaves its input as it was.
   fftwf_execute_dft(static_cast<fftwf_plan>(forward_plan_), reinterpret_cast<fftwf_complex*>(const_cast<float*>(in)),
                     reinterpret_cast<fftwf_complex*>(spectrum));
-  split_spectrum(spectrum, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
+  split_interleaved(spectrum, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
 }
 
 void RealFft::inverse(float* spectrum, float* out) const noexcept {
-  merge_spectrum(spectrum, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
+  merge_interleaved(spectrum, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
   fftwf_execute_dft(static_cast<fftwf_plan>(inverse_plan_), reinterpret_cast<fftwf_complex*>(spectrum),
+                    reinterpret_cast<fftwf_complex*>(out));
+}
+
+void RealFft::forward_split(const float* in, float* scratch, float* re, float* im) const noexcept {
+  fftwf_execute_dft(static_cast<fftwf_plan>(forward_plan_), reinterpret_cast<fftwf_complex*>(const_cast<float*>(in)),
+                    reinterpret_cast<fftwf_complex*>(scratch));
+  split_to_split(scratch, re, im, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
+}
+
+void RealFft::inverse_split(const float* re, const float* im, float* scratch, float* out) const noexcept {
+  merge_to_interleaved(re, im, scratch, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
+  fftwf_execute_dft(static_cast<fftwf_plan>(inverse_plan_), reinterpret_cast<fftwf_complex*>(scratch),
                     reinterpret_cast<fftwf_complex*>(out));
 }
 

@@ -53,6 +53,13 @@ class RealFft {
   // Unnormalised inverse (out = n * x). The spectrum is overwritten (FFTW c2r destroys its input).
   void inverse(float* spectrum, float* out) const noexcept;
 
+  // The same transforms with the spectrum in split arrays, re[0..n/2] and im[0..n/2] (any float
+  // alignment), as a caller that multiplies spectra keeps them: no interleaving pass on either
+  // side. scratch: 2 * bins() floats aligned as `spectrum` above, overwritten; re and im are
+  // left as they were by inverse_split.
+  void forward_split(const float* in, float* scratch, float* re, float* im) const noexcept;
+  void inverse_split(const float* re, const float* im, float* scratch, float* out) const noexcept;
+
  private:
   size_t n_;
   void* forward_plan_ = nullptr;  // complex, n/2 points, forward
