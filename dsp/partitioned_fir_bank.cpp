@@ -193,10 +193,11 @@ void spectral_mac(Mac mode, const float* __restrict xr, const float* __restrict 
 
 }  // namespace
 
-// acc_ = sum over partitions p of X[newest - p] * H_b[p], complex, element-wise on split arrays
-// (real parts, then imaginary parts): plain multiply-adds that vectorise with no shuffle, reading
-// 16 bytes a bin and partition; the inverse FFT takes the sum as it is (RealFft::inverse_split).
-void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t channel) noexcept {
+// The inverse FFT of sum over partitions p of X[newest - p] * H_b[p], complex, element-wise on
+// split arrays (real parts, then imaginary parts): all partitions but the last summed into acc_ by
+// plain multiply-adds that vectorise with no shuffle, reading 16 bytes a bin and partition; the
+// last partition's products taken in the inverse FFT's own pass over the bins.
+void PartitionedFirBank::filter_band(const Spectra& h, uint32_t band, uint32_t channel, float* out) noexcept {
   const float* x_base = fdl_.get() + size_t(channel) * parts_ * 2 * stride_;
   const uint32_t newest = state_[channel].fdl_pos, used = h.parts[band];
   float* ar = acc_.get();
@@ -206,7 +207,13 @@ void PartitionedFirBank::accumulate(const Spectra& h, uint32_t band, uint32_t ch
     const uint32_t slot = (newest + parts_ - p) % parts_;
     const float* xr = x_base + size_t(slot) * 2 * stride_;
     const float* hr = h.data.get() + (size_t(band) * parts_ + p) * 2 * stride_;
-    spectral_mac(p == 0 ? Mac::kFirst : Mac::kAdd, xr, xr + stride_, hr, hr + stride_, ar, ai, bins_);
+    if (p + 1 < used) {
+      spectral_mac(p == 0 ? Mac::kFirst : Mac::kAdd, xr, xr + stride_, hr, hr + stride_, ar, ai, bins_);
+      continue;
+    }
+    const bool sum = used > 1;
+    fft_.inverse_of_product(xr, xr + stride_, hr, hr + stride_, sum ? ar : nullptr, sum ? ai : nullptr,
+                            spectrum_.get(), out);
   }
 }
 
@@ -222,13 +229,10 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
   float* newest = fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_;
   fft_.forward_split(t, scratch, newest, newest + stride_);
   std::copy(t + b_len, t + n, t);  // slide the window by one block
-  const float* acc_re = acc_.get();
-  const float* acc_im = acc_re + stride_;
   for (uint32_t b = 0; b < bands_; ++b) {
     float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;
     float* ifft = ifft_out_.get();
-    accumulate(taps, b, c);
-    fft_.inverse_split(acc_re, acc_im, scratch, ifft);
+    filter_band(taps, b, c, ifft);
     // Overlap-save: the last B samples of the circular convolution are the linear ones.
     const float* lin = ifft + (n - b_len);
     if (!crossfade) {
@@ -236,8 +240,7 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
       continue;
     }
     float* ifft_new = ifft_out_.get() + n;
-    accumulate(next_taps_, b, c);
-    fft_.inverse_split(acc_re, acc_im, scratch, ifft_new);
+    filter_band(next_taps_, b, c, ifft_new);
     const float* lin_new = ifft_new + (n - b_len);
     for (uint32_t i = 0; i < b_len; ++i) {
       const float w = float(i + 1) / float(b_len);  // all new on the block's last sample

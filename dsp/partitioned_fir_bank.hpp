@@ -100,8 +100,9 @@ class PartitionedFirBank {
   };
   Spectra make_spectra(const std::vector<std::vector<float>>& band_taps) const;
   void run_block(uint32_t channel) noexcept;
-  // Band `band`'s spectrum summed over its partitions into acc_ (split).
-  void accumulate(const Spectra& h, uint32_t band, uint32_t channel) noexcept;
+  // Band `band` of `channel`'s block: the inverse FFT (N samples, out) of its spectrum summed over
+  // its partitions (acc_ holds the partial sums).
+  void filter_band(const Spectra& h, uint32_t band, uint32_t channel, float* out) noexcept;
   void start_switch() noexcept;
   uint32_t initial_fill(uint32_t channel) const noexcept;
 

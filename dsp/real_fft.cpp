@@ -165,25 +165,70 @@ void merge_interleaved(float* s, size_t m, const float* w_re, const float* w_im)
   }
 }
 
-// X[0..m] in split arrays to 2 Z[0..m-1] interleaved in z.
-void merge_to_interleaved(const float* re, const float* im, float* z, size_t m, const float* w_re,
-                          const float* w_im) noexcept {
-  z[0] = re[0] + re[m];
-  z[1] = re[0] - re[m];
+// X[0..m] from `bins` (split arrays, below) to 2 Z[0..m-1] interleaved in z. Bins: four(k, re, im)
+// gives X[k..k+3] in lanes, one(k, re, im) X[k].
+template <typename Bins>
+void merge_to_interleaved(const Bins& bins, float* z, size_t m, const float* w_re, const float* w_im) noexcept {
+  float x0_re, x0_im, xm_re, xm_im;
+  bins.one(0, x0_re, x0_im);
+  bins.one(m, xm_re, xm_im);
+  z[0] = x0_re + xm_re;
+  z[1] = x0_re - xm_re;
   size_t k = 1;
   for (; 2 * k + 6 < m; k += 4) {
     const size_t r = m - k - 3;
-    v4f x_re, x_im, y_re, y_im;
-    merge_pair(load4(re + k), load4(im + k), reversed(load4(re + r)), reversed(load4(im + r)), load4(w_re + k),
-               load4(w_im + k), x_re, x_im, y_re, y_im);
+    v4f a_re, a_im, b_re, b_im, x_re, x_im, y_re, y_im;
+    bins.four(k, a_re, a_im);
+    bins.four(r, b_re, b_im);
+    merge_pair(a_re, a_im, reversed(b_re), reversed(b_im), load4(w_re + k), load4(w_im + k), x_re, x_im, y_re, y_im);
     store_ascending(z + 2 * k, x_re, x_im);
     store_reversed(z + 2 * r, y_re, y_im);
   }
   for (; 2 * k <= m; ++k) {  // k == m - k: as in split_to_split
     const size_t r = m - k;
-    merge_pair(re[k], im[k], re[r], im[r], w_re[k], w_im[k], z[2 * k], z[2 * k + 1], z[2 * r], z[2 * r + 1]);
+    float a_re, a_im, b_re, b_im;
+    bins.one(k, a_re, a_im);
+    bins.one(r, b_re, b_im);
+    merge_pair(a_re, a_im, b_re, b_im, w_re[k], w_im[k], z[2 * k], z[2 * k + 1], z[2 * r], z[2 * r + 1]);
   }
 }
+
+// A spectrum as it is.
+struct SplitBins {
+  const float *re, *im;
+  void four(size_t k, v4f& r, v4f& i) const noexcept {
+    r = load4(re + k);
+    i = load4(im + k);
+  }
+  void one(size_t k, float& r, float& i) const noexcept {
+    r = re[k];
+    i = im[k];
+  }
+};
+
+// The spectrum sum + x h (complex products bin by bin), or x h alone where sum_re is null.
+struct ProductBins {
+  const float *x_re, *x_im, *h_re, *h_im, *sum_re, *sum_im;
+  template <typename T>
+  static void product(T xr, T xi, T hr, T hi, T& r, T& i) noexcept {
+    r = xr * hr - xi * hi;
+    i = xr * hi + xi * hr;
+  }
+  void four(size_t k, v4f& r, v4f& i) const noexcept {
+    product(load4(x_re + k), load4(x_im + k), load4(h_re + k), load4(h_im + k), r, i);
+    if (sum_re) {
+      r = load4(sum_re + k) + r;
+      i = load4(sum_im + k) + i;
+    }
+  }
+  void one(size_t k, float& r, float& i) const noexcept {
+    product(x_re[k], x_im[k], h_re[k], h_im[k], r, i);
+    if (sum_re) {
+      r = sum_re[k] + r;
+      i = sum_im[k] + i;
+    }
+  }
+};
 }  // namespace
 
 void FftwFree::operator()(float* p) const noexcept { fftwf_free(p); }
@@ -288,7 +333,15 @@ void RealFft::forward_split(const float* in, float* scratch, float* re, float* i
 }
 
 void RealFft::inverse_split(const float* re, const float* im, float* scratch, float* out) const noexcept {
-  merge_to_interleaved(re, im, scratch, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
+  merge_to_interleaved(SplitBins{re, im}, scratch, n_ / 2, twiddle_re_.data(), twiddle_im_.data());
+  fftwf_execute_dft(static_cast<fftwf_plan>(inverse_plan_), reinterpret_cast<fftwf_complex*>(scratch),
+                    reinterpret_cast<fftwf_complex*>(out));
+}
+
+void RealFft::inverse_of_product(const float* x_re, const float* x_im, const float* h_re, const float* h_im,
+                                 const float* sum_re, const float* sum_im, float* scratch, float* out) const noexcept {
+  merge_to_interleaved(ProductBins{x_re, x_im, h_re, h_im, sum_re, sum_im}, scratch, n_ / 2, twiddle_re_.data(),
+                       twiddle_im_.data());
   fftwf_execute_dft(static_cast<fftwf_plan>(inverse_plan_), reinterpret_cast<fftwf_complex*>(scratch),
                     reinterpret_cast<fftwf_complex*>(out));
 }

@@ -59,6 +59,11 @@ class RealFft {
   // left as they were by inverse_split.
   void forward_split(const float* in, float* scratch, float* re, float* im) const noexcept;
   void inverse_split(const float* re, const float* im, float* scratch, float* out) const noexcept;
+  // inverse_split of sum + x h, the complex products taken bin by bin in the same pass (the last
+  // partition of a partitioned convolution: its products are never stored). sum_re, sum_im: both
+  // null for x h alone. All split arrays of bins() floats.
+  void inverse_of_product(const float* x_re, const float* x_im, const float* h_re, const float* h_im,
+                          const float* sum_re, const float* sum_im, float* scratch, float* out) const noexcept;
 
  private:
   size_t n_;

@@ -135,6 +135,35 @@ TEST(RealFft, SplitFormsMatchTheInterleavedOnes) {
   }
 }
 
+// inverse_of_product against inverse_split of the same spectrum formed here: sum + x h, and x h.
+TEST(RealFft, InverseOfProductIsTheInverseOfSumPlusProduct) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t n : kSizes) {
+    SCOPED_TRACE(n);
+    RealFft fft(n);
+    const size_t bins = fft.bins();
+    std::vector<float> xr(bins), xi(bins), hr(bins), hi(bins), sr(bins), si(bins), yr(bins), yi(bins);
+    for (size_t k = 0; k < bins; ++k) {
+      xr[k] = g(rng), xi[k] = g(rng), hr[k] = g(rng), hi[k] = g(rng), sr[k] = g(rng), si[k] = g(rng);
+    }
+    FftwBuffer scratch = make_fftw_buffer(2 * bins), want = make_fftw_buffer(n), got = make_fftw_buffer(n);
+    for (bool with_sum : {true, false}) {
+      SCOPED_TRACE(with_sum ? "sum + x h" : "x h");
+      for (size_t k = 0; k < bins; ++k) {
+        yr[k] = (with_sum ? sr[k] : 0.0f) + (xr[k] * hr[k] - xi[k] * hi[k]);
+        yi[k] = (with_sum ? si[k] : 0.0f) + (xr[k] * hi[k] + xi[k] * hr[k]);
+      }
+      fft.inverse_split(yr.data(), yi.data(), scratch.get(), want.get());
+      for (size_t i = 0; i < n; ++i) got[i] = nan;
+      fft.inverse_of_product(xr.data(), xi.data(), hr.data(), hi.data(), with_sum ? sr.data() : nullptr,
+                             with_sum ? si.data() : nullptr, scratch.get(), got.get());
+      for (size_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 2 * tolerance(n)) << i;
+    }
+  }
+}
+
 TEST(RealFft, RefusesOddAndOutOfRangeSizes) {
   EXPECT_THROW(RealFft(0), std::invalid_argument);
   EXPECT_THROW(RealFft(7), std::invalid_argument);
