@@ -6,8 +6,9 @@
 // The n reals are transformed as n/2 complex values (even samples real, odd imaginary) by FFTW's
 // complex FFT of n/2, and a vectorised pass here splits that into the real signal's spectrum (and
 // merges it back for the inverse). FFTW's own r2c/c2r plans end in a scalar radix-2 pass of the
-// same kind: with Debian's FFTW 3.3.10 they took 1.4-2.5x as long at every size from 256 to 65536
-// points, whatever the planning (docs/PERFORMANCE.md, section 11, 28 Nov).
+// same kind (Debian's FFTW 3.3.10): against them this is 1.2-2.4x as fast in most pairings of
+// bench/real_fft_bench (512 to 65536 points, estimated and measured plans), and within noise of
+// them in the rest (docs/PERFORMANCE.md, section 11, sixth session of 27 Nov).
 #pragma once
 
 #include <cstddef>
