@@ -14,7 +14,9 @@ namespace {
 
 unsigned fftw_flags(int64_t arg) { return arg == 2 ? FFTW_PATIENT : arg == 1 ? FFTW_MEASURE : FFTW_ESTIMATE; }
 vigil::FftPlanning planning(int64_t arg) {
-  return arg == 2 ? vigil::FftPlanning::kPatient : arg == 1 ? vigil::FftPlanning::kMeasure : vigil::FftPlanning::kEstimate;
+  return arg == 2   ? vigil::FftPlanning::kPatient
+         : arg == 1 ? vigil::FftPlanning::kMeasure
+                    : vigil::FftPlanning::kEstimate;
 }
 
 void fill(float* x, size_t n) {

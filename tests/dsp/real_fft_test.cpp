@@ -1,7 +1,8 @@
 // RealFft against a direct DFT in double precision: the forward spectrum of random reals, the
 // unnormalised inverse of a random spectrum (FFTW's c2r: X[0]'s and X[n/2]'s imaginary parts
-// ignored), the round trip, and the split-array forms against the interleaved ones, at sizes where n/2 is odd, a power of two, or too small for the
-// vectorised pairs (n < 16), each output poisoned with NaN before the transform.
+// ignored), the round trip, and the split-array forms against the interleaved ones, at sizes where
+// n/2 is odd, a power of two, or too small for the vectorised pairs (n < 16), each output poisoned
+// with NaN before the transform.
 #include "dsp/real_fft.hpp"
 
 #include <gtest/gtest.h>
