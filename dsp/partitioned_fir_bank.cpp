@@ -93,7 +93,7 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
   time_ = make_fftw_buffer(size_t(channels_) * layout_.fft_size);
   fdl_ = make_fftw_buffer(size_t(channels_) * parts_ * 2 * stride_);
   acc_ = make_fftw_buffer(2 * stride_);
-  spectrum_ = make_fftw_buffer(spectrum_floats_);
+  scratch_ = make_fftw_buffer(spectrum_floats_);
   ifft_out_ = make_fftw_buffer(2 * size_t(layout_.fft_size));
   out_ = make_fftw_buffer(size_t(bands_) * channels_ * layout_.block);
   state_.resize(channels_);
@@ -213,7 +213,7 @@ void PartitionedFirBank::filter_band(const Spectra& h, uint32_t band, uint32_t c
     }
     const bool sum = used > 1;
     fft_.inverse_of_product(xr, xr + stride_, hr, hr + stride_, sum ? ar : nullptr, sum ? ai : nullptr,
-                            spectrum_.get(), out);
+                            scratch_.get(), out);
   }
 }
 
@@ -225,7 +225,7 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
   const bool crossfade = ch.switch_due;
   const Spectra& taps = ch.on_next ? next_taps_ : taps_;
   float* t = time_.get() + size_t(c) * n;
-  float* scratch = spectrum_.get();
+  float* scratch = scratch_.get();
   float* newest = fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_;
   fft_.forward_split(t, scratch, newest, newest + stride_);
   std::copy(t + b_len, t + n, t);  // slide the window by one block

@@ -120,7 +120,7 @@ class PartitionedFirBank {
   FftwBuffer fdl_;              // per channel: parts_ input spectra (ring), each split: re[stride_], im[stride_]
   std::vector<Channel> state_;
   FftwBuffer acc_;              // split partial sums (2 * stride_)
-  FftwBuffer spectrum_;         // the FFTs' interleaved scratch (spectrum_floats_)
+  FftwBuffer scratch_;          // the FFTs' interleaved scratch (spectrum_floats_)
   FftwBuffer ifft_out_;         // two of N samples: the current taps' inverse, and the next's during a crossfade
   FftwBuffer out_;              // per lane: B output samples ready from the last block
   uint64_t channel_blocks_ = 0;

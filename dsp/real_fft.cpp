@@ -83,27 +83,24 @@ inline void store_reversed(float* p, v4f re, v4f im) noexcept {
 }
 inline v4f reversed(v4f v) noexcept { return shuffle<3, 2, 1, 0>(v, v); }
 
-// In place on the interleaved spectrum: Z[0..m-1] (2m floats) becomes X[0..m] (2m + 2 floats).
-void split_interleaved(float* s, size_t m, const float* w_re, const float* w_im) noexcept {
-  const float z0_re = s[0], z0_im = s[1];
-  s[0] = z0_re + z0_im;  // X[0] = E[0] + O[0], X[m] = E[0] - O[0]
-  s[1] = 0.0f;
-  s[2 * m] = z0_re - z0_im;
-  s[2 * m + 1] = 0.0f;
+// The pairs (k, m-k), 1 <= k <= m/2, of an interleaved spectrum through `pair` (split_pair or
+// merge_pair), in place.
+template <typename Pair>
+void pairs_in_place(float* s, size_t m, const float* w_re, const float* w_im, Pair pair) noexcept {
   size_t k = 1;
   for (; 2 * k + 6 < m; k += 4) {  // k..k+3 and m-k-3..m-k apart
     const size_t r = m - k - 3;
     v4f a_re, a_im, b_re, b_im, x_re, x_im, y_re, y_im;
     load_ascending(s + 2 * k, a_re, a_im);
     load_reversed(s + 2 * r, b_re, b_im);
-    split_pair(a_re, a_im, b_re, b_im, load4(w_re + k), load4(w_im + k), x_re, x_im, y_re, y_im);
+    pair(a_re, a_im, b_re, b_im, load4(w_re + k), load4(w_im + k), x_re, x_im, y_re, y_im);
     store_ascending(s + 2 * k, x_re, x_im);
     store_reversed(s + 2 * r, y_re, y_im);
   }
   for (; 2 * k <= m; ++k) {
     const size_t r = m - k;
     float x_re, x_im, y_re, y_im;
-    split_pair(s[2 * k], s[2 * k + 1], s[2 * r], s[2 * r + 1], w_re[k], w_im[k], x_re, x_im, y_re, y_im);
+    pair(s[2 * k], s[2 * k + 1], s[2 * r], s[2 * r + 1], w_re[k], w_im[k], x_re, x_im, y_re, y_im);
     s[2 * k] = x_re;
     s[2 * k + 1] = x_im;
     if (r != k) {
@@ -111,6 +108,16 @@ void split_interleaved(float* s, size_t m, const float* w_re, const float* w_im)
       s[2 * r + 1] = y_im;
     }
   }
+}
+
+// In place on the interleaved spectrum: Z[0..m-1] (2m floats) becomes X[0..m] (2m + 2 floats).
+void split_interleaved(float* s, size_t m, const float* w_re, const float* w_im) noexcept {
+  const float z0_re = s[0], z0_im = s[1];
+  s[0] = z0_re + z0_im;  // X[0] = E[0] + O[0], X[m] = E[0] - O[0]
+  s[1] = 0.0f;
+  s[2 * m] = z0_re - z0_im;
+  s[2 * m + 1] = 0.0f;
+  pairs_in_place(s, m, w_re, w_im, [](auto&&... v) noexcept { split_pair(v...); });
 }
 
 // Z[0..m-1] interleaved in z to X[0..m] in split arrays.
@@ -142,27 +149,7 @@ void merge_interleaved(float* s, size_t m, const float* w_re, const float* w_im)
   const float x0 = s[0], xm = s[2 * m];
   s[0] = x0 + xm;
   s[1] = x0 - xm;
-  size_t k = 1;
-  for (; 2 * k + 6 < m; k += 4) {
-    const size_t r = m - k - 3;
-    v4f a_re, a_im, b_re, b_im, x_re, x_im, y_re, y_im;
-    load_ascending(s + 2 * k, a_re, a_im);
-    load_reversed(s + 2 * r, b_re, b_im);
-    merge_pair(a_re, a_im, b_re, b_im, load4(w_re + k), load4(w_im + k), x_re, x_im, y_re, y_im);
-    store_ascending(s + 2 * k, x_re, x_im);
-    store_reversed(s + 2 * r, y_re, y_im);
-  }
-  for (; 2 * k <= m; ++k) {
-    const size_t r = m - k;
-    float x_re, x_im, y_re, y_im;
-    merge_pair(s[2 * k], s[2 * k + 1], s[2 * r], s[2 * r + 1], w_re[k], w_im[k], x_re, x_im, y_re, y_im);
-    s[2 * k] = x_re;
-    s[2 * k + 1] = x_im;
-    if (r != k) {
-      s[2 * r] = y_re;
-      s[2 * r + 1] = y_im;
-    }
-  }
+  pairs_in_place(s, m, w_re, w_im, [](auto&&... v) noexcept { merge_pair(v...); });
 }
 
 // X[0..m] from `bins` (split arrays, below) to 2 Z[0..m-1] interleaved in z. Bins: four(k, re, im)
