@@ -5,9 +5,11 @@ that the machine's drift hits both alike: each run fills bench/scenarios/<scenar
 vigil-listen: --listen) and the events to a socket nobody answers, and prints the rate of chunks
 out from vigild's last line as x real time.
 Usage: bench/scenario_ab.py OLD_VIGILD NEW_VIGILD [--scenario s2] [--channels 64] [--runs 3] [--seconds 6] [--threads 2]
-         [--new-output "framing: vrl, jumbo: true"] [--listen build/apps/vigil-listen] [--new-listen-flags=--gro]
---new-output adds keys to the vita49 output of NEW's runs only, --new-listen-flags options to
-NEW's vigil-listen only (the same binary twice then compares two configurations)."""
+         [--new-threads 2] [--new-output "framing: vrl, jumbo: true"] [--listen build/apps/vigil-listen]
+         [--new-listen-flags=--gro]
+--new-threads sets pipeline.threads of NEW's runs only, --new-output adds keys to the vita49 output of
+NEW's runs only, --new-listen-flags options to NEW's vigil-listen only (the same binary twice then
+compares two configurations)."""
 import argparse, os, re, signal, socket, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
@@ -22,6 +24,7 @@ p.add_argument("--runs", type=int, default=3)
 p.add_argument("--seconds", type=float, default=6)
 p.add_argument("--threads", type=int, default=0,
                help="pipeline.threads (0: one per core less one; the runner uses 2 for the CPU's S1 and S2)")
+p.add_argument("--new-threads", type=int, help="pipeline.threads for NEW's runs only (default: --threads)")
 p.add_argument("--new-output", default="")
 p.add_argument("--listen", help="vigil-listen binary: it receives the data (on the same cores) instead of a socket nobody reads")
 p.add_argument("--listen-flags", default="", help="options for both runs' vigil-listen (e.g. --gro)")
@@ -45,6 +48,8 @@ for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": 0, "BACKEND": "cpu", "BUSY_P
 configs = {"A": os.path.join(work, "a.yaml"), "B": os.path.join(work, "b.yaml")}
 open(configs["A"], "w").write(text)
 b_text = text
+if a.new_threads is not None:
+    b_text = re.sub(r"threads: \d+", f"threads: {a.new_threads}", b_text, count=1)
 if a.new_output:
     # The vita49 output is one flow mapping: {kind: vita49, ...}; override or add the given keys.
     extra = dict(kv.split(":", 1) for kv in (x.strip() for x in a.new_output.split(",")))
@@ -56,8 +61,9 @@ if a.new_output:
             if not n:
                 body += f", {k}: {v}"
         return "{" + body + "}"
-    b_text = re.sub(r"\{(kind: vita49[^}]*)\}", patch, text)
-    assert b_text != text, "no vita49 output to change"
+    patched = re.sub(r"\{(kind: vita49[^}]*)\}", patch, b_text)
+    assert patched != b_text, "no vita49 output to change"
+    b_text = patched
 open(configs["B"], "w").write(b_text)
 runs = {"A": a.old, "B": a.new}
 for binary, label in ((a.old, "A"), (a.new, "B")):  # each plans its FFTs once, outside the timed runs
@@ -86,5 +92,6 @@ for _ in range(a.runs):
         results[label].append(frames / secs / RATES[a.scenario])
 for label, xs in results.items():
     what = runs[label] + (f" [{a.new_output}]" if label == "B" and a.new_output else "")
+    what += f" [threads {a.new_threads}]" if label == "B" and a.new_threads is not None else ""
     what += f" [vigil-listen {a.new_listen_flags}]" if label == "B" and a.new_listen_flags and a.listen else ""
     print(f"{label} {what}: " + " ".join(f"{x:.2f}x" for x in xs))

@@ -31,31 +31,43 @@ double NonUniformFirBank::work_per_sample(const std::vector<FirLevel>& levels, s
   return work;
 }
 
-std::vector<FirLevel> NonUniformFirBank::plan(size_t max_taps, uint32_t base_block, size_t bands) {
+std::vector<FirLevel> NonUniformFirBank::plan(size_t max_taps, uint32_t base_block, size_t bands, bool background) {
   const PartitionLayout base = PartitionedFirBank::uniform(base_block);  // checks base_block
   auto parts_for = [](size_t taps, uint32_t block) { return uint32_t((taps + block - 1) / block); };
+  // In the background the cost is the busier thread's: the caller's (level 0) or the worker's.
+  auto cost = [&](const std::vector<FirLevel>& levels) {
+    if (!background) return work_per_sample(levels, bands);
+    return std::max(work_per_sample({levels[0]}, bands), work_per_sample({levels.begin() + 1, levels.end()}, bands));
+  };
   std::vector<FirLevel> best = {{base, parts_for(max_taps, base_block)}};
-  double best_work = work_per_sample(best, bands);
-  // Level k: g - 1 partitions of D g^k from offset D g^k - D, exactly the earliest it may start;
-  // the last level (after `grown` such levels) holds the rest.
+  double best_cost = cost(best);
+  // Levels of D, D g, D g^2, ...: each holds the taps up to the earliest the next may start
+  // (block + defer - D), the last the rest (Garcia's and Gardner's schemes when nothing is deferred).
   for (uint32_t g : {2u, 4u, 8u, 16u}) {
     for (uint32_t grown = 1;; ++grown) {
       std::vector<FirLevel> levels;
       size_t offset = 0;
       uint64_t block = base_block;
       bool fits = true;
-      for (uint32_t k = 0; k < grown && fits; ++k) {
-        levels.push_back({PartitionedFirBank::uniform(uint32_t(block)), g - 1});
-        offset += size_t(g - 1) * block;
+      for (uint32_t k = 0; k <= grown && fits; ++k) {
+        const uint32_t defer = k > 0 && background ? uint32_t(block) / 2 : 0;
+        const size_t pad = k > 0 ? offset + base_block - block - defer : 0;
+        size_t end = max_taps;
+        if (k < grown) {
+          const uint64_t next = block * g;
+          end = size_t(next + (background ? next / 2 : 0) - base_block);
+          fits = end < max_taps && next <= 65536;
+        }
+        const uint32_t parts = parts_for(pad + end - offset, uint32_t(block));
+        levels.push_back({PartitionedFirBank::uniform(uint32_t(block)), parts, defer});
+        offset += size_t(parts) * block - pad;
         block *= g;
-        fits = offset < max_taps && block <= 65536;
       }
       if (!fits) break;
-      levels.push_back({PartitionedFirBank::uniform(uint32_t(block)), parts_for(max_taps - offset, uint32_t(block))});
-      const double work = work_per_sample(levels, bands);
-      if (work < best_work) {
+      const double c = cost(levels);
+      if (c < best_cost) {
         best = levels;
-        best_work = work;
+        best_cost = c;
       }
     }
   }
@@ -63,7 +75,8 @@ std::vector<FirLevel> NonUniformFirBank::plan(size_t max_taps, uint32_t base_blo
 }
 
 NonUniformFirBank::NonUniformFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
-                                     std::vector<FirLevel> levels, FftPlanning planning, BlockPhases phases)
+                                     std::vector<FirLevel> levels, FftPlanning planning, BlockPhases phases,
+                                     BlockWorker* worker)
     : levels_(std::move(levels)), bands_(band_taps.size()), channels_(channels) {
   if (levels_.empty() || levels_.size() > 16) reject("levels must be 1..16, got " + std::to_string(levels_.size()));
   const uint32_t latency = levels_[0].layout.block;
@@ -75,12 +88,17 @@ NonUniformFirBank::NonUniformFirBank(const std::vector<std::vector<float>>& band
     if (k > 0) {
       if (l.layout.partition != l.layout.block) reject(name + " must be uniform (partition == block)");
       if (l.layout.block <= levels_[k - 1].layout.block) reject(name + "'s block must be larger than level " + std::to_string(k - 1) + "'s");
-      // Its output comes block samples late; the bank's is due latency samples late.
-      if (offset + latency < l.layout.block)
-        reject(name + " (block " + std::to_string(l.layout.block) + ") starts at tap " + std::to_string(offset) +
-               ", before block - latency = " + std::to_string(l.layout.block - latency));
+      // Its output comes block + defer samples late; the bank's is due latency samples late.
+      if (offset + latency < size_t(l.layout.block) + l.defer)
+        reject(name + " (block " + std::to_string(l.layout.block) + ", deferred " + std::to_string(l.defer) +
+               ") starts at tap " + std::to_string(offset) + ", before block + defer - latency = " +
+               std::to_string(l.layout.block + l.defer - latency));
+      if (l.defer > l.layout.block)
+        reject(name + "'s defer (" + std::to_string(l.defer) + ") must be at most its block");
+    } else if (l.defer) {
+      reject("level 0 cannot be deferred: its block is the latency");
     }
-    const size_t pad = offset + latency - l.layout.block;
+    const size_t pad = offset + latency - l.layout.block - l.defer;
     if (pad >= held(l)) reject(name + " holds only the " + std::to_string(pad) + " zeros that delay it");
     offsets_.push_back(offset);
     pads_.push_back(pad);
@@ -94,7 +112,7 @@ NonUniformFirBank::NonUniformFirBank(const std::vector<std::vector<float>>& band
   for (size_t k = 0; k < levels_.size(); ++k) {
     const uint32_t phase = uint32_t(k) * latency;  // level k's blocks k * D later: see the header
     banks_.push_back(std::make_unique<PartitionedFirBank>(stretch(band_taps, k), channels, levels_[k].layout, planning,
-                                                          phases, phase));
+                                                          phases, phase, levels_[k].defer, worker));
   }
   // What a later set_taps may bring: the last level holds as many partitions as the filter needed.
   const FirLevel& last = levels_.back();
@@ -153,8 +171,10 @@ void NonUniformFirBank::process(const float* in, size_t in_stride, uint32_t fram
 
 std::string NonUniformFirBank::describe() const {
   std::string s;
-  for (size_t k = 0; k < banks_.size(); ++k)
+  for (size_t k = 0; k < banks_.size(); ++k) {
     s += (k ? ", " : "") + std::to_string(banks_[k]->partitions()) + " x " + std::to_string(banks_[k]->block());
+    if (levels_[k].defer) s += " (deferred " + std::to_string(levels_[k].defer) + ")";
+  }
   return s;
 }
 

@@ -19,6 +19,12 @@
 // each level at its own block boundary: during a swap each level's share lies between its old and
 // new stretch's output, and once the largest level's block has passed the output is the new
 // filter's.
+//
+// In the background: a level k may be deferred by d_k samples (its output d_k later, so that a
+// BlockWorker thread runs its blocks while the caller goes on); it must then begin at
+// o_k >= b_k + d_k - D. plan(..., background) defers every later level by half its block: S3's
+// 8191 taps at D = 256 become 5 x 256 on the caller's thread and 7 x 1024 on the worker's, with the
+// same latency.
 #pragma once
 
 #include <cstddef>
@@ -34,19 +40,23 @@ namespace vigil {
 struct FirLevel {
   PartitionLayout layout;   // level 0: any layout; later levels: uniform (partition == block)
   uint32_t partitions = 0;  // partitions of layout.partition taps this level holds
+  uint32_t defer = 0;       // later levels: output this much later (PartitionedFirBank's defer), 0..block
 };
 
 class NonUniformFirBank {
  public:
   // band_taps, channels: as PartitionedFirBank; levels: 1..16, blocks increasing, holding every
   // band's taps. Throws std::invalid_argument naming the level and the bound it breaks.
+  // worker: runs the deferred levels' blocks (see the header; it must outlive the bank).
   NonUniformFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
                     std::vector<FirLevel> levels, FftPlanning planning = FftPlanning::kEstimate,
-                    BlockPhases phases = BlockPhases::kAligned);
+                    BlockPhases phases = BlockPhases::kAligned, BlockWorker* worker = nullptr);
 
   // The levels with the least modelled work (work_per_sample) for filters of max_taps at a latency
   // of base_block (a power of two 16..65536): plain uniform partitions when nothing beats them.
-  static std::vector<FirLevel> plan(size_t max_taps, uint32_t base_block, size_t bands);
+  // background: every level after the first deferred by half its block (so a BlockWorker has that
+  // long to run it), and the least work for the busier of the two threads chosen.
+  static std::vector<FirLevel> plan(size_t max_taps, uint32_t base_block, size_t bands, bool background = false);
   // Modelled work per input sample and channel: each level's FFTs (N log2 N: one forward shared by
   // the bands, one inverse per band) and its spectral multiply-accumulates (kMacWeight per bin).
   static double work_per_sample(const std::vector<FirLevel>& levels, size_t bands);

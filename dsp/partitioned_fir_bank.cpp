@@ -1,6 +1,7 @@
 // RT: process() on the pipeline thread.
 #include "dsp/partitioned_fir_bank.hpp"
 
+#include "dsp/block_worker.hpp"
 #include "dsp/simd.hpp"
 
 #include <algorithm>
@@ -67,18 +68,22 @@ uint32_t PartitionedFirBank::best_fft_size(size_t max_taps, uint32_t max_block) 
 
 PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
                                        PartitionLayout layout, FftPlanning planning, BlockPhases phases,
-                                       uint32_t phase)
+                                       uint32_t phase, uint32_t defer, BlockWorker* worker)
     : bands_(uint32_t(band_taps.size())),
       channels_(channels),
       layout_(checked(layout)),
       phases_(phases),
       phase_(phase % layout.block),
+      defer_(defer),
+      worker_(defer ? worker : nullptr),
       bins_(size_t(layout.fft_size) / 2 + 1),
       stride_((size_t(layout.fft_size) / 2 + 1 + 15) / 16 * 16),
       spectrum_floats_((2 * (size_t(layout.fft_size) / 2 + 1) + 15) / 16 * 16),
       fft_(layout.fft_size, planning) {
   if (band_taps.empty() || band_taps.size() > 256) reject("bands must be 1..256, got " + std::to_string(band_taps.size()));
   if (channels < 1 || channels > 4096) reject("channels must be 1..4096, got " + std::to_string(channels));
+  if (defer > layout_.block)
+    reject("defer must be 0..block (" + std::to_string(layout_.block) + "), got " + std::to_string(defer));
   for (size_t b = 0; b < band_taps.size(); ++b) {
     if (band_taps[b].empty() || band_taps[b].size() > (size_t(1) << 20))
       reject("band " + std::to_string(b) + " taps must be 1..1048576, got " + std::to_string(band_taps[b].size()));
@@ -90,14 +95,26 @@ PartitionedFirBank::PartitionedFirBank(const std::vector<std::vector<float>>& ba
     reject("a filter longer than one partition (" + std::to_string(layout_.partition) +
            " taps) needs partition == block, got block " + std::to_string(layout_.block));
   taps_ = make_spectra(band_taps);
-  time_ = make_fftw_buffer(size_t(channels_) * layout_.fft_size);
+  const size_t buffers = defer_ ? 2 : 1;
+  time_ = make_fftw_buffer(buffers * channels_ * layout_.fft_size);
   fdl_ = make_fftw_buffer(size_t(channels_) * parts_ * 2 * stride_);
   acc_ = make_fftw_buffer(2 * stride_);
   scratch_ = make_fftw_buffer(spectrum_floats_);
   ifft_out_ = make_fftw_buffer(2 * size_t(layout_.fft_size));
-  out_ = make_fftw_buffer(size_t(bands_) * channels_ * layout_.block);
+  out_ = make_fftw_buffer(buffers * bands_ * channels_ * layout_.block);
   state_.resize(channels_);
   for (uint32_t c = 0; c < channels_; ++c) state_[c].fill = initial_fill(c);
+}
+
+PartitionedFirBank::~PartitionedFirBank() { drain(); }
+
+void PartitionedFirBank::drain() const noexcept {
+  if (worker_) worker_->drain();
+}
+
+bool PartitionedFirBank::crossfade_pending() const noexcept {
+  drain();
+  return switches_left_ > 0 || queued_.data;
 }
 
 uint32_t PartitionedFirBank::initial_fill(uint32_t channel) const noexcept {
@@ -142,6 +159,7 @@ void PartitionedFirBank::set_taps(const std::vector<std::vector<float>>& band_ta
       reject("set_taps: band " + std::to_string(b) + " taps must be 1.." +
              std::to_string(size_t(parts_) * layout_.partition) + ", got " + std::to_string(band_taps[b].size()));
   Spectra staged = make_spectra(band_taps);
+  drain();  // the worker's blocks read the taps and the crossfade's state
   if (switches_left_ == 0) {
     next_taps_ = std::move(staged);
     start_switch();
@@ -158,12 +176,16 @@ void PartitionedFirBank::start_switch() noexcept {
 }
 
 void PartitionedFirBank::reset() noexcept {
-  std::fill_n(time_.get(), size_t(channels_) * layout_.fft_size, 0.0f);
+  drain();
+  const size_t buffers = defer_ ? 2 : 1;
+  std::fill_n(time_.get(), buffers * channels_ * layout_.fft_size, 0.0f);
   std::fill_n(fdl_.get(), size_t(channels_) * parts_ * 2 * stride_, 0.0f);
-  std::fill_n(out_.get(), size_t(bands_) * channels_ * layout_.block, 0.0f);
+  std::fill_n(out_.get(), buffers * bands_ * channels_ * layout_.block, 0.0f);
   for (uint32_t c = 0; c < channels_; ++c) {
     state_[c].fill = initial_fill(c);
     state_[c].fdl_pos = 0;
+    state_[c].window = 0;
+    state_[c].queued = false;
   }
 }
 
@@ -217,20 +239,22 @@ void PartitionedFirBank::filter_band(const Spectra& h, uint32_t band, uint32_t c
   }
 }
 
-void PartitionedFirBank::run_block(uint32_t c) noexcept {
+void PartitionedFirBank::run_block(uint32_t c, uint32_t window) noexcept {
   const uint32_t n = layout_.fft_size, b_len = layout_.block;
   Channel& ch = state_[c];
-  ++channel_blocks_;
+  channel_blocks_.store(channel_blocks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   ch.fdl_pos = (ch.fdl_pos + 1) % parts_;
   const bool crossfade = ch.switch_due;
   const Spectra& taps = ch.on_next ? next_taps_ : taps_;
-  float* t = time_.get() + size_t(c) * n;
+  float* t = window_of(c, window);
   float* scratch = scratch_.get();
   float* newest = fdl_.get() + (size_t(c) * parts_ + ch.fdl_pos) * 2 * stride_;
   fft_.forward_split(t, scratch, newest, newest + stride_);
-  std::copy(t + b_len, t + n, t);  // slide the window by one block
+  // The next block's window starts with this one's last N - B samples: slid in place, or (deferred)
+  // copied into the other window, whose end process() is filling meanwhile.
+  std::copy(t + b_len, t + n, defer_ ? window_of(c, window ^ 1) : t);
   for (uint32_t b = 0; b < bands_; ++b) {
-    float* y = out_.get() + (size_t(b) * channels_ + c) * b_len;
+    float* y = output_of(b, c, window);
     float* ifft = ifft_out_.get();
     filter_band(taps, b, c, ifft);
     // Overlap-save: the last B samples of the circular convolution are the linear ones.
@@ -261,20 +285,51 @@ void PartitionedFirBank::run_block(uint32_t c) noexcept {
   }
 }
 
+// A BlockWorker job: the blocks of `count` channels from `first` on, all in input window `window`
+// (arg: window | first << 1 | count << 13; channels <= 4096).
+void PartitionedFirBank::run_queued_blocks(void* bank, uint32_t arg) noexcept {
+  auto* self = static_cast<PartitionedFirBank*>(bank);
+  const uint32_t window = arg & 1, first = (arg >> 1) & 0xFFF, count = arg >> 13;
+  for (uint32_t c = first; c < first + count; ++c) self->run_block(c, window);
+}
+
+void PartitionedFirBank::wait_for_block(Channel& ch) const noexcept {
+  if (!ch.queued) return;
+  worker_->wait(ch.ticket);
+  ch.queued = false;
+}
+
 void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,
                                  size_t band_stride, OutputMode mode) noexcept {
-  const uint32_t n = layout_.fft_size, b_len = layout_.block;
+  const uint32_t n = layout_.fft_size, b_len = layout_.block, defer = defer_;
   if (band_stride == 0) band_stride = size_t(channels_) * out_stride;
   // In time order, up to the next block boundary of any channel, so that what happens at a
-  // boundary (a tap swap starting, ending) falls on the same sample however the stream is chunked.
+  // boundary (a tap swap starting, ending) falls on the same sample however the stream is chunked;
+  // deferred, also up to the sample where a channel's output moves on to its last block's.
   for (uint32_t done = 0; done < frames;) {
     uint32_t k = frames - done;
-    for (const Channel& ch : state_) k = std::min(k, b_len - ch.fill);
+    for (const Channel& ch : state_) {
+      k = std::min(k, b_len - ch.fill);
+      if (ch.fill < defer) k = std::min(k, defer - ch.fill);
+    }
     for (uint32_t c = 0; c < channels_; ++c) {
-      const uint32_t fill = state_[c].fill;
-      std::copy_n(in + c * in_stride + done, k, time_.get() + size_t(c) * n + (n - b_len) + fill);
+      Channel& ch = state_[c];
+      const uint32_t fill = ch.fill;
+      std::copy_n(in + c * in_stride + done, k, window_of(c, ch.window) + (n - b_len) + fill);
+      // Not deferred: the last block's output, from its start. Deferred: the block before it
+      // until `defer` samples into this one, then the last block's (once the worker has run it).
+      uint32_t from = ch.window, at = fill;
+      if (defer) {
+        if (fill < defer) {
+          at = b_len - defer + fill;
+        } else {
+          if (fill == defer) wait_for_block(ch);
+          from ^= 1;
+          at = fill - defer;
+        }
+      }
       for (uint32_t b = 0; b < bands_; ++b) {
-        const float* __restrict ready = out_.get() + (size_t(b) * channels_ + c) * b_len + fill;
+        const float* __restrict ready = output_of(b, c, from) + at;
         float* __restrict dst = out + b * band_stride + c * out_stride + done;
         if (mode == OutputMode::kStore)
           std::copy_n(ready, k, dst);
@@ -282,14 +337,45 @@ void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t fra
           for (uint32_t i = 0; i < k; ++i) dst[i] += ready[i];
       }
     }
+    // Channels whose blocks end here; with a worker, runs of neighbours in the same window go to
+    // it as one job (aligned phases: every channel's blocks in one).
+    uint32_t run_first = 0, run_count = 0, run_window = 0;
+    auto submit_run = [&] {
+      if (run_count == 0) return;
+      const uint32_t ticket =
+          worker_->submit(&PartitionedFirBank::run_queued_blocks, this, run_window | run_first << 1 | run_count << 13);
+      for (uint32_t c = run_first; c < run_first + run_count; ++c) {
+        state_[c].ticket = ticket;
+        state_[c].queued = true;
+      }
+      run_count = 0;
+    };
     for (uint32_t c = 0; c < channels_; ++c) {
       Channel& ch = state_[c];
       ch.fill += k;
-      if (ch.fill == b_len) {
-        run_block(c);
-        ch.fill = 0;
+      if (ch.fill < b_len) continue;
+      ch.fill = 0;
+      if (!defer) {
+        run_block(c, 0);
+        continue;
       }
+      // The block in window w writes output block w and the overlap into window w ^ 1, which
+      // fills next; the last block (in window w ^ 1) must have finished with both.
+      const uint32_t w = ch.window;
+      ch.window = w ^ 1;
+      if (!worker_) {
+        run_block(c, w);
+        continue;
+      }
+      wait_for_block(ch);
+      if (run_count > 0 && (run_first + run_count != c || run_window != w)) submit_run();
+      if (run_count == 0) {
+        run_first = c;
+        run_window = w;
+      }
+      ++run_count;
     }
+    if (worker_) submit_run();
     done += k;
   }
 }

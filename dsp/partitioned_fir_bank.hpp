@@ -22,8 +22,17 @@
 // high rates. The CUDA twin and its CPU fallback run aligned. `phase` shifts every boundary a
 // further `phase` samples later the same way (levels of a NonUniformFirBank use it so that their
 // big blocks fall in different chunks).
+//
+// Deferred blocks (defer > 0): each block's output is sent `defer` samples (1..B) later than
+// above, so the block's work (forward FFT, spectral sums, inverse FFTs) may finish up to `defer`
+// samples after its last input arrived. A BlockWorker, if given, runs that work on its thread
+// while process() goes on; without one it runs in process() as usual. Output: y_b[n - B - defer].
+// A NonUniformFirBank defers its larger levels this way, their stretches starting `defer` zeros
+// earlier so that the sum keeps its latency. The input window and the output block are double
+// buffered: process() fills one while the worker reads the other.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -31,6 +40,8 @@
 #include "dsp/real_fft.hpp"
 
 namespace vigil {
+
+class BlockWorker;
 
 struct PartitionLayout {
   uint32_t block = 0;      // B: samples per block (latency), >= 1
@@ -47,9 +58,13 @@ class PartitionedFirBank {
  public:
   // band_taps: 1..256 bands of 1..2^20 taps (lengths may differ); channels: 1..4096.
   // Throws std::invalid_argument naming the parameter and its range.
+  // defer: 0..block (see the header); worker: runs the deferred blocks (must outlive the bank).
   PartitionedFirBank(const std::vector<std::vector<float>>& band_taps, uint32_t channels, PartitionLayout layout,
                      FftPlanning planning = FftPlanning::kEstimate, BlockPhases phases = BlockPhases::kAligned,
-                     uint32_t phase = 0);
+                     uint32_t phase = 0, uint32_t defer = 0, BlockWorker* worker = nullptr);
+  ~PartitionedFirBank();  // waits for the worker's jobs of this bank
+  PartitionedFirBank(const PartitionedFirBank&) = delete;
+  PartitionedFirBank& operator=(const PartitionedFirBank&) = delete;
 
   // Uniform partitions of B taps (B a power of two, 16..65536): latency B.
   static PartitionLayout uniform(uint32_t block);
@@ -71,11 +86,12 @@ class PartitionedFirBank {
   // Stages new taps (same band count, each at most partitions() x partition() taps). Not RT-safe.
   // Each channel's crossfade starts at its next block boundary; taps staged while channels are
   // still crossing over to earlier ones follow once all have (the latest staged wins). Throws
-  // std::invalid_argument.
+  // std::invalid_argument. With a worker: waits for its blocks first.
   void set_taps(const std::vector<std::vector<float>>& band_taps);
-  bool crossfade_pending() const noexcept { return switches_left_ > 0 || queued_.data; }
+  // From the thread that calls process(); with a worker, waits for its blocks first.
+  bool crossfade_pending() const noexcept;
 
-  void reset() noexcept;
+  void reset() noexcept;  // with a worker: waits for its blocks first
 
   uint32_t bands() const noexcept { return bands_; }
   uint32_t channels() const noexcept { return channels_; }
@@ -83,9 +99,11 @@ class PartitionedFirBank {
   uint32_t partition() const noexcept { return layout_.partition; }
   uint32_t partitions() const noexcept { return parts_; }
   uint32_t fft_size() const noexcept { return layout_.fft_size; }
-  uint32_t latency_frames() const noexcept { return layout_.block; }
+  uint32_t latency_frames() const noexcept { return layout_.block + defer_; }
+  uint32_t defer() const noexcept { return defer_; }
   BlockPhases phases() const noexcept { return phases_; }
-  uint64_t channel_blocks() const noexcept { return channel_blocks_; }  // blocks run, counted per channel
+  // Blocks run, counted per channel (with a worker: those it has finished).
+  uint64_t channel_blocks() const noexcept { return channel_blocks_.load(std::memory_order_relaxed); }
 
  private:
   struct Spectra {
@@ -97,9 +115,23 @@ class PartitionedFirBank {
     uint32_t fdl_pos = 0;       // slot of its newest block in its delay line
     bool switch_due = false;    // crossfades to next_taps_ at its next block
     bool on_next = false;       // crossed over: filters with next_taps_ until all have
+    uint32_t window = 0;        // deferred: the input window (and output block) being filled, 0 or 1
+    uint32_t ticket = 0;        // deferred, with a worker: the job of its last block
+    bool queued = false;        // ... which was submitted
   };
   Spectra make_spectra(const std::vector<std::vector<float>>& band_taps) const;
-  void run_block(uint32_t channel) noexcept;
+  // The block in input window `window` of `channel`: its spectrum, its bands' output into output
+  // block `window`, and the next window's overlap (deferred) or the window slid (not deferred).
+  void run_block(uint32_t channel, uint32_t window) noexcept;
+  static void run_queued_blocks(void* bank, uint32_t arg) noexcept;  // a BlockWorker job
+  void wait_for_block(Channel& ch) const noexcept;
+  void drain() const noexcept;
+  float* window_of(uint32_t channel, uint32_t window) const noexcept {
+    return time_.get() + (size_t(channel) * (defer_ ? 2 : 1) + window) * layout_.fft_size;
+  }
+  float* output_of(uint32_t band, uint32_t channel, uint32_t window) const noexcept {
+    return out_.get() + ((size_t(band) * channels_ + channel) * (defer_ ? 2 : 1) + window) * layout_.block;
+  }
   // Band `band` of `channel`'s block: the inverse FFT (N samples, out) of its spectrum summed over
   // its partitions (acc_ holds the partial sums).
   void filter_band(const Spectra& h, uint32_t band, uint32_t channel, float* out) noexcept;
@@ -110,20 +142,22 @@ class PartitionedFirBank {
   PartitionLayout layout_;
   BlockPhases phases_;
   uint32_t phase_;
+  uint32_t defer_;
+  BlockWorker* worker_;
   uint32_t parts_ = 0;
   size_t bins_, stride_;        // stride_: bins_ rounded up to 16 floats (SIMD alignment of split arrays)
   size_t spectrum_floats_;      // an interleaved spectrum: 2 * bins_ rounded up to 16 floats (FFTW alignment)
   RealFft fft_;
   Spectra taps_, next_taps_, queued_;
   uint32_t switches_left_ = 0;  // channels yet to cross over to next_taps_
-  FftwBuffer time_;             // per channel: the last N input samples (block at the end)
+  FftwBuffer time_;             // per channel: the last N input samples (block at the end); deferred: two
   FftwBuffer fdl_;              // per channel: parts_ input spectra (ring), each split: re[stride_], im[stride_]
   std::vector<Channel> state_;
   FftwBuffer acc_;              // split partial sums (2 * stride_)
   FftwBuffer scratch_;          // the FFTs' interleaved scratch (spectrum_floats_)
   FftwBuffer ifft_out_;         // two of N samples: the current taps' inverse, and the next's during a crossfade
-  FftwBuffer out_;              // per lane: B output samples ready from the last block
-  uint64_t channel_blocks_ = 0;
+  FftwBuffer out_;              // per lane: B output samples ready from the last block; deferred: two
+  std::atomic<uint64_t> channel_blocks_{0};
 };
 
 }  // namespace vigil

@@ -41,13 +41,24 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
       levels = single;
     }
   }
+  // Few channels at a short latency: a pool run per chunk costs more than half the chunk's work
+  // (S3 on two cores), so a second thread takes the larger levels' blocks instead, one hand-off per
+  // block. Deferred, they need more taps in the first level: only where the plan still has levels.
+  if (form_ == Form::kNonUniform && pool && pool->threads() > 1 && uint64_t(channels) * block <= kBackgroundMaxSamples) {
+    std::vector<FirLevel> deferred = NonUniformFirBank::plan(longest, block, filtered.size(), true);
+    if (deferred.size() > 1) {
+      levels = std::move(deferred);
+      worker_ = std::make_unique<BlockWorker>("vigil-levels", pool->busy_poll());
+      pool = nullptr;  // one bank for every channel, its later levels on the worker
+    }
+  }
   // One bank per thread over a contiguous range of channels (each staggers its own).
   const uint32_t parts = WorkerPool::parts_for(pool, channels);
   if (parts > 1) pool_ = pool;
   for (uint32_t i = 0; i < parts; ++i) {
     const WorkerPool::Range r = WorkerPool::range(channels, parts, i);
     Part part{r.first, std::make_unique<NonUniformFirBank>(filtered, r.end - r.first, levels, planning,
-                                                           BlockPhases::kStaggered), nullptr};
+                                                           BlockPhases::kStaggered, worker_.get()), nullptr};
     if (impulse_delay_ >= 0)
       part.last = std::make_unique<ComplementaryBand>(r.end - r.first,
                                                       part.bank->latency_frames() + uint32_t(impulse_delay_), max_frames);
@@ -121,7 +132,8 @@ std::string StreamingFirBank::describe() const {
       return "uniformly partitioned overlap-save, " + std::to_string(first.partitions()) +
              (first.partitions() == 1 ? " partition of " : " partitions of ") + std::to_string(first.block()) + extras();
     case Form::kNonUniform:
-      return "non-uniformly partitioned overlap-save, partitions x block: " + parts_[0].bank->describe() + extras();
+      return "non-uniformly partitioned overlap-save, partitions x block: " + parts_[0].bank->describe() +
+             (worker_ ? ", deferred levels on a second thread" : "") + extras();
     case Form::kDirect: break;
   }
   return "?";

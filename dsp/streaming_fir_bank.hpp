@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "dsp/block_worker.hpp"
 #include "dsp/complementary_band.hpp"
 #include "dsp/fir_bank.hpp"
 #include "dsp/fir_form.hpp"
@@ -28,13 +29,18 @@ namespace vigil {
 class StreamingFirBank {
  public:
   static constexpr size_t kDirectMaxTaps = 48;
+  // Few channels at a short latency: the larger levels on a BlockWorker rather than the channels
+  // split over the pool (S3, 2 channels x 256 frames, on two cores: see docs/PERFORMANCE.md §11).
+  static constexpr uint64_t kBackgroundMaxSamples = 4096;
 
   enum class Form { kDirect, kSingleBlock, kUniform, kNonUniform };
 
   // band_taps, channels: as FirBank. max_frames: the largest chunk process() gets.
   // max_latency_frames: the most delay the caller accepts (>= 16 unless taps <= kDirectMaxTaps).
   // pool: when it has more than one thread, the FFT forms split the channels over it (the pool
-  // must outlive this bank; process() is then one pool run). form: kDirect or kFft overrides the
+  // must outlive this bank; process() is then one pool run), or, for a non-uniform bank of few
+  // channels (channels x block <= kBackgroundMaxSamples), run its later levels deferred on a
+  // BlockWorker thread of their own (the pool's helpers then sleep). form: kDirect or kFft overrides the
   // choice between the direct form and the FFT forms (kAuto: by kDirectMaxTaps). complementary:
   // the bands sum to a unit impulse (design_crossover's), each tap of the sum within
   // kComplementaryTolerance, else std::invalid_argument; the FFT forms then compute the last band
@@ -71,6 +77,7 @@ class StreamingFirBank {
     std::unique_ptr<NonUniformFirBank> bank;  // one level for the single-block and uniform forms
     std::unique_ptr<ComplementaryBand> last;  // the last band of a complementary bank
   };
+  std::unique_ptr<BlockWorker> worker_;  // deferred levels' thread (declared before the banks that use it)
   std::vector<Part> parts_;  // the FFT forms: one bank per channel range
   WorkerPool* pool_ = nullptr;
   uint32_t channels_ = 0;

@@ -11,6 +11,7 @@
 
 #include "../support/signals.hpp"
 #include "../support/tolerances.hpp"
+#include "dsp/block_worker.hpp"
 #include "dsp/streaming_fir_bank.hpp"
 #include "dsp/worker_pool.hpp"
 
@@ -78,17 +79,33 @@ TEST(NonUniformFirBank, PlansGrowingLevelsOnlyWhereTheyPay) {
   const std::vector<FirLevel> short_filter = NonUniformFirBank::plan(1023, 256, 2);
   ASSERT_EQ(short_filter.size(), 1u);
   EXPECT_EQ(short_filter[0].partitions, 4u);
+  // In the background (S3's three filtered bands): the later levels deferred by half their block,
+  // the first level longer to make up for it, and the busier thread's share below the whole plan's.
+  const std::vector<FirLevel> bg = NonUniformFirBank::plan(8191, 256, 3, true);
+  ASSERT_EQ(bg.size(), 2u);
+  EXPECT_EQ(bg[0].partitions, 5u);
+  EXPECT_EQ(bg[0].defer, 0u);
+  EXPECT_EQ(bg[1].layout.block, 1024u);
+  EXPECT_EQ(bg[1].partitions, 7u);
+  EXPECT_EQ(bg[1].defer, 512u);
+  const double busier = std::max(NonUniformFirBank::work_per_sample({bg[0]}, 3),
+                                 NonUniformFirBank::work_per_sample({bg[1]}, 3));
+  EXPECT_LT(busier, 0.65 * NonUniformFirBank::work_per_sample(NonUniformFirBank::plan(8191, 256, 3), 3));
   // Every plan builds (each level starts exactly where its latency allows) and holds the filter.
-  for (uint32_t block : {16u, 64u, 256u, 1024u})
-    for (size_t taps : {size_t(17), size_t(500), size_t(4097), size_t(50000), size_t(1) << 20}) {
-      SCOPED_TRACE("block " + std::to_string(block) + ", taps " + std::to_string(taps));
-      const std::vector<FirLevel> levels = NonUniformFirBank::plan(taps, block, 1);
-      NonUniformFirBank bank({std::vector<float>(taps, 0.5f)}, 1, levels);
-      EXPECT_GE(bank.capacity(), taps);
-      EXPECT_EQ(bank.latency_frames(), block);
-      EXPECT_LE(NonUniformFirBank::work_per_sample(levels, 1),
-                NonUniformFirBank::work_per_sample({uniform(block, uint32_t((taps + block - 1) / block))}, 1));
-    }
+  for (bool background : {false, true})
+    for (uint32_t block : {16u, 64u, 256u, 1024u})
+      for (size_t taps : {size_t(17), size_t(500), size_t(4097), size_t(50000), size_t(1) << 20}) {
+        SCOPED_TRACE("block " + std::to_string(block) + ", taps " + std::to_string(taps) +
+                     (background ? ", background" : ""));
+        const std::vector<FirLevel> levels = NonUniformFirBank::plan(taps, block, 1, background);
+        NonUniformFirBank bank({std::vector<float>(taps, 0.5f)}, 1, levels);
+        EXPECT_GE(bank.capacity(), taps);
+        EXPECT_EQ(bank.latency_frames(), block);
+        if (!background) {
+          EXPECT_LE(NonUniformFirBank::work_per_sample(levels, 1),
+                    NonUniformFirBank::work_per_sample({uniform(block, uint32_t((taps + block - 1) / block))}, 1));
+        }
+      }
 }
 
 // Planned and hand-made levels (one with zeros ahead of a level), bands of different lengths (one
@@ -99,14 +116,21 @@ TEST(NonUniformFirBank, EqualsTheConvolutionDelayedByTheFirstBlock) {
     std::string name;
     std::vector<FirLevel> levels;
     size_t taps;
+    bool worker = false;  // the deferred levels on a BlockWorker
   };
+  FirLevel deferred_256 = uniform(256, 3);
+  deferred_256.defer = 100;  // may start at 256 + 100 - 64 = 292: 28 zeros ahead of its taps at 320
   const std::vector<Case> cases = {
       {"planned 64", NonUniformFirBank::plan(3000, 64, 3), 3000},
       {"3x64, 3x256, 1x1024", {uniform(64, 3), uniform(256, 3), uniform(1024, 1)}, 1984},
       // Level 1 starts at 320, after 256 - 64 = 192: 128 zeros ahead of its taps.
       {"5x64, 3x256 padded", {uniform(64, 5), uniform(256, 3)}, 900},
       {"16 then 32 (g = 2)", {uniform(16, 1), uniform(32, 1), uniform(64, 1), uniform(128, 4)}, 600},
+      {"planned 64 in the background", NonUniformFirBank::plan(3000, 64, 3, true), 3000, true},
+      {"5x64, 3x256 deferred 100, inline", {uniform(64, 5), deferred_256}, 900},
+      {"5x64, 3x256 deferred 100, on the worker", {uniform(64, 5), deferred_256}, 900, true},
   };
+  BlockWorker worker;
   const uint32_t total = 5000;
   for (const Case& k : cases)
     for (BlockPhases phases : {BlockPhases::kAligned, BlockPhases::kStaggered})
@@ -114,7 +138,7 @@ TEST(NonUniformFirBank, EqualsTheConvolutionDelayedByTheFirstBlock) {
         SCOPED_TRACE(k.name + (phases == BlockPhases::kAligned ? ", aligned, " : ", staggered, ") +
                      std::to_string(channels) + " channels");
         const auto taps = normalised_taps({k.taps, 50, k.taps / 2 + 3}, uint32_t(k.taps));
-        NonUniformFirBank bank(taps, channels, k.levels, FftPlanning::kEstimate, phases);
+        NonUniformFirBank bank(taps, channels, k.levels, FftPlanning::kEstimate, phases, k.worker ? &worker : nullptr);
         const std::vector<float> x = randn(size_t(channels) * total, 5 + channels);
         const std::vector<float> got = run_chunked(bank, x, channels, 3, total, {1, 7, 64, 100, 256, 1000, 33});
         const uint32_t lat = bank.latency_frames();
@@ -202,7 +226,14 @@ TEST(NonUniformFirBank, RefusesLevelsThatCannotKeepTheLatency) {
     }
   };
   refused({}, "levels must be 1..16");
-  refused({uniform(64, 1), uniform(1024, 4)}, "before block - latency = 960");  // starts at 64
+  refused({uniform(64, 1), uniform(1024, 4)}, "before block + defer - latency = 960");  // starts at 64
+  FirLevel late = uniform(256, 8), first = uniform(64, 3);
+  late.defer = 128;
+  refused({uniform(64, 3), late}, "(block 256, deferred 128) starts at tap 192, before block + defer - latency = 320");
+  late.defer = 300;
+  refused({uniform(64, 40), late}, "defer (300) must be at most its block");
+  first.defer = 1;
+  refused({first, uniform(256, 8)}, "level 0 cannot be deferred");
   refused({uniform(256, 4), uniform(128, 20)}, "larger than level 0's");
   refused({uniform(64, 3), {PartitionedFirBank::single_block(300, 1024), 1}}, "must be uniform");
   refused({uniform(64, 3), uniform(256, 2)}, "the levels hold 704 taps, the filter has 2000");
@@ -216,7 +247,34 @@ TEST(NonUniformFirBank, RefusesLevelsThatCannotKeepTheLatency) {
   bank.set_taps(normalised_taps({1984}, 5));
 }
 
-// The pipeline's facade takes the non-uniform form where the plan says so, split over threads too.
+// Feeds x (channels x total) to a streaming bank in chunks and checks every band against the
+// float64 convolution delayed by `latency`.
+void expect_convolution(StreamingFirBank& bank, const std::vector<std::vector<float>>& taps, uint32_t channels,
+                        uint32_t total, uint32_t chunk, uint32_t latency) {
+  const uint32_t bands = uint32_t(taps.size());
+  const std::vector<float> x = randn(size_t(channels) * total, 10);
+  std::vector<float> in(size_t(channels) * chunk), out(bands * size_t(channels) * chunk);
+  std::vector<float> got(bands * size_t(channels) * total);
+  for (uint32_t at = 0; at < total; at += chunk) {
+    const uint32_t n = std::min(chunk, total - at);
+    for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], n, &in[size_t(c) * chunk]);
+    std::fill(out.begin(), out.end(), std::nanf(""));
+    bank.process(in.data(), chunk, n, out.data(), chunk);
+    for (uint32_t lane = 0; lane < bands * channels; ++lane)
+      std::copy_n(&out[size_t(lane) * chunk], n, &got[size_t(lane) * total + at]);
+  }
+  for (uint32_t b = 0; b < bands; ++b)
+    for (uint32_t c = 0; c < channels; ++c) {
+      const std::vector<float> ref = convolve(taps[b], &x[size_t(c) * total], total);
+      const double tol = test::kFirOutputRel * std::max(1.0, max_abs(ref));
+      for (uint32_t i = latency; i < total; ++i)
+        ASSERT_NEAR(got[(size_t(b) * channels + c) * total + i], ref[i - latency], tol)
+            << "band " << b << " ch " << c << " i " << i;
+    }
+}
+
+// The pipeline's facade takes the non-uniform form where the plan says so. With two threads and
+// few channels it runs the later levels deferred on a worker thread (the same latency).
 TEST(NonUniformFirBank, StreamingBankUsesItUnderATightLatency) {
   WorkerPool pool(2);
   const uint32_t channels = 3, total = 12000, chunk = 256;
@@ -224,28 +282,32 @@ TEST(NonUniformFirBank, StreamingBankUsesItUnderATightLatency) {
   StreamingFirBank bank(taps, channels, chunk, 256, FftPlanning::kEstimate, &pool);
   EXPECT_EQ(bank.form(), StreamingFirBank::Form::kNonUniform);
   EXPECT_EQ(bank.latency_frames(), 256u);
-  const std::vector<FirLevel> planned = NonUniformFirBank::plan(8191, 256, 2);  // 3 x 256, 8 x 1024
+  const std::vector<FirLevel> planned = NonUniformFirBank::plan(8191, 256, 2, true);  // 5 x 256, 7 x 1024
   ASSERT_GT(planned.size(), 1u);
+  ASSERT_GT(planned[1].defer, 0u);
   const NonUniformFirBank alone(taps, 1, planned);
-  EXPECT_NE(bank.describe().find(": " + alone.describe() + ","), std::string::npos) << bank.describe();
+  EXPECT_NE(bank.describe().find(": " + alone.describe() + ", deferred levels on a second thread"), std::string::npos)
+      << bank.describe();
+  EXPECT_EQ(bank.parallel_parts(), 1u);
+  expect_convolution(bank, taps, channels, total, chunk, 256);
+  // Without a pool: the plan of least work, every level on the caller's thread.
+  StreamingFirBank single(taps, channels, chunk, 256, FftPlanning::kEstimate);
+  const NonUniformFirBank inline_plan(taps, 1, NonUniformFirBank::plan(8191, 256, 2));
+  EXPECT_NE(single.describe().find(": " + inline_plan.describe()), std::string::npos) << single.describe();
+  EXPECT_EQ(single.describe().find("deferred"), std::string::npos) << single.describe();
+}
+
+// Many channels: the channels split over the pool's threads, nothing deferred.
+TEST(NonUniformFirBank, StreamingBankSplitsManyChannelsOverThePool) {
+  WorkerPool pool(2);
+  const uint32_t channels = 17, total = 3000, chunk = 256;
+  ASSERT_GT(uint64_t(channels) * 256, StreamingFirBank::kBackgroundMaxSamples);
+  const auto taps = normalised_taps({5000, 3000}, 11);
+  StreamingFirBank bank(taps, channels, chunk, 256, FftPlanning::kEstimate, &pool);
+  EXPECT_EQ(bank.form(), StreamingFirBank::Form::kNonUniform);
   EXPECT_EQ(bank.parallel_parts(), 2u);
-  const std::vector<float> x = randn(size_t(channels) * total, 10);
-  std::vector<float> in(size_t(channels) * chunk), out(2 * size_t(channels) * chunk);
-  std::vector<float> got(2 * size_t(channels) * total);
-  for (uint32_t at = 0; at < total; at += chunk) {
-    const uint32_t n = std::min(chunk, total - at);
-    for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], n, &in[size_t(c) * chunk]);
-    bank.process(in.data(), chunk, n, out.data(), chunk);
-    for (uint32_t lane = 0; lane < 2 * channels; ++lane)
-      std::copy_n(&out[size_t(lane) * chunk], n, &got[size_t(lane) * total + at]);
-  }
-  for (uint32_t b = 0; b < 2; ++b)
-    for (uint32_t c = 0; c < channels; ++c) {
-      const std::vector<float> ref = convolve(taps[b], &x[size_t(c) * total], total);
-      const double tol = test::kFirOutputRel * std::max(1.0, max_abs(ref));
-      for (uint32_t i = 256; i < total; ++i)
-        ASSERT_NEAR(got[(size_t(b) * channels + c) * total + i], ref[i - 256], tol) << "band " << b << " ch " << c << " i " << i;
-    }
+  EXPECT_EQ(bank.describe().find("deferred"), std::string::npos) << bank.describe();
+  expect_convolution(bank, taps, channels, total, chunk, 256);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "../support/reference_data.hpp"
 #include "../support/tolerances.hpp"
+#include "dsp/block_worker.hpp"
 #include "dsp/fir_bank.hpp"
 
 namespace vigil {
@@ -235,6 +236,83 @@ TEST(PartitionedFirBank, StaggeredTapSwapCrossfadesEachChannelAtItsOwnBlock) {
   }
 }
 
+// Deferred blocks: the output is y[n - B - defer], whether a BlockWorker runs the blocks on its
+// thread or process() runs them itself; the two are the same to the bit, through tap swaps (the
+// crossfade's state lives on the worker's side) and a reset, in random chunks, every phase.
+TEST(PartitionedFirBank, DeferredBlocksComeDeferLaterOnTheWorkerOrNot) {
+  const uint32_t block = 64, channels = 3, total = 6000, max_chunk = 150;
+  std::vector<std::vector<float>> taps = {randn(300, 31), randn(40, 32)};
+  for (auto& t : taps)
+    for (auto& v : t) v /= std::sqrt(float(t.size()));
+  const std::vector<std::vector<float>> swapped = {randn(200, 33), randn(64, 34)};
+  const std::vector<float> x = randn(size_t(channels) * total, 35);
+  FirBank direct(taps, channels, total);
+  std::vector<float> ref(2 * size_t(channels) * total);
+  direct.process(x.data(), total, total, ref.data(), total);
+  const double tol = test::kFirOutputRel * std::max(1.0, max_abs(ref));
+  BlockWorker worker("vigil-bw-test", false, 2);  // room for two jobs: submit() waits for room too
+  for (BlockPhases phases : {BlockPhases::kAligned, BlockPhases::kStaggered})
+    for (uint32_t defer : {1u, 37u, block / 2, block}) {
+      SCOPED_TRACE(std::string(phases == BlockPhases::kAligned ? "aligned" : "staggered") + ", defer " +
+                   std::to_string(defer));
+      PartitionedFirBank inline_bank(taps, channels, PartitionedFirBank::uniform(block), FftPlanning::kEstimate,
+                                     phases, 0, defer);
+      PartitionedFirBank worker_bank(taps, channels, PartitionedFirBank::uniform(block), FftPlanning::kEstimate,
+                                     phases, 0, defer, &worker);
+      EXPECT_EQ(worker_bank.latency_frames(), block + defer);
+      std::mt19937 rng(defer);
+      std::uniform_int_distribution<uint32_t> size_dist(0, max_chunk);
+      std::vector<float> in(size_t(channels) * max_chunk), a(2 * size_t(channels) * max_chunk),
+          b(2 * size_t(channels) * max_chunk);
+      std::vector<float> got(2 * size_t(channels) * total, -999.0f);
+      for (int pass = 0; pass < 2; ++pass) {  // the second after a reset, with two tap swaps
+        for (uint32_t at = 0; at < total;) {
+          if (pass == 1 && at >= 2000 && at < 2000 + max_chunk) {
+            inline_bank.set_taps(swapped);
+            worker_bank.set_taps(swapped);
+          }
+          if (pass == 1 && at >= 2100 && at < 2100 + max_chunk) {
+            inline_bank.set_taps(taps);
+            worker_bank.set_taps(taps);
+          }
+          const uint32_t n = std::min(size_dist(rng), total - at);
+          for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], n, &in[size_t(c) * max_chunk]);
+          std::fill(a.begin(), a.end(), std::nanf(""));
+          std::fill(b.begin(), b.end(), std::nanf(""));
+          inline_bank.process(in.data(), max_chunk, n, a.data(), max_chunk);
+          worker_bank.process(in.data(), max_chunk, n, b.data(), max_chunk);
+          for (uint32_t lane = 0; lane < 2 * channels; ++lane) {
+            for (uint32_t i = 0; i < n; ++i)
+              ASSERT_EQ(a[size_t(lane) * max_chunk + i], b[size_t(lane) * max_chunk + i])
+                  << "pass " << pass << " lane " << lane << " sample " << at + i;
+            std::copy_n(&b[size_t(lane) * max_chunk], n, &got[size_t(lane) * total + at]);
+          }
+          at += n;
+        }
+        if (pass == 1) {
+          EXPECT_FALSE(worker_bank.crossfade_pending());
+          break;
+        }
+        const uint32_t lat = block + defer;
+        for (uint32_t lane = 0; lane < 2 * channels; ++lane) {
+          for (uint32_t i = 0; i < lat; ++i) ASSERT_NEAR(got[size_t(lane) * total + i], 0.0f, tol) << i;
+          for (uint32_t i = lat; i < total; ++i)
+            ASSERT_NEAR(got[size_t(lane) * total + i], ref[size_t(lane) * total + i - lat], tol)
+                << "lane " << lane << " sample " << i;
+        }
+        inline_bank.reset();
+        worker_bank.reset();
+      }
+      // After the swaps back to the first taps, the tail is the first filter again.
+      for (uint32_t lane = 0; lane < 2 * channels; ++lane)
+        for (uint32_t i = 3000; i < total; ++i)
+          ASSERT_NEAR(got[size_t(lane) * total + i], ref[size_t(lane) * total + i - block - defer], tol)
+              << "after the swaps, lane " << lane << " sample " << i;
+      EXPECT_GT(worker_bank.channel_blocks(), 0u);
+      EXPECT_EQ(worker_bank.channel_blocks(), inline_bank.channel_blocks());
+    }
+}
+
 TEST(PartitionedFirBank, ResetForgetsHistory) {
   PartitionedFirBank bank({randn(100, 1)}, 1, PartitionedFirBank::uniform(16));
   std::vector<float> x = randn(200, 2), y(200);
@@ -257,6 +335,8 @@ TEST(PartitionedFirBank, RejectsBadParameters) {
   EXPECT_THROW(PartitionedFirBank({{1.0f}}, 1, PartitionLayout{20, 20, 32}), std::invalid_argument);  // N < L+B-1
   // Longer than one partition with L != B: the delay line cannot line up.
   EXPECT_THROW(PartitionedFirBank({std::vector<float>(40, 0.1f)}, 1, PartitionLayout{8, 16, 32}), std::invalid_argument);
+  EXPECT_THROW(PartitionedFirBank({{1.0f}}, 1, u16, FftPlanning::kEstimate, BlockPhases::kAligned, 0, 17),
+               std::invalid_argument);  // deferred by more than a block
   PartitionedFirBank bank({std::vector<float>(40, 0.1f)}, 1, u16);  // 3 partitions
   EXPECT_THROW(bank.set_taps({std::vector<float>(49, 0.1f)}), std::invalid_argument);  // 4 partitions
   EXPECT_THROW(bank.set_taps({{1.0f}, {1.0f}}), std::invalid_argument);

@@ -1,0 +1,88 @@
+#include "dsp/block_worker.hpp"
+
+#include <stdexcept>
+
+#include "dsp/cpu_relax.hpp"
+#include "dsp/futex.hpp"
+#include "dsp/thread_name.hpp"
+
+namespace vigil {
+namespace {
+
+// Polls before sleeping, as WorkerPool's helpers do: short, so that an idle worker does not take
+// the core the output thread needs.
+constexpr int kSpins = 256;
+
+}  // namespace
+
+BlockWorker::BlockWorker(const std::string& name, bool busy_poll, uint32_t capacity)
+    : mask_(capacity - 1), busy_poll_(busy_poll) {
+  if (capacity < 2 || capacity > 65536 || (capacity & (capacity - 1)) != 0)
+    throw std::invalid_argument("block worker: capacity must be a power of two 2..65536, got " +
+                                std::to_string(capacity));
+  ring_.resize(capacity);
+  thread_ = std::thread([this, name] {
+    name_this_thread(name);
+    main_loop();
+  });
+}
+
+BlockWorker::~BlockWorker() {
+  // A null job stops the worker after the jobs before it: a flag and a wake-up could both fall
+  // between its last look and its sleep.
+  submit(nullptr, nullptr, 0);
+  thread_.join();
+}
+
+uint32_t BlockWorker::submit(Job fn, void* context, uint32_t arg) noexcept {
+  const uint32_t ticket = submitted_.load(std::memory_order_relaxed) + 1;  // only this thread writes it
+  // Job `ticket` takes the slot of job ticket - capacity: that one must have run.
+  const uint32_t capacity = mask_ + 1;
+  if (!finished(ticket - capacity)) wait(ticket - capacity);
+  ring_[(ticket - 1) & mask_] = Entry{fn, context, arg};
+  submitted_.store(ticket, std::memory_order_seq_cst);
+  if (worker_sleeps_.load(std::memory_order_seq_cst)) futex_wake(submitted_, false);
+  return ticket;
+}
+
+void BlockWorker::wait(uint32_t ticket) noexcept {
+  int spins = 0;
+  for (;;) {
+    const uint32_t done = done_.load(std::memory_order_seq_cst);
+    if (int32_t(done - ticket) >= 0) return;
+    if (busy_poll_ || ++spins < kSpins) {
+      cpu_relax();
+      continue;
+    }
+    // Counted as asleep before the last look: a job finished after it is seen, or wakes us.
+    waiter_sleeps_.store(true, std::memory_order_seq_cst);
+    if (done_.load(std::memory_order_seq_cst) == done) futex_wait(done_, done);
+    waiter_sleeps_.store(false, std::memory_order_seq_cst);
+  }
+}
+
+void BlockWorker::main_loop() noexcept {
+  uint32_t done = 0;
+  for (;;) {
+    int spins = 0;
+    uint32_t queued;
+    while ((queued = submitted_.load(std::memory_order_acquire)) == done) {
+      if (busy_poll_ || ++spins < kSpins) {
+        cpu_relax();
+        continue;
+      }
+      worker_sleeps_.store(true, std::memory_order_seq_cst);
+      if (submitted_.load(std::memory_order_seq_cst) == done) futex_wait(submitted_, done);
+      worker_sleeps_.store(false, std::memory_order_seq_cst);
+    }
+    for (; done != queued; ++done) {
+      const Entry e = ring_[done & mask_];
+      if (!e.fn) return;  // the destructor's: every job before it has run
+      e.fn(e.context, e.arg);
+      done_.store(done + 1, std::memory_order_seq_cst);
+      if (waiter_sleeps_.load(std::memory_order_seq_cst)) futex_wake(done_, true);
+    }
+  }
+}
+
+}  // namespace vigil
