@@ -106,9 +106,9 @@ void BM_S3BankOnTwoThreads(benchmark::State& state) {
         pool.run(2, part);
       }
     } split;
+    const std::vector<vigil::FirLevel> levels = vigil::NonUniformFirBank::plan(8191, 256, 3);
     for (int c = 0; c < 2; ++c)
-      split.banks.push_back(std::make_unique<vigil::NonUniformFirBank>(taps, 1, vigil::NonUniformFirBank::plan(8191, 256, 3),
-                                                                       fft, stagger));
+      split.banks.push_back(std::make_unique<vigil::NonUniformFirBank>(taps, 1, levels, fft, stagger));
     run(state, split, 2, 256, 48000);
   } else {
     vigil::BlockWorker worker;

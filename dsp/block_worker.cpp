@@ -15,8 +15,7 @@ constexpr int kSpins = 256;
 
 }  // namespace
 
-BlockWorker::BlockWorker(const std::string& name, bool busy_poll, uint32_t capacity)
-    : mask_(capacity - 1), busy_poll_(busy_poll) {
+BlockWorker::BlockWorker(const std::string& name, uint32_t capacity) : mask_(capacity - 1) {
   if (capacity < 2 || capacity > 65536 || (capacity & (capacity - 1)) != 0)
     throw std::invalid_argument("block worker: capacity must be a power of two 2..65536, got " +
                                 std::to_string(capacity));
@@ -50,7 +49,7 @@ void BlockWorker::wait(uint32_t ticket) noexcept {
   for (;;) {
     const uint32_t done = done_.load(std::memory_order_seq_cst);
     if (int32_t(done - ticket) >= 0) return;
-    if (busy_poll_ || ++spins < kSpins) {
+    if (++spins < kSpins) {
       cpu_relax();
       continue;
     }
@@ -67,7 +66,7 @@ void BlockWorker::main_loop() noexcept {
     int spins = 0;
     uint32_t queued;
     while ((queued = submitted_.load(std::memory_order_acquire)) == done) {
-      if (busy_poll_ || ++spins < kSpins) {
+      if (++spins < kSpins) {
         cpu_relax();
         continue;
       }

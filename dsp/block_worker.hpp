@@ -5,9 +5,11 @@
 // large block.
 //
 // Jobs are numbered from 1 in submission order; wait(ticket) returns once that job and all before
-// it have run. The worker spins briefly for the next job, then sleeps on a futex (busy_poll: it
-// never sleeps); nobody makes a system call to wake a thread that is not asleep. Single producer:
-// submit() and wait() from one thread at a time (the bank's owner).
+// it have run. The worker spins briefly for the next job, then sleeps on a futex; nobody makes a
+// system call to wake a thread that is not asleep. It never spins for long, even under
+// pipeline.busy_poll: its jobs are due half a block after they are handed over, so a wake-up's
+// latency costs nothing, and a spinning worker would take a core from the threads that are due
+// sooner. Single producer: submit() and wait() from one thread at a time (the bank's owner).
 #pragma once
 
 #include <atomic>
@@ -24,7 +26,7 @@ class BlockWorker {
 
   // capacity: jobs that may wait at once, a power of two 2..65536 (submit() waits for room beyond).
   // name: the thread's (dsp/thread_name.hpp). Throws std::invalid_argument, std::system_error.
-  explicit BlockWorker(const std::string& name = "vigil-blocks", bool busy_poll = false, uint32_t capacity = 256);
+  explicit BlockWorker(const std::string& name = "vigil-blocks", uint32_t capacity = 256);
   ~BlockWorker();  // runs the jobs still queued, then joins
   BlockWorker(const BlockWorker&) = delete;
   BlockWorker& operator=(const BlockWorker&) = delete;
@@ -52,7 +54,6 @@ class BlockWorker {
 
   std::vector<Entry> ring_;
   uint32_t mask_;
-  bool busy_poll_;
   std::atomic<uint32_t> submitted_{0};  // jobs queued (futex word: the worker sleeps on it)
   std::atomic<uint32_t> done_{0};       // jobs run (futex word: wait() sleeps on it)
   std::atomic<bool> worker_sleeps_{false};

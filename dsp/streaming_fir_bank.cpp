@@ -44,11 +44,12 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
   // Few channels at a short latency: a pool run per chunk costs more than half the chunk's work
   // (S3 on two cores), so a second thread takes the larger levels' blocks instead, one hand-off per
   // block. Deferred, they need more taps in the first level: only where the plan still has levels.
-  if (form_ == Form::kNonUniform && pool && pool->threads() > 1 && uint64_t(channels) * block <= kBackgroundMaxSamples) {
+  const bool few_channels = uint64_t(channels) * block <= kBackgroundMaxSamples;
+  if (form_ == Form::kNonUniform && pool && pool->threads() > 1 && few_channels) {
     std::vector<FirLevel> deferred = NonUniformFirBank::plan(longest, block, filtered.size(), true);
     if (deferred.size() > 1) {
       levels = std::move(deferred);
-      worker_ = std::make_unique<BlockWorker>("vigil-levels", pool->busy_poll());
+      worker_ = std::make_unique<BlockWorker>("vigil-levels");
       pool = nullptr;  // one bank for every channel, its later levels on the worker
     }
   }

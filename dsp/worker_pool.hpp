@@ -26,7 +26,6 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   uint32_t threads() const noexcept { return uint32_t(helpers_.size()) + 1; }
-  bool busy_poll() const noexcept { return busy_poll_; }
 
   // Calls fn(task) once for every task in [0, tasks), spread over the helpers and the caller;
   // returns when all have returned. fn must not throw. One caller at a time.

@@ -24,25 +24,23 @@ void append(void* log, uint32_t arg) { static_cast<Log*>(log)->order.push_back(a
 
 TEST(BlockWorker, RunsJobsInOrderAndWaitSeesThemDone) {
   for (uint32_t capacity : {2u, 8u, 256u}) {
-    for (bool busy_poll : {false, true}) {
-      SCOPED_TRACE("capacity " + std::to_string(capacity) + (busy_poll ? ", busy poll" : ""));
-      Log log;
-      log.order.reserve(20000);
-      BlockWorker worker("vigil-bw-test", busy_poll, capacity);
-      for (uint32_t i = 0; i < 20000; ++i) {
-        const uint32_t ticket = worker.submit(&append, &log, i);
-        ASSERT_EQ(ticket, i + 1);
-        if (i % 97 == 0) {
-          worker.wait(ticket);
-          ASSERT_TRUE(worker.finished(ticket));
-          // Everything up to this job has run, and nothing later was submitted yet.
-          ASSERT_EQ(log.order.size(), size_t(i) + 1);
-        }
+    SCOPED_TRACE("capacity " + std::to_string(capacity));
+    Log log;
+    log.order.reserve(20000);
+    BlockWorker worker("vigil-bw-test", capacity);
+    for (uint32_t i = 0; i < 20000; ++i) {
+      const uint32_t ticket = worker.submit(&append, &log, i);
+      ASSERT_EQ(ticket, i + 1);
+      if (i % 97 == 0) {
+        worker.wait(ticket);
+        ASSERT_TRUE(worker.finished(ticket));
+        // Everything up to this job has run, and nothing later was submitted yet.
+        ASSERT_EQ(log.order.size(), size_t(i) + 1);
       }
-      worker.drain();
-      ASSERT_EQ(log.order.size(), 20000u);
-      for (uint32_t i = 0; i < 20000; ++i) ASSERT_EQ(log.order[i], i);
     }
+    worker.drain();
+    ASSERT_EQ(log.order.size(), 20000u);
+    for (uint32_t i = 0; i < 20000; ++i) ASSERT_EQ(log.order[i], i);
   }
 }
 
@@ -66,7 +64,7 @@ TEST(BlockWorker, JobsRunOnTheNamedThreadWhileTheSubmitterGoesOn) {
 TEST(BlockWorker, DestructorRunsWhatIsQueued) {
   Log log;
   {
-    BlockWorker worker("vigil-bw-test", false, 4);
+    BlockWorker worker("vigil-bw-test", 4);
     const auto slow = [](void* p, uint32_t arg) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       append(p, arg);
@@ -78,9 +76,9 @@ TEST(BlockWorker, DestructorRunsWhatIsQueued) {
 }
 
 TEST(BlockWorker, RejectsACapacityThatIsNotAPowerOfTwo) {
-  EXPECT_THROW(BlockWorker("x", false, 3), std::invalid_argument);
-  EXPECT_THROW(BlockWorker("x", false, 1), std::invalid_argument);
-  EXPECT_THROW(BlockWorker("x", false, 1u << 17), std::invalid_argument);
+  EXPECT_THROW(BlockWorker("x", 3), std::invalid_argument);
+  EXPECT_THROW(BlockWorker("x", 1), std::invalid_argument);
+  EXPECT_THROW(BlockWorker("x", 1u << 17), std::invalid_argument);
 }
 
 }  // namespace

@@ -250,7 +250,7 @@ TEST(PartitionedFirBank, DeferredBlocksComeDeferLaterOnTheWorkerOrNot) {
   std::vector<float> ref(2 * size_t(channels) * total);
   direct.process(x.data(), total, total, ref.data(), total);
   const double tol = test::kFirOutputRel * std::max(1.0, max_abs(ref));
-  BlockWorker worker("vigil-bw-test", false, 2);  // room for two jobs: submit() waits for room too
+  BlockWorker worker("vigil-bw-test", 2);  // room for two jobs: submit() waits for room too
   for (BlockPhases phases : {BlockPhases::kAligned, BlockPhases::kStaggered})
     for (uint32_t defer : {1u, 37u, block / 2, block}) {
       SCOPED_TRACE(std::string(phases == BlockPhases::kAligned ? "aligned" : "staggered") + ", defer " +
@@ -276,7 +276,8 @@ TEST(PartitionedFirBank, DeferredBlocksComeDeferLaterOnTheWorkerOrNot) {
             worker_bank.set_taps(taps);
           }
           const uint32_t n = std::min(size_dist(rng), total - at);
-          for (uint32_t c = 0; c < channels; ++c) std::copy_n(&x[size_t(c) * total + at], n, &in[size_t(c) * max_chunk]);
+          for (uint32_t c = 0; c < channels; ++c)
+            std::copy_n(&x[size_t(c) * total + at], n, &in[size_t(c) * max_chunk]);
           std::fill(a.begin(), a.end(), std::nanf(""));
           std::fill(b.begin(), b.end(), std::nanf(""));
           inline_bank.process(in.data(), max_chunk, n, a.data(), max_chunk);

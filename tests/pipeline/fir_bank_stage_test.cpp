@@ -10,6 +10,7 @@
 #include "../support/signals.hpp"
 #include "../support/stage_run.hpp"
 #include "../support/tolerances.hpp"
+#include "dsp/worker_pool.hpp"
 
 namespace vigil {
 namespace {
@@ -46,26 +47,39 @@ TEST(FirBankStage, StatusNamesTheFormAndTheDelayIsItsLatency) {
   EXPECT_EQ(form_of(direct, 0), "direct form");
 }
 
+// With a pool of two threads the larger partitions run deferred on a thread of their own: the same
+// latency, the same output.
 TEST(FirBankStage, TheCrossoverInNonUniformPartitionsIsTheConvolutionDelayed) {
   const uint32_t channels = 2, total = 6000, chunk = 256;
   const FirBankSettings settings = crossover(8191);
-  FirBankStage stage(settings);
-  stage.prepare({48000, channels, 1, {""}, 0}, chunk);
-  const std::vector<std::vector<float>> taps = FirBankStage::design(settings, 48000);
-  const std::vector<float> x = test::randn(size_t(channels) * total, 31);
-  const test::StageRun run = test::run_stage(stage, {channels, 1, 4, chunk}, x, total, {chunk, 100, 256, 7});
-  for (uint32_t b = 0; b < 4; ++b)
-    for (uint32_t c = 0; c < channels; ++c) {
-      std::vector<double> ref(total - chunk);
-      double peak = 1;
-      for (uint32_t n = 0; n < ref.size(); ++n) {
-        for (uint32_t j = 0; j <= n && j < taps[b].size(); ++j) ref[n] += double(taps[b][j]) * x[size_t(c) * total + n - j];
-        peak = std::max(peak, std::fabs(ref[n]));
-      }
-      const float* y = &run.out[(size_t(b) * channels + c) * total];
-      for (uint32_t n = 0; n < ref.size(); ++n)
-        ASSERT_NEAR(y[n + chunk], ref[n], test::kFirOutputRel * peak) << "band " << b << " channel " << c << " frame " << n;
+  WorkerPool pool(2);
+  for (WorkerPool* with : {static_cast<WorkerPool*>(nullptr), &pool}) {
+    SCOPED_TRACE(with ? "pool of 2" : "one thread");
+    FirBankStage stage(settings, with);
+    EXPECT_EQ(stage.prepare({48000, channels, 1, {""}, 0}, chunk).delay_frames, 256u);
+    if (with) {
+      EXPECT_EQ(form_of(stage, 256), "non-uniformly partitioned overlap-save, partitions x block: 5 x 256, "
+                                     "7 x 1024 (deferred 512), deferred levels on a second thread, last band as the "
+                                     "delayed input minus the others");
     }
+    const std::vector<std::vector<float>> taps = FirBankStage::design(settings, 48000);
+    const std::vector<float> x = test::randn(size_t(channels) * total, 31);
+    const test::StageRun run = test::run_stage(stage, {channels, 1, 4, chunk}, x, total, {chunk, 100, 256, 7});
+    for (uint32_t b = 0; b < 4; ++b)
+      for (uint32_t c = 0; c < channels; ++c) {
+        std::vector<double> ref(total - chunk);
+        double peak = 1;
+        for (uint32_t n = 0; n < ref.size(); ++n) {
+          for (uint32_t j = 0; j <= n && j < taps[b].size(); ++j)
+            ref[n] += double(taps[b][j]) * x[size_t(c) * total + n - j];
+          peak = std::max(peak, std::fabs(ref[n]));
+        }
+        const float* y = &run.out[(size_t(b) * channels + c) * total];
+        for (uint32_t n = 0; n < ref.size(); ++n)
+          ASSERT_NEAR(y[n + chunk], ref[n], test::kFirOutputRel * peak)
+              << "band " << b << " channel " << c << " frame " << n;
+      }
+  }
 }
 
 }  // namespace
