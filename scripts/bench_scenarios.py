@@ -42,8 +42,10 @@ LOADS = {
 # 2 threads; 12 and 34 misses, p50 4.4 ms, with 1). S2 has 2 (fifth session of 2026-11-27, a 2-vCPU
 # Xeon guest: unpaced 11.5-12.6x real time against 8.3-9.7x with 1, and 1 miss at 5x against 5; GNU
 # Radio, which it is compared with, runs on both cores); on the EPYC guest of 2026-11-25 one thread had
-# been faster (--threads s2:0 measures that).
-THREADS = {"cpu": {"s1": 2, "s2": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
+# been faster (--threads s2:0 measures that). S3 has 2: its bank then runs the 1024-frame partitions
+# deferred on a thread of their own (seventh session of 2026-11-27, the same Xeon guest: unpaced
+# 269-367x real time with 1 thread, mean 328; 292-414x, mean 363, with 2, in 8 alternating runs).
+THREADS = {"cpu": {"s1": 2, "s2": 2, "s3": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 2}, "auto": {}}
 # pipeline.send_threads per backend and scenario: S2 sends 256 lanes a chunk at 64 channels (4096 at
 # 1024); on the H100 host four senders took one chunk of 256 datagrams from 376 to 144 us, and in
 # vigild eight took 64 channels from 767 to 215 us a chunk (p50) and 1024 from 13.3 to 2.4 ms
