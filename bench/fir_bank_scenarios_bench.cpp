@@ -85,35 +85,41 @@ void BM_S3CrossoverStage(benchmark::State& state) {
 }
 
 // S3's three filtered bands (the fourth is taken from them) on two threads three ways, measured
-// plans: 0 all on the caller (the plan of least work), 1 the two channels split over a pool of 2
-// (one pool run per chunk), 2 the later levels deferred on a BlockWorker (plan(..., true): one
-// hand-off per 1024-frame block).
+// plans, state.range(1) channels (S3: 2): 0 all on the caller (the plan of least work), 1 the
+// channels split over a pool of 2 (one pool run per chunk), 2 the later levels deferred on a
+// BlockWorker (plan(..., true): one hand-off per 1024-frame block and channel group).
 void BM_S3BankOnTwoThreads(benchmark::State& state) {
+  const auto channels = uint32_t(state.range(1));
   const auto taps = random_taps(3, 8191);
   const auto fft = vigil::FftPlanning::kMeasure;
   const auto stagger = vigil::BlockPhases::kStaggered;
   if (state.range(0) == 0) {
-    vigil::NonUniformFirBank bank(taps, 2, vigil::NonUniformFirBank::plan(8191, 256, 3), fft, stagger);
-    run(state, bank, 2, 256, 48000);
+    vigil::NonUniformFirBank bank(taps, channels, vigil::NonUniformFirBank::plan(8191, 256, 3), fft, stagger);
+    run(state, bank, channels, 256, 48000);
   } else if (state.range(0) == 1) {
     struct Split {
       vigil::WorkerPool pool{2};
+      uint32_t channels = 0;
       std::vector<std::unique_ptr<vigil::NonUniformFirBank>> banks;
       void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) {
-        auto part = [&](uint32_t c) {
-          banks[c]->process(in + c * in_stride, in_stride, frames, out + c * out_stride, out_stride, 2 * out_stride);
+        auto part = [&](uint32_t i) {
+          const uint32_t first = i * (channels / 2);
+          banks[i]->process(in + first * in_stride, in_stride, frames, out + first * out_stride, out_stride,
+                            channels * out_stride);
         };
         pool.run(2, part);
       }
     } split;
+    split.channels = channels;
     const std::vector<vigil::FirLevel> levels = vigil::NonUniformFirBank::plan(8191, 256, 3);
-    for (int c = 0; c < 2; ++c)
-      split.banks.push_back(std::make_unique<vigil::NonUniformFirBank>(taps, 1, levels, fft, stagger));
-    run(state, split, 2, 256, 48000);
+    for (int i = 0; i < 2; ++i)
+      split.banks.push_back(std::make_unique<vigil::NonUniformFirBank>(taps, channels / 2, levels, fft, stagger));
+    run(state, split, channels, 256, 48000);
   } else {
     vigil::BlockWorker worker;
-    vigil::NonUniformFirBank bank(taps, 2, vigil::NonUniformFirBank::plan(8191, 256, 3, true), fft, stagger, &worker);
-    run(state, bank, 2, 256, 48000);
+    vigil::NonUniformFirBank bank(taps, channels, vigil::NonUniformFirBank::plan(8191, 256, 3, true), fft, stagger,
+                                  &worker);
+    run(state, bank, channels, 256, 48000);
   }
 }
 
@@ -138,7 +144,7 @@ BENCHMARK(BM_S3CrossoverBank)->UseRealTime();
 BENCHMARK(BM_S3CrossoverBankNonUniform)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();  // planning()
 BENCHMARK(BM_S3CrossoverBankThreads)->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(BM_S3CrossoverStage)->ArgsProduct({{1, 2}, {0, 1}})->UseRealTime();
-BENCHMARK(BM_S3BankOnTwoThreads)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_S3BankOnTwoThreads)->ArgsProduct({{0, 1, 2}, {2, 8, 16, 32}})->UseRealTime();
 BENCHMARK(BM_S2VibrationBank)->Arg(0)->Arg(1)->Arg(2)->UseRealTime();  // planning()
 BENCHMARK(BM_S2VibrationBankThreads)->ArgsProduct({{1, 2}, {8192, 32768}})->UseRealTime();
 BENCHMARK_MAIN();

@@ -41,11 +41,12 @@ StreamingFirBank::StreamingFirBank(const std::vector<std::vector<float>>& band_t
       levels = single;
     }
   }
-  // Few channels at a short latency: a pool run per chunk costs more than half the chunk's work
-  // (S3 on two cores), so a second thread takes the larger levels' blocks instead, one hand-off per
-  // block. Deferred, they need more taps in the first level: only where the plan still has levels.
+  // Few channels at a short latency, and two threads to share them: a pool run per chunk costs
+  // much of the chunk's work (S3 on two cores), so the second thread takes the larger levels'
+  // blocks instead, one hand-off per block. Deferred, they need more taps in the first level: only
+  // where the plan still has levels. With more threads for the channels the split spreads wider.
   const bool few_channels = uint64_t(channels) * block <= kBackgroundMaxSamples;
-  if (form_ == Form::kNonUniform && pool && pool->threads() > 1 && few_channels) {
+  if (form_ == Form::kNonUniform && WorkerPool::parts_for(pool, channels) == 2 && few_channels) {
     std::vector<FirLevel> deferred = NonUniformFirBank::plan(longest, block, filtered.size(), true);
     if (deferred.size() > 1) {
       levels = std::move(deferred);

@@ -7,7 +7,9 @@
 //     the work model finds cheaper; the latency is D either way.
 // Output equals lfilter(h, 1, x) delayed by latency_frames(). The FFT forms stagger their channels'
 // block phases (PartitionedFirBank), so every chunk carries about the same share of the work, and
-// with a WorkerPool split the channels into one bank per thread, run in parallel. A complementary
+// with a WorkerPool split the channels into one bank per thread, run in parallel (or, where that
+// split would be just two ways and the channels few, run a non-uniform bank's larger levels
+// deferred on a BlockWorker thread: one hand-off per large block, not a pool run per chunk). A complementary
 // bank (a crossover: its bands sum to a unit impulse) filters all bands but the last in the FFT
 // forms and takes the last as the delayed input minus the others (ComplementaryBand).
 #pragma once
@@ -29,8 +31,9 @@ namespace vigil {
 class StreamingFirBank {
  public:
   static constexpr size_t kDirectMaxTaps = 48;
-  // Few channels at a short latency: the larger levels on a BlockWorker rather than the channels
-  // split over the pool (S3, 2 channels x 256 frames, on two cores: see docs/PERFORMANCE.md §11).
+  // Few channels at a short latency, split two ways: the larger levels on a BlockWorker rather than
+  // the channels over the pool (S3's bank on two threads, 2 to 16 channels x 256 frames: 1.05-1.3x
+  // the split; at 32 channels a tie: docs/PERFORMANCE.md §11).
   static constexpr uint64_t kBackgroundMaxSamples = 4096;
 
   enum class Form { kDirect, kSingleBlock, kUniform, kNonUniform };
@@ -38,9 +41,10 @@ class StreamingFirBank {
   // band_taps, channels: as FirBank. max_frames: the largest chunk process() gets.
   // max_latency_frames: the most delay the caller accepts (>= 16 unless taps <= kDirectMaxTaps).
   // pool: when it has more than one thread, the FFT forms split the channels over it (the pool
-  // must outlive this bank; process() is then one pool run), or, for a non-uniform bank of few
-  // channels (channels x block <= kBackgroundMaxSamples), run its later levels deferred on a
-  // BlockWorker thread of their own (the pool's helpers then sleep). form: kDirect or kFft overrides the
+  // must outlive this bank; process() is then one pool run), or, where the channels would split
+  // just two ways (two threads, or two channels) and a non-uniform bank has few of them (channels x
+  // block <= kBackgroundMaxSamples), run its later levels deferred on a BlockWorker thread of their
+  // own (the pool's helpers then sleep). form: kDirect or kFft overrides the
   // choice between the direct form and the FFT forms (kAuto: by kDirectMaxTaps). complementary:
   // the bands sum to a unit impulse (design_crossover's), each tap of the sum within
   // kComplementaryTolerance, else std::invalid_argument; the FFT forms then compute the last band

@@ -273,8 +273,8 @@ void expect_convolution(StreamingFirBank& bank, const std::vector<std::vector<fl
     }
 }
 
-// The pipeline's facade takes the non-uniform form where the plan says so. With two threads and
-// few channels it runs the later levels deferred on a worker thread (the same latency).
+// The pipeline's facade takes the non-uniform form where the plan says so. Where its few channels
+// would split just two ways it runs the later levels deferred on a worker thread (the same latency).
 TEST(NonUniformFirBank, StreamingBankUsesItUnderATightLatency) {
   WorkerPool pool(2);
   const uint32_t channels = 3, total = 12000, chunk = 256;
@@ -290,6 +290,15 @@ TEST(NonUniformFirBank, StreamingBankUsesItUnderATightLatency) {
       << bank.describe();
   EXPECT_EQ(bank.parallel_parts(), 1u);
   expect_convolution(bank, taps, channels, total, chunk, 256);
+  // Four threads: three channels split three ways (wider than two), two channels still defer.
+  WorkerPool four(4);
+  StreamingFirBank wide(taps, channels, chunk, 256, FftPlanning::kEstimate, &four);
+  EXPECT_EQ(wide.parallel_parts(), 3u);
+  EXPECT_EQ(wide.describe().find("deferred"), std::string::npos) << wide.describe();
+  StreamingFirBank two_channels(taps, 2, chunk, 256, FftPlanning::kEstimate, &four);
+  EXPECT_EQ(two_channels.parallel_parts(), 1u);
+  EXPECT_NE(two_channels.describe().find("deferred levels on a second thread"), std::string::npos)
+      << two_channels.describe();
   // Without a pool: the plan of least work, every level on the caller's thread.
   StreamingFirBank single(taps, channels, chunk, 256, FftPlanning::kEstimate);
   const NonUniformFirBank inline_plan(taps, 1, NonUniformFirBank::plan(8191, 256, 2));
