@@ -44,36 +44,31 @@ uint32_t BlockWorker::submit(Job fn, void* context, uint32_t arg) noexcept {
   return ticket;
 }
 
-void BlockWorker::wait(uint32_t ticket) noexcept {
+template <typename Ready>
+uint32_t BlockWorker::await(std::atomic<uint32_t>& word, std::atomic<bool>& sleeps, Ready ready) noexcept {
   int spins = 0;
   for (;;) {
-    const uint32_t done = done_.load(std::memory_order_seq_cst);
-    if (int32_t(done - ticket) >= 0) return;
+    const uint32_t value = word.load(std::memory_order_seq_cst);
+    if (ready(value)) return value;
     if (++spins < kSpins) {
       cpu_relax();
       continue;
     }
-    // Counted as asleep before the last look: a job finished after it is seen, or wakes us.
-    waiter_sleeps_.store(true, std::memory_order_seq_cst);
-    if (done_.load(std::memory_order_seq_cst) == done) futex_wait(done_, done);
-    waiter_sleeps_.store(false, std::memory_order_seq_cst);
+    // Counted as asleep before the last look: a store after it is seen, or wakes us.
+    sleeps.store(true, std::memory_order_seq_cst);
+    if (word.load(std::memory_order_seq_cst) == value) futex_wait(word, value);
+    sleeps.store(false, std::memory_order_seq_cst);
   }
+}
+
+void BlockWorker::wait(uint32_t ticket) noexcept {
+  await(done_, waiter_sleeps_, [ticket](uint32_t done) { return int32_t(done - ticket) >= 0; });
 }
 
 void BlockWorker::main_loop() noexcept {
   uint32_t done = 0;
   for (;;) {
-    int spins = 0;
-    uint32_t queued;
-    while ((queued = submitted_.load(std::memory_order_acquire)) == done) {
-      if (++spins < kSpins) {
-        cpu_relax();
-        continue;
-      }
-      worker_sleeps_.store(true, std::memory_order_seq_cst);
-      if (submitted_.load(std::memory_order_seq_cst) == done) futex_wait(submitted_, done);
-      worker_sleeps_.store(false, std::memory_order_seq_cst);
-    }
+    const uint32_t queued = await(submitted_, worker_sleeps_, [done](uint32_t submitted) { return submitted != done; });
     for (; done != queued; ++done) {
       const Entry e = ring_[done & mask_];
       if (!e.fn) return;  // the destructor's: every job before it has run

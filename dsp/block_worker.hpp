@@ -51,6 +51,10 @@ class BlockWorker {
     uint32_t arg = 0;
   };
   void main_loop() noexcept;
+  // Returns `word` once ready(word) holds: spins briefly, then sleeps on it with `sleeps` set, so
+  // that whoever stores to it knows to wake us.
+  template <typename Ready>
+  static uint32_t await(std::atomic<uint32_t>& word, std::atomic<bool>& sleeps, Ready ready) noexcept;
 
   std::vector<Entry> ring_;
   uint32_t mask_;

@@ -285,12 +285,9 @@ void PartitionedFirBank::run_block(uint32_t c, uint32_t window) noexcept {
   }
 }
 
-// A BlockWorker job: the blocks of `count` channels from `first` on, all in input window `window`
-// (arg: window | first << 1 | count << 13; channels <= 4096).
-void PartitionedFirBank::run_queued_blocks(void* bank, uint32_t arg) noexcept {
-  auto* self = static_cast<PartitionedFirBank*>(bank);
-  const uint32_t window = arg & 1, first = (arg >> 1) & 0xFFF, count = arg >> 13;
-  for (uint32_t c = first; c < first + count; ++c) self->run_block(c, window);
+// A BlockWorker job: one channel's block (arg: channel << 1 | input window).
+void PartitionedFirBank::run_queued_block(void* bank, uint32_t arg) noexcept {
+  static_cast<PartitionedFirBank*>(bank)->run_block(arg >> 1, arg & 1);
 }
 
 void PartitionedFirBank::wait_for_block(Channel& ch) const noexcept {
@@ -337,19 +334,6 @@ void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t fra
           for (uint32_t i = 0; i < k; ++i) dst[i] += ready[i];
       }
     }
-    // Channels whose blocks end here; with a worker, runs of neighbours in the same window go to
-    // it as one job (aligned phases: every channel's blocks in one).
-    uint32_t run_first = 0, run_count = 0, run_window = 0;
-    auto submit_run = [&] {
-      if (run_count == 0) return;
-      const uint32_t ticket =
-          worker_->submit(&PartitionedFirBank::run_queued_blocks, this, run_window | run_first << 1 | run_count << 13);
-      for (uint32_t c = run_first; c < run_first + run_count; ++c) {
-        state_[c].ticket = ticket;
-        state_[c].queued = true;
-      }
-      run_count = 0;
-    };
     for (uint32_t c = 0; c < channels_; ++c) {
       Channel& ch = state_[c];
       ch.fill += k;
@@ -368,14 +352,9 @@ void PartitionedFirBank::process(const float* in, size_t in_stride, uint32_t fra
         continue;
       }
       wait_for_block(ch);
-      if (run_count > 0 && (run_first + run_count != c || run_window != w)) submit_run();
-      if (run_count == 0) {
-        run_first = c;
-        run_window = w;
-      }
-      ++run_count;
+      ch.ticket = worker_->submit(&PartitionedFirBank::run_queued_block, this, c << 1 | w);
+      ch.queued = true;
     }
-    if (worker_) submit_run();
     done += k;
   }
 }

@@ -123,7 +123,7 @@ class PartitionedFirBank {
   // The block in input window `window` of `channel`: its spectrum, its bands' output into output
   // block `window`, and the next window's overlap (deferred) or the window slid (not deferred).
   void run_block(uint32_t channel, uint32_t window) noexcept;
-  static void run_queued_blocks(void* bank, uint32_t arg) noexcept;  // a BlockWorker job
+  static void run_queued_block(void* bank, uint32_t arg) noexcept;  // a BlockWorker job
   void wait_for_block(Channel& ch) const noexcept;
   void drain() const noexcept;
   float* window_of(uint32_t channel, uint32_t window) const noexcept {
