@@ -87,7 +87,7 @@ void BM_S3CrossoverStage(benchmark::State& state) {
 // S3's three filtered bands (the fourth is taken from them) on two threads three ways, measured
 // plans, state.range(1) channels (S3: 2): 0 all on the caller (the plan of least work), 1 the
 // channels split over a pool of 2 (one pool run per chunk), 2 the later levels deferred on a
-// BlockWorker (plan(..., true): one hand-off per 1024-frame block and channel group).
+// BlockWorker (plan(..., true): one hand-off per 1024-frame block and channel).
 void BM_S3BankOnTwoThreads(benchmark::State& state) {
   const auto channels = uint32_t(state.range(1));
   const auto taps = random_taps(3, 8191);
