@@ -7,6 +7,8 @@ lost on the way to the receiver; then the highest load with zero misses and zero
 Run through scripts/bench-scenarios.sh (its --help lists the options)."""
 import argparse, contextlib, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
 
+from host_load import HostLoad
+
 RATES = {"s1": 10_000_000, "s2": 51_200, "s3": 48_000}
 NOMINAL_CHANNELS = {"s1": 16, "s2": 64, "s3": 2}
 FILES = {"s1": "s1-ae.yaml", "s2": "s2-vibration.yaml", "s3": "s3-crossover.yaml"}
@@ -131,14 +133,19 @@ def run_step(args, scen, channels, rate_factor, workdir):
     # receive: on loopback the sender then delivers it whole instead of datagram by datagram.
     listen_poll += ["--gro"] if args.gro else []
     log = config + ".vigild.log"
+    host = HostLoad().start()
     with listening(args, listen_out, data_port, event_port, listen_poll):
         t0 = time.monotonic()
         rc = subprocess.call([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds",
                               str(args.seconds), "--log-interval", "0"], stderr=open(log, "w"),
                              timeout=args.seconds + 120)
         wall = time.monotonic() - t0
+    # Over the whole run (vigil-listen's start to its end): what the host's other processes and
+    # its hypervisor took meanwhile.
+    load = host.stop()
     final, summary = final_status(listen_out)
-    row = {"scenario": scen, "channels": channels, "rate_factor": rate_factor, "rc": rc, "wall_s": wall}
+    row = {"scenario": scen, "channels": channels, "rate_factor": rate_factor, "rc": rc, "wall_s": wall,
+           "host": load}
     if final is None:
         row["error"] = "no final status (" + open(log).read().strip().splitlines()[-1][:200] + ")" if os.path.getsize(log) else "no final status"
         return row
@@ -172,6 +179,30 @@ def run_step(args, scen, channels, rate_factor, workdir):
     return row
 
 
+def probe_host(args):
+    """Before the runs: how dependably this host runs a thread (bench/host_jitter: gaps in
+    spinning threads, late wake-ups of sleeping ones). Measured on two GPU hosts of the same kind
+    (28 Nov): a 100 us sleep woke late by p99 14-22 us on one and 53-76 us on the other, whose
+    scenario tails were 3-4 times longer with the same build."""
+    probe = os.path.join(args.build, "bench/host_jitter")
+    if not os.path.exists(probe):
+        print(f"\n(No host probe: {probe} is not built.)", flush=True)
+        return
+    text = subprocess.run([probe, "--seconds", f"{args.host_probe_s:g}"], capture_output=True, text=True,
+                          timeout=args.host_probe_s + 60).stdout.strip()
+    print("\n### The host, before the runs\n\n```\n" + text + "\n```", flush=True)
+
+
+def print_host_load(hosts, repeat):
+    """Below a scenario's table: what else the host did during each step (scripts/host_load.py),
+    so that a tail that came with steal or other load is seen to be the host's."""
+    worst = " (steal and other processes: the most of its runs; vigild and vigil-listen: the median)" \
+        if repeat > 1 else ""
+    steps = "; ".join(f"{ch} ch x{rf}: steal {h['steal_pct']:g} %, other processes {h['other_cores']:g} cores, "
+                      f"vigild and vigil-listen {h['own_cores']:g}" for ch, rf, h in hosts)
+    print(f"\nThe host meanwhile, per step{worst}: {steps}.", flush=True)
+
+
 def print_fir_delays(scen, row):
     """Below a scenario's table: each FIR stage's form and the delay its bands carry beyond the
     latency in the table (the latency runs from a chunk's capture to its last datagram; a block of
@@ -199,6 +230,9 @@ def combine_runs(rows):
         "clean_runs": sum(1 for r in rows if r["ok"]),
         "runs": len(rows),
         "ok": all(r["ok"] for r in rows),
+        "host": {"steal_pct": max(r["host"]["steal_pct"] for r in rows),
+                 "other_cores": max(r["host"]["other_cores"] for r in rows),
+                 "own_cores": statistics.median(r["host"]["own_cores"] for r in rows)},
     })
     for k in ("deadline_misses", "dropped_frames", "send_errors", "lost_at_receiver", "source_late_chunks"):
         row[k] = sum(r[k] for r in rows)
@@ -344,6 +378,9 @@ def main():
     p.add_argument("--gnuradio-signal-s", type=float, default=40,
                    help="seconds of S2's signal GNU Radio filters in each round (about 4 s of wall time here; "
                         "S3 gets 50 times as much)")
+    p.add_argument("--host-probe-s", type=float, default=4,
+                   help="seconds of bench/host_jitter before the runs (0: none): the host's own floor for the "
+                        "latency tails, without Vigil")
     args = p.parse_args()
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
@@ -361,6 +398,8 @@ def main():
             p.error(f"--steps {spec!r}: expected SCEN:CHxRF[,CHxRF...], e.g. s2:64x1,1024x1")
         loads[m.group(1)] = [tuple(int(v) for v in step.split("x")) for step in m.group(2).split(",")]
     out = open(args.json, "w") if args.json else None
+    if args.host_probe_s > 0:
+        probe_host(args)
     best_of = {}  # each scenario's highest clean load, for the GNU Radio comparison
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
@@ -376,11 +415,12 @@ def main():
             print("| channels | rate factor | input samples/s (sustained / offered) | latency p50 | p99 | p99.9 | max "
                   "| deadline misses | dropped (vigild) | lost on the way | source late | ok |")
             print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
-            best, last, fails = None, None, 0
+            best, last, fails, hosts = None, None, 0, []
             for channels, rf in loads[scen]:
                 rows = [run_step(args, scen, channels, rf, work) for _ in range(args.repeat)]
                 r = rows[0] if args.repeat == 1 else combine_runs(rows)
                 last = r if "error" not in r else last
+                hosts.append((channels, rf, r["host"]))
                 if out:
                     for one in rows:
                         out.write(json.dumps(one) + "\n")
@@ -405,6 +445,7 @@ def main():
                         fails += 1
                 if fails >= args.failures:
                     break
+            print_host_load(hosts, args.repeat)
             print_fir_delays(scen, best or last)
             if best:
                 x_rt = best["samples_per_s"] / (RATES[scen] * NOMINAL_CHANNELS[scen])
