@@ -121,7 +121,9 @@ std::vector<int64_t> merged(const std::vector<Record>& rs, size_t from, size_t t
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   std::vector<Record> records(o.spinners + o.sleepers);
-  for (auto& r : records) r.ns.reserve(o.sleepers ? size_t(o.seconds * 1e6 / o.sleep_us) + 16 : 1024);
+  // Room for the sleepers' wake-ups of a few seconds up front (no allocation while measuring then).
+  for (size_t i = 0; i < records.size(); ++i)
+    records[i].ns.reserve(i < o.spinners ? 4096 : std::min<size_t>(size_t(o.seconds * 1e6 / o.sleep_us) + 16, 1 << 20));
   const int64_t end = now_ns() + int64_t(o.seconds * 1e9);
   std::vector<std::thread> threads;
   for (unsigned i = 0; i < o.spinners; ++i) threads.emplace_back(spin, end, std::ref(records[i]));
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
     threads.emplace_back(sleep_loop, end, o.sleep_us, std::ref(records[o.spinners + i]));
   for (auto& t : threads) t.join();
 
-  std::printf("host_jitter: %g s, %u cores; %u spinning threads, %u sleeping %u us at a time\n", o.seconds,
+  std::printf("host_jitter: %g s, %u cores; threads: %u spinning, %u sleeping %u us at a time\n", o.seconds,
               std::thread::hardware_concurrency(), o.spinners, o.sleepers, o.sleep_us);
   if (o.spinners) {
     uint64_t passes = 0;

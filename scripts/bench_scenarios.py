@@ -181,9 +181,9 @@ def run_step(args, scen, channels, rate_factor, workdir):
 
 def probe_host(args):
     """Before the runs: how dependably this host runs a thread (bench/host_jitter: gaps in
-    spinning threads, late wake-ups of sleeping ones). Measured on two GPU hosts of the same kind
-    (28 Nov): a 100 us sleep woke late by p99 14-22 us on one and 53-76 us on the other, whose
-    scenario tails were 3-4 times longer with the same build."""
+    spinning threads, late wake-ups of sleeping ones). On 28 Nov a 100 us sleep woke late by p99
+    14-22 us on an H200 host and 53-76 us on an H100 host, whose scenario tails were 3-4 times
+    longer with the same build."""
     probe = os.path.join(args.build, "bench/host_jitter")
     if not os.path.exists(probe):
         print(f"\n(No host probe: {probe} is not built.)", flush=True)
