@@ -7,13 +7,13 @@
 //
 // Usage: host_jitter [--seconds S] [--spinners N] [--sleepers N] [--sleep-us U]
 // Defaults: 5 s, spinners = sleepers = half the cores (at least 1), 100 us.
+#include "acquisition/clock.hpp"
+
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <sys/prctl.h>
 #include <thread>
@@ -22,11 +22,7 @@
 
 namespace {
 
-int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+using vigil::mono_now_ns;
 
 struct Options {
   double seconds = 5;
@@ -68,19 +64,17 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Gaps (spinners) or lateness (sleepers) in ns, one vector per thread; spinners keep only gaps
-// above 10 us, and count the loop's passes.
+// Gaps (spinners, only those above 10 us) or lateness of every wake-up (sleepers) in ns, one per
+// thread.
 struct Record {
   std::vector<int64_t> ns;
-  uint64_t samples = 0;
 };
 
 void spin(int64_t end, Record& r) {
-  int64_t last = now_ns();
+  int64_t last = mono_now_ns();
   while (last < end) {
-    const int64_t t = now_ns();
+    const int64_t t = mono_now_ns();
     if (t - last > 10000) r.ns.push_back(t - last);
-    ++r.samples;
     last = t;
   }
 }
@@ -90,11 +84,10 @@ void sleep_loop(int64_t end, unsigned sleep_us, Record& r) {
   // batch wake-ups: the lateness would show the slack, not the host.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   const timespec req{0, long(sleep_us) * 1000};
-  for (int64_t t = now_ns(); t < end;) {
+  for (int64_t t = mono_now_ns(); t < end;) {
     nanosleep(&req, nullptr);
-    const int64_t woke = now_ns();
+    const int64_t woke = mono_now_ns();
     r.ns.push_back(woke - t - int64_t(sleep_us) * 1000);
-    ++r.samples;
     t = woke;
   }
 }
@@ -106,13 +99,9 @@ int64_t percentile(std::vector<int64_t>& v, double q) {
   return v[k];
 }
 
-std::vector<int64_t> merged(const std::vector<Record>& rs, size_t from, size_t to, uint64_t& samples) {
+std::vector<int64_t> merged(const std::vector<Record>& rs, size_t from, size_t to) {
   std::vector<int64_t> all;
-  samples = 0;
-  for (size_t i = from; i < to; ++i) {
-    all.insert(all.end(), rs[i].ns.begin(), rs[i].ns.end());
-    samples += rs[i].samples;
-  }
+  for (size_t i = from; i < to; ++i) all.insert(all.end(), rs[i].ns.begin(), rs[i].ns.end());
   return all;
 }
 
@@ -124,7 +113,7 @@ int main(int argc, char** argv) {
   // Room for the sleepers' wake-ups of a few seconds up front (no allocation while measuring then).
   for (size_t i = 0; i < records.size(); ++i)
     records[i].ns.reserve(i < o.spinners ? 4096 : std::min<size_t>(size_t(o.seconds * 1e6 / o.sleep_us) + 16, 1 << 20));
-  const int64_t end = now_ns() + int64_t(o.seconds * 1e9);
+  const int64_t end = mono_now_ns() + int64_t(o.seconds * 1e9);
   std::vector<std::thread> threads;
   for (unsigned i = 0; i < o.spinners; ++i) threads.emplace_back(spin, end, std::ref(records[i]));
   for (unsigned i = 0; i < o.sleepers; ++i)
@@ -134,8 +123,7 @@ int main(int argc, char** argv) {
   std::printf("host_jitter: %g s, %u cores; threads: %u spinning, %u sleeping %u us at a time\n", o.seconds,
               std::thread::hardware_concurrency(), o.spinners, o.sleepers, o.sleep_us);
   if (o.spinners) {
-    uint64_t passes = 0;
-    std::vector<int64_t> gaps = merged(records, 0, o.spinners, passes);
+    std::vector<int64_t> gaps = merged(records, 0, o.spinners);
     int64_t total = 0;
     auto over = [&](int64_t us) {
       return std::count_if(gaps.begin(), gaps.end(), [&](int64_t g) { return g > us * 1000; });
@@ -148,13 +136,13 @@ int main(int argc, char** argv) {
                 long(over(1000)), double(worst) / 1e3);
   }
   if (o.sleepers) {
-    uint64_t wakes = 0;
-    std::vector<int64_t> late = merged(records, o.spinners, records.size(), wakes);
+    std::vector<int64_t> late = merged(records, o.spinners, records.size());
+    const size_t wakes = late.size();
     const double p50 = double(percentile(late, 0.5)) / 1e3, p99 = double(percentile(late, 0.99)) / 1e3,
                  p999 = double(percentile(late, 0.999)) / 1e3;
     const int64_t worst = late.empty() ? 0 : *std::max_element(late.begin(), late.end());
-    std::printf("sleeping: %llu wake-ups, late by p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n",
-                static_cast<unsigned long long>(wakes), p50, p99, p999, double(worst) / 1e3);
+    std::printf("sleeping: %zu wake-ups, late by p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n", wakes, p50,
+                p99, p999, double(worst) / 1e3);
   }
   return 0;
 }
