@@ -142,9 +142,9 @@ void AeHitsCudaStage::reset() noexcept {
 
 StageUpdatePlan AeHitsCudaStage::plan_update(const StageSettings& next) const { return cpu_.plan_update(next); }
 
-void AeHitsCudaStage::apply_update(StageUpdate& update) noexcept {
-  cpu_.apply_update(update);  // the twin takes the new thresholds and times
-  if (on_cpu_.load(std::memory_order_relaxed)) return;
+bool AeHitsCudaStage::apply_update(StageUpdate& update) noexcept {
+  if (!cpu_.apply_update(update)) return false;  // the twin takes the new thresholds and times
+  if (on_cpu_.load(std::memory_order_relaxed)) return true;
   // The lanes' thresholds follow the new ones (AeHitDetector::set_params' rule) on the GPU and in
   // the state a fallback would continue from.
   const AeSampleParams& p = cpu_.detector_params();
@@ -154,6 +154,7 @@ void AeHitsCudaStage::apply_update(StageUpdate& update) noexcept {
   } catch (const cuda::CudaError& err) {
     deferred_error_ = err.code();  // the next process() moves to the CPU twin, which has them
   }
+  return true;
 }
 
 void AeHitsCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {

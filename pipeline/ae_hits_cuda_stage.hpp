@@ -43,7 +43,7 @@ class AeHitsCudaStage final : public Stage {
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
   StageUpdatePlan plan_update(const StageSettings& next) const override;
-  void apply_update(StageUpdate& update) noexcept override;
+  bool apply_update(StageUpdate& update) noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   bool write_event(const EventRecord& ev, EventText& text) const override;
   void add_status(nlohmann::json& status) const override;

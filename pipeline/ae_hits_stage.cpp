@@ -204,12 +204,13 @@ StageUpdatePlan AeHitsStage::plan_update(const StageSettings& next) const {
   return plan;
 }
 
-void AeHitsStage::apply_update(StageUpdate& update) noexcept {
+bool AeHitsStage::apply_update(StageUpdate& update) noexcept {
   // params_ (read by describe_event on the output thread) keeps its calibration, which an
   // update cannot change; the detector takes the new thresholds and times.
   auto& u = static_cast<AeHitsUpdate&>(update);
   detector_->set_params(u.params);
   parts_.swap(u.parts);  // the old buffers leave with the update
+  return true;
 }
 
 void AeHitsStage::add_status(nlohmann::json& status) const {

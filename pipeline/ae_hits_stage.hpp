@@ -38,7 +38,7 @@ class AeHitsStage final : public Stage {
   bool write_event(const EventRecord& ev, EventText& text) const override;
   void add_status(nlohmann::json& status) const override;
   StageUpdatePlan plan_update(const StageSettings& next) const override;
-  void apply_update(StageUpdate& update) noexcept override;
+  bool apply_update(StageUpdate& update) noexcept override;
   const AeSampleParams& params() const noexcept { return params_; }
   // The thresholds and times in force (params() keeps the calibration of prepare()).
   const AeSampleParams& detector_params() const noexcept { return detector_->params(); }

@@ -117,8 +117,9 @@ StageUpdatePlan BandRmsStage::plan_update(const StageSettings& next) const {
   return plan;
 }
 
-void BandRmsStage::apply_update(StageUpdate& update) noexcept {
+bool BandRmsStage::apply_update(StageUpdate& update) noexcept {
   settings_ = static_cast<BandRmsUpdate&>(update).settings;  // thresholds: the next window on
+  return true;
 }
 
 void BandRmsStage::reset() noexcept {

@@ -25,7 +25,7 @@ class BandRmsStage final : public Stage {
   void reset() noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   StageUpdatePlan plan_update(const StageSettings& next) const override;
-  void apply_update(StageUpdate& update) noexcept override;
+  bool apply_update(StageUpdate& update) noexcept override;
 
   // Last completed window's RMS of a lane (for tests and status).
   double last_rms(uint32_t band, uint32_t channel) const noexcept { return lanes_[band * channels_ + channel].last; }

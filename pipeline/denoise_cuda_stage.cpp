@@ -102,8 +102,9 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
     return StageStatus::kOk;
   }
-  cudaError_t e = cudaSuccess;
-  if (options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
+  cudaError_t e = deferred_error_;
+  deferred_error_ = cudaSuccess;
+  if (e == cudaSuccess && options_.fail_at_chunk && chunks_ == options_.fail_at_chunk)
     e = cuda::launch_failing_kernel_for_test(staging_.stream());
   if (e == cudaSuccess) e = run_gpu(in, &exec);
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
@@ -117,7 +118,10 @@ void DenoiseCudaStage::reset() noexcept {
   if (gpu_ && !on_cpu_.load(std::memory_order_relaxed)) {
     try {
       gpu_->reset();
+    } catch (const cuda::CudaError& err) {
+      deferred_error_ = err.code();  // the next process() moves to the CPU twin (reset below)
     } catch (...) {
+      deferred_error_ = cudaErrorUnknown;
     }
   }
   if (cpu_) cpu_->reset();

@@ -80,6 +80,7 @@ class DenoiseCudaStage final : public Stage {
   uint64_t chunks_ = 0;
   std::atomic<bool> on_cpu_{false};
   std::atomic<uint64_t> cuda_errors_{0};
+  cudaError_t deferred_error_ = cudaSuccess;  // from reset(), handled by the next process()
   bool timing_ = false;  // not during the warm-up
   Stage* producer_ = nullptr;  // bind_producer
 };

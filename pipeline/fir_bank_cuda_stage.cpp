@@ -464,7 +464,10 @@ void FirBankCudaStage::reset() noexcept {
   if (bank_ && !on_cpu_.load(std::memory_order_relaxed)) {
     try {
       bank_->reset();
+    } catch (const cuda::CudaError& err) {
+      deferred_error_ = err.code();  // the next process() moves to the CPU twin (reset below)
     } catch (...) {
+      deferred_error_ = cudaErrorUnknown;
     }
   }
   if (cpu_) cpu_->reset();
@@ -475,7 +478,7 @@ StageUpdatePlan FirBankCudaStage::plan_update(const StageSettings& next) const {
   return FirBankStage::plan_fir_update(settings_, next, rate_hz_);
 }
 
-void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
+bool FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
   auto& u = static_cast<FirBankUpdate&>(update);
   try {
     // The twin follows: crossfading itself if it is the one running; otherwise it takes the new
@@ -486,10 +489,11 @@ void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
       cpu_->direct->set_taps(u.taps, 1);
     else
       cpu_->set_taps(u.taps);
-  } catch (...) {
+  } catch (...) {  // out of memory for the twin's new spectra: nothing changed on the GPU either
+    return false;
   }
-  settings_ = u.settings;
-  if (on_cpu_.load(std::memory_order_relaxed) || !spare_) return;
+  settings_ = std::move(u.settings);  // (a copy could throw: the update is spent anyway)
+  if (on_cpu_.load(std::memory_order_relaxed) || !spare_) return true;
   // The spare gets the new taps and the state the new filter would have had (same history);
   // the next chunk crossfades to it. A failure is handled by the next process() like any other:
   // the CPU twin, with the new taps, takes over.
@@ -514,6 +518,7 @@ void FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
     next_bank_ = std::move(spare_);
   else
     deferred_error_ = e;  // the next process() moves to the CPU twin, which has the new taps
+  return true;
 }
 
 void FirBankCudaStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {

@@ -97,7 +97,7 @@ class FirBankCudaStage final : public Stage {
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
   StageUpdatePlan plan_update(const StageSettings& next) const override;
-  void apply_update(StageUpdate& update) noexcept override;
+  bool apply_update(StageUpdate& update) noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   void add_status(nlohmann::json& status) const override;
   // The staging's page-locked buffers, for the graph to spare host copies (Stage).

@@ -64,16 +64,18 @@ StageUpdatePlan FirBankStage::plan_update(const StageSettings& next) const {
   return plan_fir_update(settings_, next, rate_hz_);
 }
 
-void FirBankStage::apply_update(StageUpdate& update) noexcept {
+bool FirBankStage::apply_update(StageUpdate& update) noexcept {
   auto& u = static_cast<FirBankUpdate&>(update);
   try {
     // Crossfades from the old taps to the new over one block (direct form: 256 frames). The
     // new spectra are computed here, once per reload (an allocation on this thread, accepted for
     // an operator's reload; see docs/CONFIG.md).
     bank_->set_taps(u.taps);
-    settings_ = u.settings;
   } catch (...) {  // the same tap count and bands as prepared: cannot fail but for memory
+    return false;
   }
+  settings_ = std::move(u.settings);  // (a copy could throw: the update is spent anyway)
+  return true;
 }
 
 StageStatus FirBankStage::process(const Block& in, Block& out, const Exec&) noexcept {

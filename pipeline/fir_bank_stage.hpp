@@ -28,7 +28,7 @@ class FirBankStage final : public Stage {
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override;
   StageUpdatePlan plan_update(const StageSettings& next) const override;
-  void apply_update(StageUpdate& update) noexcept override;
+  bool apply_update(StageUpdate& update) noexcept override;
   void add_status(nlohmann::json& status) const override;  // "form": the form prepare() chose
   const StreamingFirBank* bank() const noexcept { return bank_.get(); }
   // The taps `s` designs at `rate_hz` (one vector per band); the CUDA stage uses the same.

@@ -328,9 +328,11 @@ std::unique_ptr<Graph::Update> Graph::plan_update(const std::vector<StageSetting
   return update;
 }
 
-void Graph::apply_update(Update& update) noexcept {
+int Graph::apply_update(Update& update) noexcept {
+  int failed = -1;
   for (size_t i = 0; i < nodes_.size() && i < update.stages.size(); ++i)
-    if (update.stages[i]) nodes_[i].stage->apply_update(*update.stages[i]);
+    if (update.stages[i] && !nodes_[i].stage->apply_update(*update.stages[i]) && failed < 0) failed = int(i);
+  return failed;
 }
 
 void Graph::set_shed(bool shed) noexcept {

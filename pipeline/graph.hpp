@@ -126,13 +126,14 @@ class Graph {
 
   // A reload. Main thread: plans the change from `current` (what this graph was built from) to
   // `next`; null with `why` set when it changes the structure (stages added, removed, renamed,
-  // re-wired, or changed beyond coefficients and thresholds). Pipeline thread: applies it.
+  // re-wired, or changed beyond coefficients and thresholds). Pipeline thread: applies it to
+  // every stage; returns the index of the first stage that could not (Stage::apply_update), or -1.
   struct Update {
     std::vector<std::unique_ptr<StageUpdate>> stages;  // per stage; null: unchanged
   };
   std::unique_ptr<Update> plan_update(const std::vector<StageSettings>& current, const std::vector<StageSettings>& next,
                                       std::string& why) const;
-  void apply_update(Update& update) noexcept;
+  int apply_update(Update& update) noexcept;
 
   // Sample streams: index 0 is "input", then every stage that outputs samples.
   struct Stream {

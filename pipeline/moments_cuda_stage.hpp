@@ -52,7 +52,7 @@ class MomentsCudaStage final : public Stage {
   void reset() noexcept override { cpu_.reset(); }
   void acknowledge() noexcept override { cpu_.acknowledge(); }
   StageUpdatePlan plan_update(const StageSettings& next) const override { return cpu_.plan_update(next); }
-  void apply_update(StageUpdate& update) noexcept override { cpu_.apply_update(update); }
+  bool apply_update(StageUpdate& update) noexcept override { return cpu_.apply_update(update); }
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   // The twin's events as text; a fallback event goes through describe_event.
   bool write_event(const EventRecord& ev, EventText& text) const override;

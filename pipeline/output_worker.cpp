@@ -628,7 +628,8 @@ void OutputWorker::run() noexcept {
     }
     send_event("start", {{"version", VIGIL_VERSION}, {"rate_hz", options_.rate_hz}, {"layout", std::move(layout)}},
                utc_now_ns());
-  } catch (...) {
+  } catch (...) {  // out of memory while copying the layout: the start event is lost, and counted
+    counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
   }
   auto drain = [&] {
     bool did = false;

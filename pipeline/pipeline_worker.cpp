@@ -240,7 +240,8 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   // can be the input block itself (Stage::input_buffer()), so the chunk is converted after it.
   // (No look-ahead is taken while one is pending: no chunk waits in a staged input meanwhile.)
   if (Graph::Update* u = pending_update_.load(std::memory_order_acquire)) {
-    graph_.apply_update(*u);  // between chunks: every sample goes through one filter or the crossfade
+    // Between chunks: every sample goes through one filter or the crossfade.
+    last_update_failed_stage_.store(graph_.apply_update(*u), std::memory_order_release);
     pending_update_.store(nullptr, std::memory_order_release);
     last_update_frame_.store(chunk.header.first_frame, std::memory_order_release);
     applied_updates_.fetch_add(1, std::memory_order_acq_rel);

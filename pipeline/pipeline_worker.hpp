@@ -83,6 +83,9 @@ class PipelineWorker {
     return pending_update_.compare_exchange_strong(none, update, std::memory_order_acq_rel);
   }
   uint64_t applied_updates() const noexcept { return applied_updates_.load(std::memory_order_acquire); }
+  // The first stage the last applied update failed in (Graph::apply_update), or -1; read after
+  // applied_updates() moved.
+  int last_update_failed_stage() const noexcept { return last_update_failed_stage_.load(std::memory_order_acquire); }
   // The first input frame the last applied update acted on (read after applied_updates() moved).
   uint64_t last_update_frame() const noexcept { return last_update_frame_.load(std::memory_order_acquire); }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
@@ -161,6 +164,7 @@ class PipelineWorker {
   std::atomic<Graph::Update*> pending_update_{nullptr};  // owned by the poster
   std::atomic<uint64_t> applied_updates_{0};
   std::atomic<uint64_t> last_update_frame_{0};
+  std::atomic<int> last_update_failed_stage_{-1};
   uint32_t acks_done_ = 0;
   uint64_t output_lost_frames_ = 0;  // dropped for want of a slot since the last slot sent
   PipelineCounters counters_;

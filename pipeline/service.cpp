@@ -304,6 +304,12 @@ bool Service::update(const Settings& next, std::string& why, uint64_t* from_fram
     why = "the pipeline did not take the update within 5 s";
     return false;
   }
+  if (const int failed = pipeline_->last_update_failed_stage(); failed >= 0) {
+    // Out of memory for its new filters: it runs on with its old ones, the others with their new
+    // settings. Rebuilding applies the new config whole (or brings the old one back).
+    why = "stage '" + graph_->stage_name(size_t(failed)) + "' could not take the new settings in place (out of memory)";
+    return false;
+  }
   settings_.stages = next.stages;
   settings_.path = next.path;
   output_->update_layout(settings_);  // new thresholds for receivers that draw them

@@ -45,8 +45,9 @@ class Stage {
   // The default: any difference is structural.
   virtual StageUpdatePlan plan_update(const StageSettings& next) const;
   // Pipeline thread, between chunks: applies what plan_update() prepared. No sample is lost or
-  // repeated; filters crossfade.
-  virtual void apply_update(StageUpdate& /*update*/) noexcept {}
+  // repeated; filters crossfade. False: the stage could not (out of memory where it prepares new
+  // filters in place) and goes on with what it had; the service then rebuilds (Service::update).
+  virtual bool apply_update(StageUpdate& /*update*/) noexcept { return true; }
   // Releases latched alarms (SIGUSR1). Pipeline thread, between chunks.
   virtual void acknowledge() noexcept {}
   // Output thread: adds this stage's fields for one of its events to `body` (which already has

@@ -250,12 +250,13 @@ StageUpdatePlan VibrationStage::plan_update(const StageSettings& next) const {
   return plan;
 }
 
-void VibrationStage::apply_update(StageUpdate& update) noexcept {
+bool VibrationStage::apply_update(StageUpdate& update) noexcept {
   const auto& u = static_cast<VibrationUpdate&>(update);
   for (size_t r = 0; r < u.levels.size(); ++r) {
     settings_.rules[r].levels = u.levels[r];  // (describe_event reads only name and metric)
     for (Lane& l : lanes_) l.rules[r].set_settings(u.levels[r]);
   }
+  return true;
 }
 
 void VibrationStage::acknowledge() noexcept {

@@ -30,7 +30,7 @@ class VibrationStage final : public Stage {
   void reset() noexcept override;
   void acknowledge() noexcept override;
   StageUpdatePlan plan_update(const StageSettings& next) const override;
-  void apply_update(StageUpdate& update) noexcept override;
+  bool apply_update(StageUpdate& update) noexcept override;
   void describe_event(const EventRecord& ev, nlohmann::json& body) const override;
   bool write_event(const EventRecord& ev, EventText& text) const override;
 
