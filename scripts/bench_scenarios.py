@@ -384,6 +384,9 @@ def main():
     args = p.parse_args()
     if args.repeat < 1:
         p.error(f"--repeat must be at least 1, got {args.repeat}")
+    unknown = [s for s in args.only.split(",") if s not in FILES]
+    if unknown:
+        p.error(f"--only: unknown scenario {unknown[0]!r}: expected a list of s1, s2, s3, e.g. s2,s3")
     threads = {}
     for spec in args.threads:
         m = re.fullmatch(r"(s[123]):(\d+)", spec)
@@ -450,8 +453,9 @@ def main():
             if best:
                 x_rt = best["samples_per_s"] / (RATES[scen] * NOMINAL_CHANNELS[scen])
                 every = f" in all {args.repeat} runs" if args.repeat > 1 else ""
+                plural = "s" if best["channels"] != 1 else ""
                 print(f"\nHighest load with zero misses, drops and late source chunks{every}: {best['channels']} "
-                      f"channels {pace_text(best['rate_factor'])} = {fmt_rate(best['samples_per_s'])} samples/s "
+                      f"channel{plural} {pace_text(best['rate_factor'])} = {fmt_rate(best['samples_per_s'])} samples/s "
                       "sustained "
                       f"({x_rt:.1f}x the nominal {NOMINAL_CHANNELS[scen]}-channel rig), backend {best['backend']}.",
                       flush=True)
