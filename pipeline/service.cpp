@@ -305,8 +305,9 @@ bool Service::update(const Settings& next, std::string& why, uint64_t* from_fram
     return false;
   }
   if (const int failed = pipeline_->last_update_failed_stage(); failed >= 0) {
-    // Out of memory for its new filters: it runs on with its old ones, the others with their new
-    // settings. Rebuilding applies the new config whole (or brings the old one back).
+    // Out of memory for its new filters: it runs on with its old ones (or some of them), the
+    // others with their new settings. Rebuilding applies the new config whole (or brings the old
+    // one back).
     why = "stage '" + graph_->stage_name(size_t(failed)) + "' could not take the new settings in place (out of memory)";
     return false;
   }

@@ -46,7 +46,7 @@ class Stage {
   virtual StageUpdatePlan plan_update(const StageSettings& next) const;
   // Pipeline thread, between chunks: applies what plan_update() prepared. No sample is lost or
   // repeated; filters crossfade. False: the stage could not (out of memory where it prepares new
-  // filters in place) and goes on with what it had; the service then rebuilds (Service::update).
+  // filters in place), or only in part; the service then rebuilds (Service::update).
   virtual bool apply_update(StageUpdate& /*update*/) noexcept { return true; }
   // Releases latched alarms (SIGUSR1). Pipeline thread, between chunks.
   virtual void acknowledge() noexcept {}
