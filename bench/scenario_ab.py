@@ -47,7 +47,9 @@ for k, v in {"CHANNELS": a.channels, "RATE_FACTOR": 0, "BACKEND": "cpu", "BUSY_P
     text = text.replace(f"@{k}@", str(v))
 configs = {"A": os.path.join(work, "a.yaml"), "B": os.path.join(work, "b.yaml")}
 open(configs["A"], "w").write(text)
-b_text = text
+# Each binary its own FFTW wisdom: the two may link different FFTW builds (scripts/build-fftw.sh),
+# and one's wisdom names codelets the other lacks (its import then fails, and it plans again).
+b_text = text.replace(os.path.join(work, "fftwf.wisdom"), os.path.join(work, "fftwf-b.wisdom"))
 if a.new_threads is not None:
     b_text = re.sub(r"threads: \d+", f"threads: {a.new_threads}", b_text, count=1)
 if a.new_output:

@@ -262,6 +262,8 @@ RealFft::~RealFft() {
   fftwf_destroy_plan(static_cast<fftwf_plan>(inverse_plan_));
 }
 
+const char* fft_library_version() noexcept { return fftwf_version; }
+
 bool fft_import_wisdom(const std::string& path, std::string& why) {
   std::FILE* f = std::fopen(path.c_str(), "r");
   if (!f) {

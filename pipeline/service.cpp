@@ -394,7 +394,7 @@ std::string Service::describe() const {
     << " chunks (" << pool_->allocator_name() << "), backend " << backend_
     << (memory_.empty() ? "" : " (" + memory_ + " memory)") << ", " << graph_->stage_count()
     << " stages, " << settings_.data_outputs.size() << " data outputs, " << settings_.event_outputs.size()
-    << " event outputs";
+    << " event outputs, " << fft_library_version();
   if (recorder_) s << ", recording to " << settings_.record.directory;
   if (!source_notes_.empty()) s << "; " << source_notes_;
   return s.str();

@@ -286,6 +286,23 @@ def ensure_gnuradio(gr_python):
                           stdout=subprocess.DEVNULL)
 
 
+def run_gnuradio(cmd):
+    """One GNU Radio run (bench/gnuradio_bank.py): its JSON line. Once in a session of 28 Nov it
+    exited 0 having printed nothing; such a run is repeated once, and a second failure names the
+    command and what it printed instead of a JSON traceback."""
+    for attempt in (1, 2):
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        lines = run.stdout.strip().splitlines()
+        if run.returncode == 0 and lines:
+            try:
+                return json.loads(lines[-1])
+            except json.JSONDecodeError:
+                pass
+        print(f"(GNU Radio run {attempt} gave no result: exit {run.returncode}, stdout {run.stdout.strip()[-200:]!r}, "
+              f"stderr {run.stderr.strip()[-300:]!r})", file=sys.stderr, flush=True)
+    sys.exit(f"bench_scenarios: GNU Radio failed twice: {' '.join(cmd)}")
+
+
 def compare_gnuradio(args, work, scen, best):
     """The scenario's filtering through GNU Radio 3.10 (one fft_filter_fff per band, 8191 taps) on
     this CPU, against Vigil's whole scenario unpaced (the source as fast as the pipeline takes it)."""
@@ -305,7 +322,7 @@ def compare_gnuradio(args, work, scen, best):
     gr_script = os.path.join(os.path.dirname(__file__), "..", "bench", "gnuradio_bank.py")
     rounds = []
     for _ in range(args.gnuradio_rounds):
-        gr = json.loads(subprocess.check_output([gr_python, gr_script, str(rate), str(channels), str(signal_s)] + taps))
+        gr = run_gnuradio([gr_python, gr_script, str(rate), str(channels), str(signal_s)] + taps)
         vigil = run_step(args, scen, channels, 0, work)  # rate_factor 0: unpaced
         # The same with the band data going to a socket nobody reads (as GNU Radio's null sink takes
         # its output): no receiver of the data shares the two cores.

@@ -12,6 +12,7 @@
 #include <limits>
 #include <numbers>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace vigil {
@@ -169,6 +170,16 @@ TEST(RealFft, RefusesOddAndOutOfRangeSizes) {
   EXPECT_THROW(RealFft(0), std::invalid_argument);
   EXPECT_THROW(RealFft(7), std::invalid_argument);
   EXPECT_THROW(RealFft((size_t(1) << 24) + 2), std::invalid_argument);
+}
+
+// vigild's start line names the FFT library it runs with: FFTW 3's version, then the SIMD kinds
+// it was built with (e.g. "fftw-3.3.10-sse2-avx"; scripts/build-fftw.sh's adds avx2, avx512).
+TEST(RealFft, NamesTheFftLibraryAndItsSimdKinds) {
+  const std::string v = fft_library_version();
+  EXPECT_EQ(v.rfind("fftw-3.", 0), 0u) << v;
+#if defined(__x86_64__)
+  EXPECT_NE(v.find("-sse2"), std::string::npos) << v;  // every x86-64 build of FFTW we link has SSE2
+#endif
 }
 
 }  // namespace
