@@ -25,7 +25,10 @@ class RtLog {
   void printf(uint8_t level, const char* format, Args... args) noexcept {
     RtLogRecord r;
     r.level = level;
-    std::snprintf(r.text, sizeof r.text, format, args...);
+    if constexpr (sizeof...(Args) == 0)
+      std::snprintf(r.text, sizeof r.text, "%s", format);  // a plain message: a '%' in it stays text
+    else
+      std::snprintf(r.text, sizeof r.text, format, args...);
     if (!queue_.push(r)) dropped_.fetch_add(1, std::memory_order_relaxed);
   }
   // Consumer thread only.
