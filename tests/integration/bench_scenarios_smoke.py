@@ -12,7 +12,6 @@ import json, os, subprocess, sys, tempfile
 # S3 its two.
 STEPS = {"s1": (1, 1), "s2": (4, 1), "s3": (2, 1)}
 RATES = {"s1": 10_000_000, "s2": 51_200, "s3": 48_000}
-BANDS = {"s1": None, "s2": 4, "s3": 4}
 
 failures = []
 
