@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +29,23 @@ inline void check(cudaError_t e, const char* call, const char* file, int line) {
 inline void check_cufft(int result, const char* what) {
   if (result != 0)
     throw CudaError(cudaErrorLaunchFailure, std::string("cuFFT ") + what + " failed with cufftResult " + std::to_string(result));
+}
+
+// Runs f, a call that throws on failure (a GPU object's reset or set-up), where a status is
+// wanted instead (noexcept paths: a stage's reset or reload): the CUDA error it threw,
+// cudaErrorMemoryAllocation for std::bad_alloc, cudaErrorUnknown for anything else.
+template <typename F>
+cudaError_t error_of(F&& f) noexcept {
+  try {
+    f();
+    return cudaSuccess;
+  } catch (const CudaError& e) {
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    return cudaErrorMemoryAllocation;
+  } catch (...) {
+    return cudaErrorUnknown;
+  }
 }
 
 // True when at least one CUDA device can be used; otherwise false with the reason in why.

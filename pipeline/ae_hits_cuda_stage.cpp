@@ -131,11 +131,9 @@ StageStatus AeHitsCudaStage::process(const Block& in, Block& out, const Exec& ex
 void AeHitsCudaStage::reset() noexcept {
   cpu_.reset();
   if (gpu_ && !on_cpu_.load(std::memory_order_relaxed)) {
-    try {
-      gpu_->reset();
-    } catch (const cuda::CudaError& err) {
-      deferred_error_ = err.code();  // the next process() moves to the CPU twin (reset too)
-    }
+    // A failed reset: the next process() moves to the CPU twin (reset too). An error already
+    // deferred stays.
+    if (const cudaError_t e = cuda::error_of([&] { gpu_->reset(); }); e != cudaSuccess) deferred_error_ = e;
     std::copy(gpu_->state(), gpu_->state() + lanes_, last_state_.begin());
   }
 }
@@ -149,11 +147,8 @@ bool AeHitsCudaStage::apply_update(StageUpdate& update) noexcept {
   // the state a fallback would continue from.
   const AeSampleParams& p = cpu_.detector_params();
   for (AeChannelState& s : last_state_) s.threshold = p.floating_window ? std::max(s.threshold, p.threshold) : p.threshold;
-  try {
-    gpu_->set_params(p);
-  } catch (const cuda::CudaError& err) {
-    deferred_error_ = err.code();  // the next process() moves to the CPU twin, which has them
-  }
+  // Failed: the next process() moves to the CPU twin, which has them.
+  if (const cudaError_t e = cuda::error_of([&] { gpu_->set_params(p); }); e != cudaSuccess) deferred_error_ = e;
   return true;
 }
 

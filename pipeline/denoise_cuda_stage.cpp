@@ -115,15 +115,10 @@ StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& e
 }
 
 void DenoiseCudaStage::reset() noexcept {
-  if (gpu_ && !on_cpu_.load(std::memory_order_relaxed)) {
-    try {
-      gpu_->reset();
-    } catch (const cuda::CudaError& err) {
-      deferred_error_ = err.code();  // the next process() moves to the CPU twin (reset below)
-    } catch (...) {
-      deferred_error_ = cudaErrorUnknown;
-    }
-  }
+  // A failed reset: the next process() moves to the CPU twin (reset below). An error already
+  // deferred stays.
+  if (gpu_ && !on_cpu_.load(std::memory_order_relaxed))
+    if (const cudaError_t e = cuda::error_of([&] { gpu_->reset(); }); e != cudaSuccess) deferred_error_ = e;
   if (cpu_) cpu_->reset();
   history_.clear();
   total_frames_ = 0;

@@ -461,15 +461,10 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
 }
 
 void FirBankCudaStage::reset() noexcept {
-  if (bank_ && !on_cpu_.load(std::memory_order_relaxed)) {
-    try {
-      bank_->reset();
-    } catch (const cuda::CudaError& err) {
-      deferred_error_ = err.code();  // the next process() moves to the CPU twin (reset below)
-    } catch (...) {
-      deferred_error_ = cudaErrorUnknown;
-    }
-  }
+  // A failed reset: the next process() moves to the CPU twin (reset below). An error already
+  // deferred stays.
+  if (bank_ && !on_cpu_.load(std::memory_order_relaxed))
+    if (const cudaError_t e = cuda::error_of([&] { bank_->reset(); }); e != cudaSuccess) deferred_error_ = e;
   if (cpu_) cpu_->reset();
   history_.clear();
 }
@@ -505,13 +500,7 @@ bool FirBankCudaStage::apply_update(StageUpdate& update) noexcept {
   if (e == cudaSuccess) e = cudaEventRecord(ev_before_reload_, staging_.stream());
   if (e == cudaSuccess) e = cudaStreamWaitEvent(reload_stream_, ev_before_reload_, 0);
   if (e == cudaSuccess) e = spare_->set_taps(u.taps);
-  if (e == cudaSuccess) {
-    try {
-      spare_->reset();
-    } catch (const cuda::CudaError& err) {
-      e = err.code();
-    }
-  }
+  if (e == cudaSuccess) e = cuda::error_of([&] { spare_->reset(); });
   if (e == cudaSuccess) e = prime_gpu(*spare_);
   if (const cudaError_t back = spare_->set_stream(staging_.stream()); e == cudaSuccess) e = back;
   if (e == cudaSuccess)
