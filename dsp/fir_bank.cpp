@@ -44,10 +44,12 @@ void FirBank::set_taps(std::vector<std::vector<float>> band_taps, uint32_t cross
                                   std::to_string(history_ + 1) + ", got " + std::to_string(band_taps[b].size()));
   if (crossfade_frames < 1)
     throw std::invalid_argument("FirBank::set_taps: crossfade_frames must be >= 1, got 0");
-  next_reversed_.clear();
-  for (const auto& t : band_taps) next_reversed_.emplace_back(t.rbegin(), t.rend());
+  // Everything that allocates before anything changes: a failure leaves a crossfade under way intact.
+  std::vector<std::vector<float>> reversed;
+  for (const auto& t : band_taps) reversed.emplace_back(t.rbegin(), t.rend());
+  if (fade_scratch_.size() != max_frames_) fade_scratch_.assign(max_frames_, 0.0f);
+  next_reversed_ = std::move(reversed);
   next_taps_ = std::move(band_taps);
-  fade_scratch_.assign(max_frames_, 0.0f);
   fade_total_ = crossfade_frames;
   fade_done_ = 0;
 }

@@ -145,11 +145,15 @@ void NonUniformFirBank::check_taps(const std::vector<std::vector<float>>& band_t
              std::to_string(band_taps[b].size()));
 }
 
-void NonUniformFirBank::set_taps(const std::vector<std::vector<float>>& band_taps) {
+NonUniformFirBank::StagedTaps NonUniformFirBank::stage_taps(const std::vector<std::vector<float>>& band_taps) const {
   check_taps(band_taps);
-  std::vector<std::vector<std::vector<float>>> stretches;
-  for (size_t k = 0; k < levels_.size(); ++k) stretches.push_back(stretch(band_taps, k));
-  for (size_t k = 0; k < levels_.size(); ++k) banks_[k]->set_taps(stretches[k]);
+  StagedTaps staged;
+  for (size_t k = 0; k < levels_.size(); ++k) staged.push_back(banks_[k]->stage_taps(stretch(band_taps, k)));
+  return staged;
+}
+
+void NonUniformFirBank::commit_taps(StagedTaps&& staged) noexcept {
+  for (size_t k = 0; k < levels_.size(); ++k) banks_[k]->commit_taps(std::move(staged[k]));
 }
 
 bool NonUniformFirBank::crossfade_pending() const noexcept {

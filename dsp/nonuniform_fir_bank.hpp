@@ -71,9 +71,13 @@ class NonUniformFirBank {
   // As PartitionedFirBank::process. RT-safe.
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,
                size_t band_stride = 0) noexcept;
-  // New taps (same band count, each at most capacity() taps). Not RT-safe. Throws
-  // std::invalid_argument before any level changes.
-  void set_taps(const std::vector<std::vector<float>>& band_taps);
+  // New taps (same band count, each at most capacity() taps) in two steps, as PartitionedFirBank's:
+  // stage_taps() prepares every level's (not RT-safe; throws std::invalid_argument, std::bad_alloc
+  // with nothing changed), commit_taps() switches every level to them.
+  using StagedTaps = std::vector<PartitionedFirBank::StagedTaps>;
+  StagedTaps stage_taps(const std::vector<std::vector<float>>& band_taps) const;
+  void commit_taps(StagedTaps&& staged) noexcept;
+  void set_taps(const std::vector<std::vector<float>>& band_taps) { commit_taps(stage_taps(band_taps)); }
   bool crossfade_pending() const noexcept;
   void reset() noexcept;
 

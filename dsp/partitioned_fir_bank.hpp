@@ -83,11 +83,19 @@ class PartitionedFirBank {
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride,
                size_t band_stride = 0, OutputMode mode = OutputMode::kStore) noexcept;
 
-  // Stages new taps (same band count, each at most partitions() x partition() taps). Not RT-safe.
-  // Each channel's crossfade starts at its next block boundary; taps staged while channels are
-  // still crossing over to earlier ones follow once all have (the latest staged wins). Throws
-  // std::invalid_argument. With a worker: waits for its blocks first.
-  void set_taps(const std::vector<std::vector<float>>& band_taps);
+  // New taps' spectra, prepared by stage_taps() and taken by commit_taps(): a reload in two steps,
+  // so that a bank made of several of these (levels, a part per thread) switches all or none.
+  struct StagedTaps;
+  // Checks and transforms new taps (same band count, each at most partitions() x partition()
+  // taps); nothing changes yet. Not RT-safe (allocates). Throws std::invalid_argument,
+  // std::bad_alloc.
+  StagedTaps stage_taps(const std::vector<std::vector<float>>& band_taps) const;
+  // Each channel's crossfade to them starts at its next block boundary; taps committed while
+  // channels are still crossing over to earlier ones follow once all have (the latest wins). With
+  // a worker: waits for its blocks first. staged must come from this bank's stage_taps().
+  void commit_taps(StagedTaps&& staged) noexcept;
+  // Both steps.
+  void set_taps(const std::vector<std::vector<float>>& band_taps) { commit_taps(stage_taps(band_taps)); }
   // From the thread that calls process(); with a worker, waits for its blocks first.
   bool crossfade_pending() const noexcept;
 
@@ -110,6 +118,13 @@ class PartitionedFirBank {
     FftwBuffer data;              // [band][partition]: split complex, stride_ real parts then stride_ imaginary
     std::vector<uint32_t> parts;  // partitions used per band
   };
+
+ public:
+  struct StagedTaps {
+    Spectra spectra;
+  };
+
+ private:
   struct Channel {
     uint32_t fill = 0;          // samples of its current block received so far
     uint32_t fdl_pos = 0;       // slot of its newest block in its delay line

@@ -102,8 +102,11 @@ void StreamingFirBank::set_taps(const std::vector<std::vector<float>>& band_taps
   if (impulse_delay_ >= 0 && ComplementaryBand::impulse_delay(band_taps, kComplementaryTolerance) != impulse_delay_)
     throw std::invalid_argument("fir bank: new taps of a complementary bank must sum to a unit impulse at tap " +
                                 std::to_string(impulse_delay_) + " (each tap within 1e-6), and these do not");
+  // Every part's spectra first: a failure (memory) leaves all parts on the old taps.
   const std::vector<std::vector<float>> filtered = filtered_bands(band_taps);
-  for (Part& p : parts_) p.bank->set_taps(filtered);
+  std::vector<NonUniformFirBank::StagedTaps> staged;
+  for (const Part& p : parts_) staged.push_back(p.bank->stage_taps(filtered));
+  for (size_t i = 0; i < parts_.size(); ++i) parts_[i].bank->commit_taps(std::move(staged[i]));
 }
 
 void StreamingFirBank::reset() noexcept {

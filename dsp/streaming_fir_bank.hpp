@@ -60,6 +60,7 @@ class StreamingFirBank {
   void process(const float* in, size_t in_stride, uint32_t frames, float* out, size_t out_stride) noexcept;
   // Not RT-safe; crossfades over one block (direct form: over crossfade_frames). A complementary
   // bank's new taps must be complementary at the same delay (std::invalid_argument otherwise).
+  // Throws std::invalid_argument or std::bad_alloc with every channel still on the taps it had.
   void set_taps(const std::vector<std::vector<float>>& band_taps, uint32_t crossfade_frames = 256);
   void reset() noexcept;
 

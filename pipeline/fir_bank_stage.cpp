@@ -71,8 +71,8 @@ bool FirBankStage::apply_update(StageUpdate& update) noexcept {
     // new spectra are computed here, once per reload (an allocation on this thread, accepted for
     // an operator's reload; see docs/CONFIG.md).
     bank_->set_taps(u.taps);
-  } catch (...) {  // the same tap count and bands as prepared: cannot fail but for memory (the
-    return false;   // bank's parts before the failing one have the new taps: the service rebuilds)
+  } catch (...) {  // the same tap count and bands as prepared: cannot fail but for memory, and
+    return false;   // then every channel keeps the old taps until the service's rebuild
   }
   settings_ = std::move(u.settings);  // (a copy could throw: the update is spent anyway)
   return true;

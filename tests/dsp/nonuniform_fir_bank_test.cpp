@@ -215,6 +215,40 @@ TEST(NonUniformFirBank, TapSwapCrossfadesEveryLevelAndEndsOnTheNewFilter) {
   for (uint32_t n = total - 1500; n < total; ++n) ASSERT_NEAR(z[n], last_y[n - lat], tol) << n;
 }
 
+// The two steps of a reload (what lets a bank split over threads switch all parts or none):
+// staged taps change no level's output until committed, refused taps stage nothing, and a commit
+// switches every level, the bank ending on the new filter.
+TEST(NonUniformFirBank, StagedTapsChangeNothingUntilCommitted) {
+  const std::vector<FirLevel> levels = {uniform(64, 3), uniform(256, 3), uniform(1024, 1)};
+  const size_t len = 1900;
+  const uint32_t total = 9000, stage_at = 2000, commit_at = 5000, chunk = 50;
+  const auto old_taps = normalised_taps({len}, 11), new_taps = normalised_taps({len}, 12);
+  const std::vector<float> x = randn(total, 13);
+  NonUniformFirBank bank(old_taps, 1, levels);
+  NonUniformFirBank::StagedTaps staged;
+  std::vector<float> y(total, std::nanf(""));
+  for (uint32_t at = 0; at < total; at += chunk) {
+    if (at == stage_at) {
+      staged = bank.stage_taps(new_taps);
+      ASSERT_EQ(staged.size(), levels.size());
+      EXPECT_THROW((void)bank.stage_taps(normalised_taps({len + 200}, 14)), std::invalid_argument);  // > capacity
+      EXPECT_FALSE(bank.crossfade_pending());
+    }
+    if (at == commit_at) {
+      bank.commit_taps(std::move(staged));
+      EXPECT_TRUE(bank.crossfade_pending());
+    }
+    bank.process(x.data() + at, total, chunk, y.data() + at, total);
+  }
+  EXPECT_FALSE(bank.crossfade_pending());
+  const uint32_t lat = bank.latency_frames();
+  const std::vector<float> old_y = convolve(old_taps[0], x.data(), total), new_y = convolve(new_taps[0], x.data(), total);
+  const double tol = test::kFirOutputRel * std::max(max_abs(old_y), max_abs(new_y));
+  ASSERT_GT(max_abs(old_y), 10 * tol);
+  for (uint32_t n = lat; n < commit_at; ++n) ASSERT_NEAR(y[n], old_y[n - lat], tol) << n;  // staged: still old
+  for (uint32_t n = commit_at + 2 * 1024 + lat; n < total; ++n) ASSERT_NEAR(y[n], new_y[n - lat], tol) << n;
+}
+
 TEST(NonUniformFirBank, RefusesLevelsThatCannotKeepTheLatency) {
   const auto taps = normalised_taps({2000}, 4);
   auto refused = [&](std::vector<FirLevel> levels, const std::string& words) {
