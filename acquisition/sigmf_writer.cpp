@@ -63,15 +63,15 @@ int SigmfWriter::append(const ChunkHeader& h, const void* data) noexcept {
   const bool gap = !first && (h.first_frame != next_frame_ || h.frames_lost_before > 0 ||
                               std::fabs(double(h.t_first_utc_ns - next_utc_ns_)) > 0.5 * period_ns);
   if (first || gap) {
-    nlohmann::json c = {{"core:sample_start", frames_},
-                        {"core:global_index", h.first_frame},
-                        {"core:datetime", rfc3339_utc(h.t_first_utc_ns)}};
-    if (gap) {
-      const uint64_t lost = h.first_frame > next_frame_ ? h.first_frame - next_frame_ : h.frames_lost_before;
-      c["vigil:frames_lost_before"] = lost;
-      if (h.flags & chunk_flags::kSourceOverrun) c["vigil:source_overrun"] = true;
-    }
-    try {
+    try {  // the capture segment's JSON allocates: out of memory is an error to return, not to throw
+      nlohmann::json c = {{"core:sample_start", frames_},
+                          {"core:global_index", h.first_frame},
+                          {"core:datetime", rfc3339_utc(h.t_first_utc_ns)}};
+      if (gap) {
+        const uint64_t lost = h.first_frame > next_frame_ ? h.first_frame - next_frame_ : h.frames_lost_before;
+        c["vigil:frames_lost_before"] = lost;
+        if (h.flags & chunk_flags::kSourceOverrun) c["vigil:source_overrun"] = true;
+      }
       captures_.push_back(std::move(c));
     } catch (...) {
       return ENOMEM;
