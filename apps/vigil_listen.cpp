@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
                 "(receive buffer full%s)\n",
                 final_report ? "summary" : "--", double(now - t0) / 1e9, (unsigned long long)datagrams,
                 (unsigned long long)mon.events(), (unsigned long long)mon.event_gaps(), (unsigned long long)malformed,
-                (unsigned long long)(data_kernel_drops + event_kernel_drops), gro ? "; --gro: receives, not datagrams" : "");
+                (unsigned long long)(uint64_t(data_kernel_drops) + event_kernel_drops), gro ? "; --gro: receives, not datagrams" : "");
     for (const json& s : streams)
       std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, missing %llu samples in %llu holes, "
                   "ts errors %llu, loss flags %llu\n",
@@ -343,7 +343,7 @@ int main(int argc, char** argv) {
     json counters{{"uptime_ms", (now - t0) / 1'000'000},
                   {"datagrams", datagrams},
                   {"datagrams_per_s", dt > 0 ? std::round(double(datagrams - last_web_datagrams) / dt) : 0.0},
-                  {"malformed", malformed}, {"kernel_drops", data_kernel_drops + event_kernel_drops},
+                  {"malformed", malformed}, {"kernel_drops", uint64_t(data_kernel_drops) + event_kernel_drops},
                   {"packet_gaps", gaps}, {"samples_missing", missing},
                   {"events", mon.events()}, {"event_gaps", mon.event_gaps()},
                   {"web", {{"clients", wc.clients.load()}, {"updates_sent", wc.updates_sent.load()},
