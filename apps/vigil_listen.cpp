@@ -145,8 +145,8 @@ int main(int argc, char** argv) {
   double seconds = 0;
   uint16_t data_port = 0, event_port = 0;
   int buffer_bytes = 0;
-  double web_kb_per_s = 0, web_updates = 0, web_window_s = 0;
-  size_t web_fft = 0, web_max_streams = 0;
+  [[maybe_unused]] double web_kb_per_s = 0, web_updates = 0, web_window_s = 0;  // read only with the web view
+  [[maybe_unused]] size_t web_fft = 0, web_max_streams = 0;
   try {
     args.parse(argc, argv);
     max_count = uint64_t(args.number("count", 0, 1e18));
