@@ -73,7 +73,8 @@ class NonUniformFirBank {
                size_t band_stride = 0) noexcept;
   // New taps (same band count, each at most capacity() taps) in two steps, as PartitionedFirBank's:
   // stage_taps() prepares every level's (not RT-safe; throws std::invalid_argument, std::bad_alloc
-  // with nothing changed), commit_taps() switches every level to them.
+  // with nothing changed), commit_taps() switches every level to them (staged: from this bank's
+  // stage_taps(), used once).
   using StagedTaps = std::vector<PartitionedFirBank::StagedTaps>;
   StagedTaps stage_taps(const std::vector<std::vector<float>>& band_taps) const;
   void commit_taps(StagedTaps&& staged) noexcept;

@@ -92,7 +92,7 @@ class PartitionedFirBank {
   StagedTaps stage_taps(const std::vector<std::vector<float>>& band_taps) const;
   // Each channel's crossfade to them starts at its next block boundary; taps committed while
   // channels are still crossing over to earlier ones follow once all have (the latest wins). With
-  // a worker: waits for its blocks first. staged must come from this bank's stage_taps().
+  // a worker: waits for its blocks first. staged: from this bank's stage_taps(), used once.
   void commit_taps(StagedTaps&& staged) noexcept;
   // Both steps.
   void set_taps(const std::vector<std::vector<float>>& band_taps) { commit_taps(stage_taps(band_taps)); }
