@@ -158,18 +158,18 @@ PartitionedFirBank::StagedTaps PartitionedFirBank::stage_taps(const std::vector<
     if (band_taps[b].empty() || partitions_for(band_taps[b].size(), layout_.partition) > parts_)
       reject("set_taps: band " + std::to_string(b) + " taps must be 1.." +
              std::to_string(size_t(parts_) * layout_.partition) + ", got " + std::to_string(band_taps[b].size()));
-  return StagedTaps{make_spectra(band_taps)};
+  return make_spectra(band_taps);
 }
 
 void PartitionedFirBank::commit_taps(StagedTaps&& staged) noexcept {
   drain();  // the worker's blocks read the taps and the crossfade's state
   if (switches_left_ == 0) {
-    next_taps_ = std::move(staged.spectra);
+    next_taps_ = std::move(staged);
     start_switch();
   } else if (switches_left_ == channels_) {
-    next_taps_ = std::move(staged.spectra);  // no channel has crossed over yet: the latest replaces it
+    next_taps_ = std::move(staged);  // no channel has crossed over yet: the latest replaces it
   } else {
-    queued_ = std::move(staged.spectra);     // follows once every channel is on next_taps_
+    queued_ = std::move(staged);  // follows once every channel is on next_taps_
   }
 }
 

@@ -85,7 +85,10 @@ class PartitionedFirBank {
 
   // New taps' spectra, prepared by stage_taps() and taken by commit_taps(): a reload in two steps,
   // so that a bank made of several of these (levels, a part per thread) switches all or none.
-  struct StagedTaps;
+  struct StagedTaps {
+    FftwBuffer data;              // [band][partition]: split complex, stride_ real parts then stride_ imaginary
+    std::vector<uint32_t> parts;  // partitions used per band
+  };
   // Checks and transforms new taps (same band count, each at most partitions() x partition()
   // taps); nothing changes yet. Not RT-safe (allocates). Throws std::invalid_argument,
   // std::bad_alloc.
@@ -114,17 +117,7 @@ class PartitionedFirBank {
   uint64_t channel_blocks() const noexcept { return channel_blocks_.load(std::memory_order_relaxed); }
 
  private:
-  struct Spectra {
-    FftwBuffer data;              // [band][partition]: split complex, stride_ real parts then stride_ imaginary
-    std::vector<uint32_t> parts;  // partitions used per band
-  };
-
- public:
-  struct StagedTaps {
-    Spectra spectra;
-  };
-
- private:
+  using Spectra = StagedTaps;  // the running taps too
   struct Channel {
     uint32_t fill = 0;          // samples of its current block received so far
     uint32_t fdl_pos = 0;       // slot of its newest block in its delay line
