@@ -56,6 +56,9 @@ THREADS = {"cpu": {"s1": 2, "s2": 2, "s3": 2}, "cuda": {"s1": 8, "s2": 4, "s3": 
 # from one thread, 0.97 ms from four; in vigild the hand-over went from 1.7-2.7 ms to 0.7 ms, p50).
 # The 2-core machine has no core to spare for them.
 SEND_THREADS = {"cpu": {}, "cuda": {"s1": 4, "s2": 8}, "auto": {}}
+# How long past a step's --seconds vigild may take to start (FFT planning, S1's pool) and to exit
+# before the step is reported as hung and vigild killed.
+GRACE_S = 120
 
 
 def free_port():
@@ -117,6 +120,29 @@ def listening(args, listen_out, data_port, event_port, flags=()):
         listen.wait(timeout=10)
 
 
+def why_failed(log, config, rc):
+    """A failed vigild in a line: its exit status and the first of its config errors
+    (FILE:LINE:COLUMN: message), or else its log's last line."""
+    lines = [l.strip() for l in open(log, errors="replace").read().splitlines() if l.strip()]
+    errors = [l for l in lines if l.startswith(config + ":")]
+    text = errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "") if errors else \
+        lines[-1] if lines else ""
+    return f"vigild exit {rc}" + (": " + text[:300] if text else "")
+
+
+def run_vigild(args, config, log):
+    """vigild on the config for --seconds, its stderr into log: its exit status, or None when it
+    was still running GRACE_S after its run should have ended (then it is killed, so that one hung
+    step cannot hold up the rest)."""
+    with open(log, "w") as err:
+        try:
+            return subprocess.run([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds",
+                                   str(args.seconds), "--log-interval", "0"], stderr=err,
+                                  timeout=args.seconds + GRACE_S).returncode
+        except subprocess.TimeoutExpired:
+            return None
+
+
 def run_step(args, scen, channels, rate_factor, workdir):
     """One step: vigild on the scenario, vigil-listen receiving its data and events."""
     data_port, event_port = free_port(), free_port()
@@ -136,9 +162,7 @@ def run_step(args, scen, channels, rate_factor, workdir):
     host = HostLoad().start()
     with listening(args, listen_out, data_port, event_port, listen_poll):
         t0 = time.monotonic()
-        rc = subprocess.call([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds",
-                              str(args.seconds), "--log-interval", "0"], stderr=open(log, "w"),
-                             timeout=args.seconds + 120)
+        rc = run_vigild(args, config, log)
         wall = time.monotonic() - t0
     # Over the whole run (vigil-listen's start to its end): what the host's other processes and
     # its hypervisor took meanwhile.
@@ -146,8 +170,11 @@ def run_step(args, scen, channels, rate_factor, workdir):
     final, summary = final_status(listen_out)
     row = {"scenario": scen, "channels": channels, "rate_factor": rate_factor, "rc": rc, "wall_s": wall,
            "host": load}
+    if rc is None:
+        row["error"] = f"vigild hung: still running {args.seconds + GRACE_S:g} s after its start (killed)"
+        return row
     if final is None:
-        row["error"] = "no final status (" + open(log).read().strip().splitlines()[-1][:200] + ")" if os.path.getsize(log) else "no final status"
+        row["error"] = f"no final status ({why_failed(log, config, rc)})"
         return row
     # Frames out: those that reached the output thread (the same as in for a clean paced step; an
     # unpaced source waits for the output, so unpaced steps measure the whole service, sending included).
@@ -251,14 +278,15 @@ def run_unreceived(args, scen, channels, workdir):
     config = os.path.join(workdir, f"{scen}-{channels}-unreceived.yaml")
     open(config, "w").write(text)
     listen_out = config + ".listen.jsonl"
+    log = config + ".vigild.log"
     with listening(args, listen_out, 0, event_port):
-        err = subprocess.run([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds",
-                              str(args.seconds), "--log-interval", "0"], capture_output=True, text=True,
-                             timeout=args.seconds + 120).stderr
+        rc = run_vigild(args, config, log)
     sink.close()
     final, _ = final_status(listen_out)
+    if rc is None:
+        return {"error": f"vigild hung: still running {args.seconds + GRACE_S:g} s after its start (killed)"}
     if final is None or not final.get("frames_out_per_s"):
-        return {"error": err.strip().splitlines()[-1][:200] if err.strip() else "no final status"}
+        return {"error": f"no final status ({why_failed(log, config, rc)})"}
     return {"samples_per_s": final["frames_out_per_s"] * channels}
 
 
@@ -327,9 +355,11 @@ def compare_gnuradio(args, work, scen, best):
         # The same with the band data going to a socket nobody reads (as GNU Radio's null sink takes
         # its output): no receiver of the data shares the two cores.
         alone = run_unreceived(args, scen, channels, work)
+        # A failed Vigil run is shown as such and left out of the medians, never counted as 0x.
         rounds.append({"gr": gr, "gr_x": gr["x_realtime"], "backend": vigil.get("backend", "?"),
-                       "v_x": vigil.get("samples_per_s", 0) / (channels * rate),
-                       "a_x": alone.get("samples_per_s", 0) / (channels * rate)})
+                       "v_x": vigil["samples_per_s"] / (channels * rate) if "error" not in vigil else None,
+                       "a_x": alone["samples_per_s"] / (channels * rate) if "error" not in alone else None,
+                       "v_err": vigil.get("error"), "a_err": alone.get("error")})
     name = scen.upper()
     print(f"\n### {name} against GNU Radio {rounds[0]['gr']['gnuradio']} on this CPU ({len(rounds)} rounds)\n")
     print(f"GNU Radio: per channel ({channels}) a null source -> {len(taps)} x fft_filter_fff (8191 taps) -> null "
@@ -340,19 +370,38 @@ def compare_gnuradio(args, work, scen, best):
           "start left out.\n")
     print("| round | GNU Radio x real time | Vigil, vigil-listen receiving | ratio | Vigil, no receiver | ratio |")
     print("|---|---|---|---|---|---|")
+    def cells(r, key):
+        if r[key] is None:
+            return f"failed: {r[key[0] + '_err']} | "
+        return f"{r[key]:.1f}x | {r[key] / r['gr_x']:.2f}x"
+
     for i, r in enumerate(rounds, 1):
-        print(f"| {i} | {r['gr_x']:.1f}x | {r['v_x']:.1f}x | {r['v_x'] / r['gr_x']:.2f}x | {r['a_x']:.1f}x "
-              f"| {r['a_x'] / r['gr_x']:.2f}x |")
-    med = {k: statistics.median(r[k] for r in rounds) for k in ("gr_x", "v_x", "a_x")}
-    v_ratio = statistics.median(r["v_x"] / r["gr_x"] for r in rounds)
-    a_ratio = statistics.median(r["a_x"] / r["gr_x"] for r in rounds)
-    print(f"| median | {med['gr_x']:.1f}x | {med['v_x']:.1f}x | **{v_ratio:.2f}x** | {med['a_x']:.1f}x | **{a_ratio:.2f}x** |")
+        print(f"| {i} | {r['gr_x']:.1f}x | {cells(r, 'v_x')} | {cells(r, 'a_x')} |")
+
+    def median(values):
+        values = list(values)
+        return statistics.median(values) if values else None
+
+    def text(v, form):
+        return "none ran" if v is None else form.format(v)
+
+    med = {k: median(r[k] for r in rounds if r[k] is not None) for k in ("gr_x", "v_x", "a_x")}
+    v_ratio = median(r["v_x"] / r["gr_x"] for r in rounds if r["v_x"] is not None)
+    a_ratio = median(r["a_x"] / r["gr_x"] for r in rounds if r["a_x"] is not None)
+    print(f"| median | {med['gr_x']:.1f}x | {text(med['v_x'], '{:.1f}x')} | {text(v_ratio, '**{:.2f}x**')} "
+          f"| {text(med['a_x'], '{:.1f}x')} | {text(a_ratio, '**{:.2f}x**')} |")
     if best:
         b_x = best["samples_per_s"] / (channels * rate)
         print(f"\nVigil paced, highest load with zero deadline misses and drops: {fmt_rate(best['samples_per_s'])} "
               f"samples/s ({b_x:.1f}x).")
-    print(f"\nVigil unpaced / GNU Radio, {name}, median of {len(rounds)} rounds: {v_ratio:.2f}x with vigil-listen "
-          f"receiving on the same cores, {a_ratio:.2f}x with no receiver", flush=True)
+    def of_runs(key, ratio):
+        n = sum(1 for r in rounds if r[key] is not None)
+        if ratio is None:
+            return "no run completed"
+        return f"{ratio:.2f}x" + (f" (median of the {n} of {len(rounds)} rounds that completed)" if n < len(rounds) else "")
+
+    print(f"\nVigil unpaced / GNU Radio, {name}, median of {len(rounds)} rounds: {of_runs('v_x', v_ratio)} with "
+          f"vigil-listen receiving on the same cores, {of_runs('a_x', a_ratio)} with no receiver", flush=True)
 
 
 def pace_text(rate_factor):
@@ -365,10 +414,15 @@ def fmt_rate(v):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", default="build")
-    p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--seconds", type=float, default=5)
-    p.add_argument("--scenarios", default=os.path.join(os.path.dirname(__file__), "..", "bench", "scenarios"))
+    p.add_argument("--build", default="build",
+                   help="the build folder with apps/vigild and apps/vigil-listen (default: build, as "
+                        "scripts/test.sh makes it)")
+    p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="the configs' pipeline.backend (auto: CUDA where a GPU is, else the CPU); the built-in "
+                        "load steps are the GPU's for cuda, the 2-core CPU's otherwise")
+    p.add_argument("--seconds", type=float, default=5, help="how long vigild runs each step (default 5)")
+    p.add_argument("--scenarios", default=os.path.join(os.path.dirname(__file__), "..", "bench", "scenarios"),
+                   help="the folder of the scenario configs (default: bench/scenarios)")
     p.add_argument("--only", default="s1,s2,s3", help="scenarios to run, e.g. s2,s3")
     p.add_argument("--failures", type=int, default=1, help="stop a scenario after this many failed steps in a row")
     p.add_argument("--json", help="also write every step as JSON lines to this file")
@@ -399,8 +453,16 @@ def main():
                    help="seconds of bench/host_jitter before the runs (0: none): the host's own floor for the "
                         "latency tails, without Vigil")
     args = p.parse_args()
-    if args.repeat < 1:
-        p.error(f"--repeat must be at least 1, got {args.repeat}")
+    for name, value, least in (("--repeat", args.repeat, 1), ("--failures", args.failures, 1),
+                               ("--gnuradio-rounds", args.gnuradio_rounds, 1)):
+        if value < least:
+            p.error(f"{name} must be at least {least}, got {value}")
+    # vigild reads --seconds 0 as "until stopped"; the runner needs each step to end.
+    for name, value in (("--seconds", args.seconds), ("--gnuradio-signal-s", args.gnuradio_signal_s)):
+        if not 0 < value < 1e6:
+            p.error(f"{name} must be a number of seconds above 0, got {value:g}")
+    if not 0 <= args.host_probe_s < 1e6:
+        p.error(f"--host-probe-s must be 0 (no probe) or more, got {args.host_probe_s:g}")
     unknown = [s for s in args.only.split(",") if s not in FILES]
     if unknown:
         p.error(f"--only: unknown scenario {unknown[0]!r}: expected a list of s1, s2, s3, e.g. s2,s3")
@@ -417,6 +479,16 @@ def main():
         if not m:
             p.error(f"--steps {spec!r}: expected SCEN:CHxRF[,CHxRF...], e.g. s2:64x1,1024x1")
         loads[m.group(1)] = [tuple(int(v) for v in step.split("x")) for step in m.group(2).split(",")]
+        if any(ch == 0 for ch, _ in loads[m.group(1)]):
+            p.error(f"--steps {spec!r}: a step needs at least 1 channel (a rate factor of 0 runs unpaced)")
+    needed = ["apps/vigild", "apps/vigil-listen"] + (["apps/vigil-dsp"] if args.gnuradio else [])
+    missing = [n for n in needed if not os.access(os.path.join(args.build, n), os.X_OK)]
+    if missing:
+        p.error(f"--build {args.build}: no {os.path.join(args.build, missing[0])}; build first (scripts/test.sh "
+                "builds into build/) or name the build folder")
+    for scen in args.only.split(","):
+        if not os.path.isfile(os.path.join(args.scenarios, FILES[scen])):
+            p.error(f"--scenarios {args.scenarios}: no {FILES[scen]} for {scen}")
     out = open(args.json, "w") if args.json else None
     if args.host_probe_s > 0:
         probe_host(args)
