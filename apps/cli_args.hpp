@@ -67,7 +67,7 @@ class CliArgs {
     errno = 0;
     const double v = std::strtod(s.c_str(), &end);
     if (s.empty() || *end != '\0' || errno != 0 || !std::isfinite(v) || v < lo || v > hi)
-      throw std::invalid_argument("--" + name + " must be a number in " + fmt(lo) + ".." + fmt(hi) + ", got '" + s + "'");
+      throw std::invalid_argument("--" + name + " must be a number " + range(lo, hi) + ", got '" + s + "'");
     return v;
   }
 
@@ -88,6 +88,12 @@ class CliArgs {
     for (const Option& o : options_)
       if (o.name == name) return &o;
     return nullptr;
+  }
+  // "in 1..28"; "above 0 (at most 1000000000000)" where the least allowed is a tiny positive number
+  // (a rate, whose 1e-9 would print as 0).
+  static std::string range(double lo, double hi) {
+    if (lo > 0 && lo < 1e-6) return "above 0 (at most " + fmt(hi) + ")";
+    return "in " + fmt(lo) + ".." + fmt(hi);
   }
   static std::string fmt(double v) {
     std::string s = std::to_string(v);

@@ -6,6 +6,7 @@
 
 #include "dsp/row_sums.hpp"
 
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -36,9 +37,15 @@ void Dwt::check(size_t n, unsigned levels) {
     throw std::invalid_argument("Dwt: length must be 2..268435456, got " + std::to_string(n));
   if (levels < 1 || levels > 28 || (n >> levels) == 0)
     throw std::invalid_argument("Dwt: levels must be 1..log2(" + std::to_string(n) + "), got " + std::to_string(levels));
-  if (n % (size_t(1) << levels) != 0)
+  if (n % (size_t(1) << levels) != 0) {
+    const std::string multiple = "a length that is a multiple of " + std::to_string(size_t(1) << levels);
+    const int fit = std::countr_zero(n);  // the most levels this length allows
+    const std::string hint = fit == 0 ? "an odd length allows no level: " + multiple
+                                      : "at most " + std::to_string(fit) + (fit == 1 ? " level" : " levels") +
+                                            " at this length, or " + multiple;
     throw std::invalid_argument("Dwt: length " + std::to_string(n) + " must be divisible by 2^levels = " +
-                                std::to_string(size_t(1) << levels));
+                                std::to_string(size_t(1) << levels) + " (" + hint + ")");
+  }
 }
 
 Dwt::Dwt(const Wavelet& wavelet, size_t n, unsigned levels) : n_(n), levels_(levels) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "../support/reference_data.hpp"
 
@@ -88,6 +89,21 @@ TEST(Dwt, FiltersAreOrthonormalAndNamed) {
 TEST(Dwt, RejectsBadSizes) {
   const Wavelet w = *find_wavelet("db4");
   EXPECT_THROW(Dwt(w, 100, 3), std::invalid_argument);  // 100 not divisible by 8
+  // The message says how many levels the length allows.
+  auto message = [&](size_t n, unsigned levels) {
+    try {
+      Dwt(w, n, levels);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(100, 3), "Dwt: length 100 must be divisible by 2^levels = 8 (at most 2 levels at this length, "
+                             "or a length that is a multiple of 8)");
+  EXPECT_EQ(message(1002, 2), "Dwt: length 1002 must be divisible by 2^levels = 4 (at most 1 level at this length, "
+                              "or a length that is a multiple of 4)");
+  EXPECT_EQ(message(1001, 1), "Dwt: length 1001 must be divisible by 2^levels = 2 (an odd length allows no level: "
+                              "a length that is a multiple of 2)");
   EXPECT_THROW(Dwt(w, 64, 0), std::invalid_argument);
   EXPECT_THROW(Dwt(w, 64, 7), std::invalid_argument);
   EXPECT_THROW(Dwt(w, 1, 1), std::invalid_argument);

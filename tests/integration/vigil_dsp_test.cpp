@@ -172,6 +172,10 @@ TEST_F(VigilDsp, BadArgumentsNameTheOptionAndExit2) {
       {"dwt --wavelet db8 --levels 99 --in " + p("input_x.f64") + " --out " + p("o.f32"), "--levels must be a number in 1..28"},
       {"denoise --wavelet db8 --mode medium --in " + p("input_x.f64") + " --out " + p("o.f32"), "--mode must be soft or hard"},
       {"psd --rate 1000 --nperseg 255 --in " + p("psd_x.f64") + " --out " + p("o.f32"), "--nperseg must be even"},
+      {"psd --rate 0 --nperseg 256 --in " + p("psd_x.f64") + " --out " + p("o.f32"), "--rate must be a number above 0"},
+      // 10 000 samples = 16 x 625: the periodized transform takes 4 levels at most.
+      {"dwt --wavelet db8 --levels 6 --in " + p("psd_x.f64") + " --out " + p("o.f32"),
+       "must be divisible by 2^levels = 64 (at most 4 levels at this length"},
       {"psd --rate 1000 --nperseg 256 --in " + p("psd_x.f64") + " --out " + p("o.txt"), "--out must name a .f32 or .f64"},
       {"fir --taps h.bin --in " + p("input_x.f64") + " --out " + p("o.f32"), "--taps must name a .f32, .f64 or .wav"},
       {"dwt --wavelet db8 --levels 2 --taps 3 --in " + p("input_x.f64") + " --out " + p("o.f32"), "--taps does not apply to dwt"},
