@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -938,6 +939,13 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
 }
 
 ConfigResult load_config_file(const std::string& path) {
+  // A directory opens and reads as an empty file: say what it is instead.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    ConfigResult r;
+    r.errors.push_back({0, 0, "is a directory, not a config file"});
+    return r;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     ConfigResult r;

@@ -189,6 +189,11 @@ TEST(ConfigLoader, EmptyAndUnreadableFiles) {
   ASSERT_EQ(missing.errors.size(), 1u);
   EXPECT_EQ(missing.errors[0].line, 0);
   EXPECT_EQ(format_error("/nonexistent/vigil.yaml", missing.errors[0]).rfind("/nonexistent/vigil.yaml: cannot read", 0), 0u);
+  // A directory (a path one level short) is named as such, not as an empty file.
+  const std::string dir = std::string(VIGIL_SOURCE_DIR) + "/config";
+  const ConfigResult directory = load_config_file(dir);
+  ASSERT_EQ(directory.errors.size(), 1u);
+  EXPECT_EQ(format_error(dir, directory.errors[0]), dir + ": is a directory, not a config file");
 }
 
 TEST(ConfigLoader, Endpoints) {
