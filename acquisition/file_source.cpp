@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "acquisition/clock.hpp"
+#include "acquisition/input_file.hpp"
 #include "acquisition/rfc3339.hpp"
 #include "acquisition/wav_header.hpp"
 
@@ -29,8 +30,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 
 uint64_t file_size(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::ifstream f = open_input_file(path, std::ios::binary | std::ios::ate);
   return uint64_t(f.tellg());
 }
 
@@ -56,8 +56,7 @@ RecordingInfo probe_sigmf(const std::string& path) {
   for (const char* ext : {".sigmf-meta", ".sigmf-data"})
     if (ends_with(base, ext)) base.resize(base.size() - std::strlen(ext));
   const std::string meta_path = base + ".sigmf-meta";
-  std::ifstream m(meta_path);
-  if (!m) fail(meta_path, std::string("cannot open: ") + std::strerror(errno));
+  std::ifstream m = open_input_file(meta_path, std::ios::in);
   const nlohmann::json meta = nlohmann::json::parse(m, nullptr, false);
   if (meta.is_discarded() || !meta.is_object() || !meta.contains("global"))
     fail(meta_path, "not SigMF metadata (a JSON object with \"global\")");

@@ -1,5 +1,6 @@
 #include "acquisition/sample_file.hpp"
 
+#include "acquisition/input_file.hpp"
 #include "acquisition/wav_header.hpp"
 
 #include <algorithm>
@@ -22,8 +23,7 @@ std::string extension(const std::string& path) {
 }
 
 std::vector<uint8_t> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open: " + std::strerror(errno));
+  std::ifstream in = open_input_file(path);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 

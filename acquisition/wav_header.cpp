@@ -1,5 +1,7 @@
 #include "acquisition/wav_header.hpp"
 
+#include "acquisition/input_file.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -18,8 +20,7 @@ uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
 }  // namespace
 
 WavHeader read_wav_header(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  std::ifstream f = open_input_file(path, std::ios::binary | std::ios::ate);
   const uint64_t file_bytes = uint64_t(f.tellg());
   f.seekg(0);
   uint8_t head[12];

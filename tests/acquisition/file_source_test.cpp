@@ -151,6 +151,13 @@ TEST_F(FileSourceTest, UnusableFilesGiveClearErrors) {
   };
   EXPECT_NE(message((dir_ / "none.wav").string()).find("cannot open"), std::string::npos);
   EXPECT_NE(message((dir_ / "x.mp3").string()).find("unknown recording type"), std::string::npos);
+  // A directory named like a recording, or where the data file should be.
+  const std::string is_dir = ": cannot open: is a directory, not a file";
+  std::filesystem::create_directory(dir_ / "d.wav");
+  EXPECT_EQ(message((dir_ / "d.wav").string()), (dir_ / "d.wav").string().append(is_dir));
+  std::filesystem::create_directory(dir_ / "d.sigmf-data");
+  std::ofstream(dir_ / "d.sigmf-meta") << R"({"global": {"core:datatype": "ri16_le", "core:sample_rate": 1000}})";
+  EXPECT_EQ(message((dir_ / "d.sigmf-meta").string()), (dir_ / "d.sigmf-data").string().append(is_dir));
   std::ofstream(dir_ / "bad.wav") << "RIFF....WAVEjunk";
   EXPECT_NE(message((dir_ / "bad.wav").string()).find("no data chunk"), std::string::npos);
   std::ofstream(dir_ / "t.sigmf-meta") << R"({"global": {"core:datatype": "cf32_le", "core:sample_rate": 1000}})";

@@ -193,5 +193,21 @@ TEST_F(VigilDsp, BadArgumentsNameTheOptionAndExit2) {
   }
 }
 
+// Input files it cannot use: exit 1 (2 is for arguments), one line naming the file and why.
+TEST_F(VigilDsp, UnusableInputFilesNameTheFileAndExit1) {
+  fs::create_directory(p("dir.f64"));
+  std::ofstream(p("odd.f32"), std::ios::binary) << "abcde";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {p("none.f64"), ": cannot open: No such file or directory"},
+      {p("dir.f64"), ": cannot open: is a directory, not a file"},
+      {p("odd.f32"), ": 5 bytes is not a whole number of 4-byte samples"},
+  };
+  for (const auto& [in, why] : cases) {
+    std::string err;
+    EXPECT_EQ(run("fir --taps " + p("fir63_h.f64") + " --in " + in + " --out " + p("o.f32"), &err), 1) << in;
+    EXPECT_EQ(err, "vigil-dsp fir: " + in + why + "\n");
+  }
+}
+
 }  // namespace
 }  // namespace vigil
