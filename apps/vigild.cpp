@@ -103,8 +103,9 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
       std::cerr << vigil::format_error(path, e) << "\n";
       errors.push_back(vigil::format_error(path, e));
     }
-    vigil::log::line(Level::kError, "vigild: reload rejected (" + std::to_string(r.errors.size()) +
-                                        " errors above): the running config stays");
+    const size_t n = r.errors.size();
+    vigil::log::line(Level::kError, "vigild: reload rejected (" + std::to_string(n) + (n == 1 ? " error" : " errors") +
+                                        " above): the running config stays");
     service->post_event("reload", {{"result", "rejected"}, {"path", path}, {"errors", errors}});
     return false;
   }
