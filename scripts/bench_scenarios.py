@@ -408,6 +408,110 @@ def compare_gnuradio(args, work, scen, best):
 
     print(f"\nVigil unpaced / GNU Radio, {name}, median of {len(rounds)} rounds: {of_runs('v_x', v_ratio)} with "
           f"vigil-listen receiving on the same cores, {of_runs('a_x', a_ratio)} with no receiver", flush=True)
+    return {"ratio": v_ratio, "ratio_unreceived": a_ratio, "vigil_x": med["v_x"], "gnuradio_x": med["gr_x"]}
+
+
+# Issue 9's goals, by the backend that ran: each a scenario, the goal's words, and a function of
+# that scenario's rows (every step's, in order) and its GNU Radio comparison (None unless --gnuradio)
+# giving (measured, met): met is True, False, "reported" where the goal asks for a report only, or
+# "not run" where what it needs did not run. A paced goal counts only a clean step (zero misses, drops, losses, late source).
+def row_at(rows, channels, rf):
+    return next((r for r in rows if r["channels"] == channels and r["rate_factor"] == rf), None)
+
+
+def p99_goal(channels, limit_us):
+    def judge(rows, _gr):
+        r = row_at(rows, channels, 1)
+        if r is None:
+            return f"step {channels}x1 not run", "not run"
+        if "error" in r:
+            return f"step {channels}x1 failed: {r['error'][:100]}", False
+        clean = "" if r["ok"] else ", not clean"
+        return f"p99 {r['latency_us']['p99']} us{clean}", r["ok"] and r["latency_us"]["p99"] <= limit_us
+    return judge
+
+
+def clean_best(rows):
+    clean = [r for r in rows if "error" not in r and r["ok"]]
+    return max(clean, key=lambda r: r["samples_per_s"]) if clean else None
+
+
+def rate_goal(least_per_s):
+    def judge(rows, _gr):
+        b = clean_best(rows)
+        if b is None:
+            return "no clean step", False
+        return f"highest clean load {fmt_rate(b['samples_per_s'])} samples/s ({b['channels']} ch x{b['rate_factor']})", \
+            b["samples_per_s"] >= least_per_s
+    return judge
+
+
+def channels_goal(least):
+    def judge(rows, _gr):
+        b = max((r for r in rows if "error" not in r and r["ok"]), key=lambda r: r["channels"], default=None)
+        if b is None:
+            return "no clean step", False
+        return f"{b['channels']} channels clean (x{b['rate_factor']})", b["channels"] >= least
+    return judge
+
+
+def realtime_goal(scen, least_x):
+    def judge(rows, gr):
+        b = clean_best(rows)
+        x = b["samples_per_s"] / (RATES[scen] * NOMINAL_CHANNELS[scen]) if b else 0
+        text = f"{x:.1f}x with zero misses and drops (paced)" if b else "no clean step"
+        if gr and gr.get("vigil_x") is not None:
+            text += f"; {gr['vigil_x']:.1f}x unpaced"
+        return text, x >= least_x
+    return judge
+
+
+def report_channels(rows, _gr):
+    b = clean_best(rows)
+    return (f"{b['channels']} channel{'s' if b['channels'] != 1 else ''} at x{b['rate_factor']}" if b
+            else "no clean step"), "reported"
+
+
+def gnuradio_goal(least):
+    def judge(_rows, gr):
+        if not gr or gr.get("ratio") is None:
+            return "the comparison did not run (--gnuradio)", "not run"
+        return f"{gr['ratio']:.2f}x GNU Radio ({gr['vigil_x']:.1f}x against {gr['gnuradio_x']:.1f}x)", \
+            gr["ratio"] >= least
+    return judge
+
+
+GOALS = {
+    "cuda": [("s1", "8 G samples/s sustained, zero misses", rate_goal(8e9)),
+             ("s1", "p99 <= 1 ms at nominal load (16 channels)", p99_goal(16, 1000)),
+             ("s2", "p99 <= 500 us at nominal load (64 channels)", p99_goal(64, 500)),
+             ("s2", ">= 1000 channels sustained", channels_goal(1000)),
+             ("s3", "p99 <= 100 us (2 channels)", p99_goal(2, 100))],
+    "cpu": [("s1", "report the sustainable channel count", report_channels),
+            ("s2", ">= 35x real time at 64 channels", realtime_goal("s2", 35)),
+            ("s2", ">= 1.5x GNU Radio, same run", gnuradio_goal(1.5)),
+            ("s3", ">= 500x real time", realtime_goal("s3", 500))],
+}
+
+
+def print_goals(rows_of, gnuradio_of):
+    """After the scenarios: issue 9's goals for the backend that ran, each with what this run
+    measured and whether it meets it (a goal of a scenario that did not run is left out)."""
+    backends = {r.get("backend") for rows in rows_of.values() for r in rows if "error" not in r}
+    backend = "cuda" if "cuda" in backends else "cpu" if backends else None
+    if backend is None:
+        return
+    where = "the H100/H200 test machine" if backend == "cuda" else "a 2-core CPU"
+    print(f"\n### Against issue 9's goals for {where} (backend {backend})\n")
+    print("| scenario | goal | this run | met? |")
+    print("|---|---|---|---|")
+    for scen, goal, judge in GOALS[backend]:
+        if scen not in rows_of:
+            continue
+        text, met = judge(rows_of[scen], gnuradio_of.get(scen))
+        verdict = met if isinstance(met, str) else "yes" if met else "**no**"
+        print(f"| {scen.upper()} | {goal} | {text} | {verdict} |")
+    sys.stdout.flush()
 
 
 def pace_text(rate_factor):
@@ -499,6 +603,7 @@ def main():
     if args.host_probe_s > 0:
         probe_host(args)
     best_of = {}  # each scenario's highest clean load, for the GNU Radio comparison
+    rows_of, gnuradio_of = {}, {}  # every step's row by scenario, and the comparisons: for the goals
     with tempfile.TemporaryDirectory() as work:
         for scen in args.only.split(","):
             poll = ", pipeline.busy_poll, vigil-listen --busy-poll" if args.busy_poll and scen in ("s2", "s3") else ""
@@ -514,9 +619,11 @@ def main():
                   "| deadline misses | dropped (vigild) | lost on the way | source late | ok |")
             print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
             best, last, fails, hosts = None, None, 0, []
+            rows_of[scen] = []
             for channels, rf in loads[scen]:
                 rows = [run_step(args, scen, channels, rf, work) for _ in range(args.repeat)]
                 r = rows[0] if args.repeat == 1 else combine_runs(rows)
+                rows_of[scen].append(r)
                 last = r if "error" not in r else last
                 hosts.append((channels, rf, r["host"]))
                 if out:
@@ -560,7 +667,8 @@ def main():
         if args.gnuradio:
             for scen in args.only.split(","):
                 if scen in GNURADIO_BANDS:
-                    compare_gnuradio(args, work, scen, best_of.get(scen))
+                    gnuradio_of[scen] = compare_gnuradio(args, work, scen, best_of.get(scen))
+    print_goals(rows_of, gnuradio_of)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,19 @@ def main():
     check(out.count("The host meanwhile, per step:") == 3, "a scenario's host-load line is missing")
     check(out.count("Highest load with zero misses") + out.count("No load step ran without misses") == 3,
           "a scenario's verdict line is missing")
+    # Last, issue 9's goals for the backend that ran, each with this run's figure and a verdict; the
+    # paced steps here are far below the goals, and the GNU Radio comparison did not run.
+    goals = out.split("### Against issue 9's goals for a 2-core CPU (backend cpu)", 1)
+    check(len(goals) == 2, "the goals table is missing")
+    if len(goals) == 2:
+        lines = [l for l in goals[1].splitlines() if l.startswith("| S")]
+        check(len(lines) == 4, f"expected 4 goals, got {lines}")
+        expected = [("| S1 | report the sustainable channel count | ", "| reported |"),
+                    ("| S2 | >= 35x real time at 64 channels | ", "| **no** |"),
+                    ("| S2 | >= 1.5x GNU Radio, same run | the comparison did not run", "| not run |"),
+                    ("| S3 | >= 500x real time | ", "| **no** |")]
+        for line, (start, end) in zip(lines, expected):
+            check(line.startswith(start) and line.endswith(end), f"goal line {line!r}: expected {start!r}...{end!r}")
 
     for f in failures:
         print("FAIL:", f, file=sys.stderr)
