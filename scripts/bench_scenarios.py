@@ -130,8 +130,10 @@ def why_failed(log, config, rc):
     (FILE:LINE:COLUMN: message), or else its log's last line."""
     lines = [l.strip() for l in open(log, errors="replace").read().splitlines() if l.strip()]
     errors = [l for l in lines if l.startswith(config + ":")]
-    text = errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "") if errors else \
-        lines[-1] if lines else ""
+    if errors:
+        text = errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+    else:
+        text = lines[-1] if lines else ""
     return f"vigild exit {rc}" + (": " + text[:300] if text else "")
 
 
@@ -404,7 +406,8 @@ def compare_gnuradio(args, work, scen, best):
         n = sum(1 for r in rounds if r[key] is not None)
         if ratio is None:
             return "no run completed"
-        return f"{ratio:.2f}x" + (f" (median of the {n} of {len(rounds)} rounds that completed)" if n < len(rounds) else "")
+        some = f" (median of the {n} of {len(rounds)} rounds that completed)" if n < len(rounds) else ""
+        return f"{ratio:.2f}x{some}"
 
     print(f"\nVigil unpaced / GNU Radio, {name}, median of {len(rounds)} rounds: {of_runs('v_x', v_ratio)} with "
           f"vigil-listen receiving on the same cores, {of_runs('a_x', a_ratio)} with no receiver", flush=True)
@@ -414,7 +417,8 @@ def compare_gnuradio(args, work, scen, best):
 # Issue 9's goals, by the backend that ran: each a scenario, the goal's words, and a function of
 # that scenario's rows (every step's, in order) and its GNU Radio comparison (None unless --gnuradio)
 # giving (measured, met): met is True, False, "reported" where the goal asks for a report only, or
-# "not run" where what it needs did not run. A paced goal counts only a clean step (zero misses, drops, losses, late source).
+# "not run" where what it needs did not run. A paced goal counts only a clean step (zero misses,
+# drops, losses and late source chunks).
 def row_at(rows, channels, rf):
     return next((r for r in rows if r["channels"] == channels and r["rate_factor"] == rf), None)
 
@@ -441,8 +445,8 @@ def rate_goal(least_per_s):
         b = clean_best(rows)
         if b is None:
             return "no clean step", False
-        return f"highest clean load {fmt_rate(b['samples_per_s'])} samples/s ({b['channels']} ch x{b['rate_factor']})", \
-            b["samples_per_s"] >= least_per_s
+        load = f"{fmt_rate(b['samples_per_s'])} samples/s ({b['channels']} ch x{b['rate_factor']})"
+        return f"highest clean load {load}", b["samples_per_s"] >= least_per_s
     return judge
 
 
