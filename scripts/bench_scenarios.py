@@ -125,16 +125,18 @@ def listening(args, listen_out, data_port, event_port, flags=()):
             listen.wait()
 
 
-def why_failed(log, config, rc):
-    """A failed vigild in a line: its exit status and the first of its config errors
-    (FILE:LINE:COLUMN: message), or else its log's last line."""
+def why_failed(args, log, config, rc):
+    """A vigild run that gave no final status, in a line: hung (rc None, killed), or its exit
+    status and the first of its config errors (FILE:LINE:COLUMN: message), else its log's last line."""
+    if rc is None:
+        return f"vigild hung: still running {args.seconds + GRACE_S:g} s after its start (killed)"
     lines = [l.strip() for l in open(log, errors="replace").read().splitlines() if l.strip()]
     errors = [l for l in lines if l.startswith(config + ":")]
     if errors:
         text = errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
     else:
         text = lines[-1] if lines else ""
-    return f"vigild exit {rc}" + (": " + text[:300] if text else "")
+    return f"no final status (vigild exit {rc}" + (": " + text[:300] if text else "") + ")"
 
 
 def run_vigild(args, config, log):
@@ -177,11 +179,8 @@ def run_step(args, scen, channels, rate_factor, workdir):
     final, summary = final_status(listen_out)
     row = {"scenario": scen, "channels": channels, "rate_factor": rate_factor, "rc": rc, "wall_s": wall,
            "host": load}
-    if rc is None:
-        row["error"] = f"vigild hung: still running {args.seconds + GRACE_S:g} s after its start (killed)"
-        return row
-    if final is None:
-        row["error"] = f"no final status ({why_failed(log, config, rc)})"
+    if rc is None or final is None:
+        row["error"] = why_failed(args, log, config, rc)
         return row
     # Frames out: those that reached the output thread (the same as in for a clean paced step; an
     # unpaced source waits for the output, so unpaced steps measure the whole service, sending included).
@@ -291,10 +290,8 @@ def run_unreceived(args, scen, channels, workdir):
         rc = run_vigild(args, config, log)
     sink.close()
     final, _ = final_status(listen_out)
-    if rc is None:
-        return {"error": f"vigild hung: still running {args.seconds + GRACE_S:g} s after its start (killed)"}
-    if final is None or not final.get("frames_out_per_s"):
-        return {"error": f"no final status ({why_failed(log, config, rc)})"}
+    if rc is None or final is None or not final.get("frames_out_per_s"):
+        return {"error": why_failed(args, log, config, rc)}
     return {"samples_per_s": final["frames_out_per_s"] * channels}
 
 
@@ -436,8 +433,11 @@ def p99_goal(channels, limit_us):
 
 
 def clean_best(rows):
-    clean = [r for r in rows if "error" not in r and r["ok"]]
-    return max(clean, key=lambda r: r["samples_per_s"]) if clean else None
+    return max(clean_rows(rows), key=lambda r: r["samples_per_s"], default=None)
+
+
+def clean_rows(rows):
+    return [r for r in rows if "error" not in r and r["ok"]]
 
 
 def rate_goal(least_per_s):
@@ -452,7 +452,7 @@ def rate_goal(least_per_s):
 
 def channels_goal(least):
     def judge(rows, _gr):
-        b = max((r for r in rows if "error" not in r and r["ok"]), key=lambda r: r["channels"], default=None)
+        b = max(clean_rows(rows), key=lambda r: r["channels"], default=None)
         if b is None:
             return "no clean step", False
         return f"{b['channels']} channels clean (x{b['rate_factor']})", b["channels"] >= least
