@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,25 +39,35 @@ const std::map<std::string, std::set<std::string>> kOps = {
     {"dwt", {"wavelet", "levels", "in", "out", "channel", "backend"}},
     {"idwt", {"wavelet", "levels", "in", "out", "channel", "backend"}},
     {"denoise", {"wavelet", "levels", "mode", "noise", "in", "out", "channel", "backend"}},
-    {"psd", {"rate", "nperseg", "window", "in", "out", "channel", "backend"}},
+    {"psd", {"rate", "nperseg", "window", "beta", "atten", "in", "out", "channel", "backend"}},
 };
 
 const char* kUsage =
     "usage: vigil-dsp OP [options] --in FILE --out FILE [--backend cpu|cuda|auto]\n"
     "  firdesign --type lowpass|highpass|bandpass|bandstop --taps N --cutoff F1[,F2] --rate R\n"
-    "            [--window hamming|hann|blackman|kaiser [--beta B | --atten DB]] --out H.f32\n"
+    "            [--window W] --out H.f32\n"
     "  fir      --taps H.f32                 (output length = input length, as scipy lfilter(h, 1, x))\n"
     "  conv     --kernel H.f32               (full, N+M-1 outputs, as numpy.convolve)\n"
     "  dwt      --wavelet NAME --levels J    (pywt.wavedec order, mode periodization)\n"
     "  idwt     --wavelet NAME --levels J\n"
     "  denoise  --wavelet NAME [--levels J] [--mode soft|hard] [--noise finest|per-level]\n"
-    "  psd      --rate R --nperseg N [--window hann]  (one-sided Welch PSD, as scipy.signal.welch)\n"
-    "Files: .f32/.f64 raw little-endian, .wav input (first channel, or --channel N).\n";
+    "  psd      --rate R --nperseg N [--window W]  (one-sided Welch PSD, as scipy.signal.welch; W default hann)\n"
+    "Windows W: hamming (firdesign's default), hann, blackman, rectangular, kaiser [--beta B | --atten DB]\n"
+    "           (kaiser's default beta 8.6).\n"
+    "Files: .f32/.f64 raw little-endian, .wav input (first channel, or --channel N).\n"
+    "Exit status: 0 done, 1 an input it cannot read or use (the file named), 2 bad arguments.\n";
+
+// A file with no samples is an input it cannot use, like an unreadable one: exit 1, the file named.
+std::vector<double> read_samples(const std::string& path, uint32_t channel = 0) {
+  std::vector<double> v = vigil::read_sample_file(path, channel).samples;
+  if (v.empty()) throw std::runtime_error(path + ": the file holds no samples");
+  return v;
+}
 
 std::vector<double> read_input(const CliArgs& a) {
   if (!a.has("in")) throw Usage("--in FILE is required");
   const auto channel = uint32_t(a.has("channel") ? a.number("channel", 0, 65535) : 0);
-  return vigil::read_sample_file(a.get("in"), channel).samples;
+  return read_samples(a.get("in"), channel);
 }
 
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
@@ -130,9 +141,7 @@ std::vector<double> run(const std::string& op, const CliArgs& a, bool on_gpu) {
   if (op == "fir" || op == "conv") {
     const std::string key = op == "fir" ? "taps" : "kernel";
     if (!a.has(key)) throw Usage("--" + key + " FILE is required");
-    const std::vector<float> h = to_float(vigil::read_sample_file(a.get(key)).samples);
-    if (h.empty()) throw Usage("--" + key + ": the file holds no samples");
-    if (x.empty()) throw Usage("--in: the file holds no samples");
+    const std::vector<float> h = to_float(read_samples(a.get(key)));
     std::vector<float> y(x.size() + h.size() - 1);
 #if VIGIL_HAVE_CUDA
     if (on_gpu)
@@ -224,6 +233,10 @@ int main(int argc, char** argv) {
                 {"nperseg", true, "segment length", ""}, {"help", false, "help", ""}});
   try {
     args.parse(argc - 1, argv + 1);
+    if (args.has("help")) {  // vigil-dsp OP --help
+      std::cout << kUsage;
+      return kExitOk;
+    }
     for (const char* name : {"in", "out", "backend", "channel", "type", "taps", "cutoff", "rate", "window", "beta",
                              "atten", "kernel", "wavelet", "levels", "mode", "noise", "nperseg"})
       if (args.has(name) && !it->second.count(name))

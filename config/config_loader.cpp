@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -31,6 +32,20 @@ std::string num_str(T v) {
   std::ostringstream s;
   s << v;
   return s.str();
+}
+
+// "must be 1..65535"; a bound that only excludes a limit (a frequency above 0, below the Nyquist
+// frequency: 1e-9 and nyquist * (1 - 1e-9) in the calls) reads as "above 0" / "below 25600".
+template <typename T>
+std::string range_str(T lo, T hi) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const bool above_zero = lo > 0 && lo <= T(1e-9);
+    const bool below = std::stod(num_str(hi)) > double(hi);
+    if (above_zero || below)
+      return (above_zero ? std::string("above 0") : "at least " + num_str(lo)) + " and " +
+             (below ? "below " : "at most ") + num_str(hi);
+  }
+  return num_str(lo) + ".." + num_str(hi);
 }
 
 class Reader {
@@ -81,7 +96,7 @@ class Reader {
       return false;
     }
     if (v < lo || v > hi) {
-      error(n.Mark(), where + "." + key + " must be " + num_str(lo) + ".." + num_str(hi) + ", got " + n.Scalar());
+      error(n.Mark(), where + "." + key + " must be " + range_str(lo, hi) + ", got " + n.Scalar());
       return false;
     }
     out = v;
@@ -147,7 +162,7 @@ class Reader {
         return false;
       }
       if (v < lo || v > hi) {
-        error(item.Mark(), where + "." + key + " entries must be " + num_str(lo) + ".." + num_str(hi) +
+        error(item.Mark(), where + "." + key + " entries must be " + range_str(lo, hi) +
                                ", got " + item.Scalar());
         return false;
       }
@@ -895,13 +910,36 @@ bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why, bo
   return true;
 }
 
+namespace {
+
+// The 1-based line and column of the first tab among a line's leading whitespace, if any.
+std::optional<std::pair<int, int>> first_indenting_tab(const std::string& text) {
+  int line = 1;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    for (size_t i = start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i)
+      if (text[i] == '\t') return std::make_pair(line, int(i - start) + 1);
+    start = end + 1;
+    ++line;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 ConfigResult parse_config(const std::string& yaml_text, const std::string& path) {
   ConfigResult result;
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
-    result.errors.push_back({e.mark.line + 1, e.mark.column + 1, "syntax error: " + e.msg});
+    // yaml-cpp says "illegal map value" or the like for a tab in the indentation: name the tab.
+    const auto tab = first_indenting_tab(yaml_text);
+    if (tab && tab->first <= e.mark.line + 1)
+      result.errors.push_back({tab->first, tab->second, "syntax error: a tab in the indentation (YAML indents with spaces only)"});
+    else
+      result.errors.push_back({e.mark.line + 1, e.mark.column + 1, "syntax error: " + e.msg});
     return result;
   }
   Reader r;

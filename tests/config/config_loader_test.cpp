@@ -117,6 +117,15 @@ TEST(ConfigLoader, SyntaxErrorHasLineAndColumn) {
   expect_one_error(edit("  channels: 2", "  channels: [2"), 5, 15, "syntax error");
 }
 
+TEST(ConfigLoader, TabInTheIndentationIsNamed) {
+  // yaml-cpp reports "illegal map value" at line 5; the error names the tab where it is.
+  expect_one_error(edit("  chunk_frames: 256", "  chunk_frames: 256\n\tpool_chunks: 8"), 6, 1,
+                   "syntax error: a tab in the indentation (YAML indents with spaces only)");
+  expect_one_error(edit("    taps: 63", "  \t  taps: 63"), 10, 3, "a tab in the indentation");
+  // A tab after the error's line is not its cause: yaml-cpp's own message stays.
+  expect_one_error(edit("  channels: 2", "  channels: [2") + "\t# trailing\n", 5, 15, "syntax error: end of");
+}
+
 TEST(ConfigLoader, UnknownKeySuggestsTheNearest) {
   expect_one_error(edit("  channels: 2", "  chanels: 2"), 4, 3, "did you mean 'channels'?");
   expect_one_error(edit("    taps: 63", "    tapz: 63"), 10, 5, "did you mean 'taps'?");
@@ -141,8 +150,11 @@ TEST(ConfigLoader, ValuesOutOfRange) {
   expect_one_error(edit("  rate_hz: 51200", "  rate_hz: 0"), 3, 12, "source.rate_hz must be");
   expect_one_error(edit("    taps: 63", "    taps: 0"), 10, 11, "taps must be 1..65536, got 0");
   expect_one_error(edit("    taps: 63", "    taps: 1000000000"), 10, 11, "taps must be 1..65536");
+  // A frequency's bounds exclude 0 and the Nyquist frequency: said in words, not as 1e-09..25600.
   expect_one_error(edit("cutoff_hz: 1000}\n      - {name: high", "cutoff_hz: 30000}\n      - {name: high"), 12, 47,
-                   "cutoff_hz must be");
+                   "cutoff_hz must be above 0 and below 25600, got 30000");
+  expect_one_error(edit("cutoff_hz: 1000}\n      - {name: high", "cutoff_hz: 0}\n      - {name: high"), 12, 47,
+                   "cutoff_hz must be above 0 and below 25600, got 0");
   expect_one_error(edit("127.0.0.1:5000", "127.0.0.1:70000"), 21, 18, "port must be 1..65535");
 }
 

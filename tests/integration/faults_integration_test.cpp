@@ -451,7 +451,7 @@ TEST(VigildFaults, AbsurdConfigValuesGiveAClearErrorAndExit2) {
        "16:17: pipeline.output_slots: 65536 slots of 196608 bytes (every data output's lanes of one chunk) is "
        "12884901888 bytes, above the limit of 1073741824 bytes"},
       {"a cutoff above Nyquist", {{"cutoff_hz: 1000}\n      - {name: high", "cutoff_hz: 30000}\n      - {name: high"}},
-       "21:47: stages[0].bands[0].cutoff_hz must be 1e-09..25600, got 30000"},
+       "21:47: stages[0].bands[0].cutoff_hz must be above 0 and below 25600, got 30000"},
       {"a negative interval", {{"status_interval_s: 0.25", "status_interval_s: -1"}},
        "32:24: outputs[2].status_interval_s must be 0.1..3600, got -1"},
       {"not a number", {{"rate_factor: 10", "rate_factor: fast"}}, "8:16: source.rate_factor: expected a number, got 'fast'"},

@@ -85,6 +85,35 @@ TEST_F(VigilDsp, EveryOperationMatchesItsReference) {
   expect_close(read("s.f64"), test::read_f64("welch_hann_256.bin"), 1e-5, "psd");
 }
 
+// psd takes a Kaiser window's shape as firdesign does: beta 0 is the rectangular window (I0(0) / I0(0)
+// at every sample), and another beta gives another estimate.
+TEST_F(VigilDsp, PsdTakesTheKaiserShape) {
+  const std::string psd = "psd --rate 1000 --nperseg 256 --in " + p("psd_x.f64") + " --out ";
+  ASSERT_EQ(run(psd + p("rect.f64") + " --window rectangular"), 0);
+  ASSERT_EQ(run(psd + p("k0.f64") + " --window kaiser --beta 0"), 0);
+  ASSERT_EQ(run(psd + p("k14.f64") + " --window kaiser --beta 14"), 0);
+  ASSERT_EQ(run(psd + p("kdefault.f64") + " --window kaiser"), 0);
+  ASSERT_EQ(run(psd + p("k120db.f64") + " --window kaiser --atten 120"), 0);
+  expect_close(read("k0.f64"), read("rect.f64"), 1e-12, "kaiser beta 0 against rectangular");
+  const auto differ = [&](const char* a, const char* b) {
+    const std::vector<double> x = read(a), y = read(b);
+    double d = 0;
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) d = std::max(d, std::fabs(x[i] - y[i]) / std::fabs(x[i]));
+    return x.size() == y.size() && d > 1e-3;
+  };
+  EXPECT_TRUE(differ("k14.f64", "kdefault.f64")) << "--beta 14 gave the default beta's estimate";
+  EXPECT_TRUE(differ("k120db.f64", "kdefault.f64")) << "--atten 120 gave the default beta's estimate";
+}
+
+TEST_F(VigilDsp, HelpAfterAnOperationShowsTheUsage) {
+  const std::string out = p("help.txt");
+  EXPECT_EQ(std::system((kDsp + " psd --help > " + out).c_str()), 0);
+  std::ifstream f(out);
+  const std::string text(std::istreambuf_iterator<char>(f), {});
+  EXPECT_NE(text.find("usage: vigil-dsp OP"), std::string::npos) << text;
+  EXPECT_NE(text.find("kaiser [--beta B | --atten DB]"), std::string::npos) << text;
+}
+
 TEST_F(VigilDsp, CudaBackendMatchesOrSaysWhyNot) {
   std::string err;
   struct Case {
@@ -197,15 +226,26 @@ TEST_F(VigilDsp, BadArgumentsNameTheOptionAndExit2) {
 TEST_F(VigilDsp, UnusableInputFilesNameTheFileAndExit1) {
   fs::create_directory(p("dir.f64"));
   std::ofstream(p("odd.f32"), std::ios::binary) << "abcde";
+  std::ofstream(p("empty.f32"), std::ios::binary).flush();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {p("none.f64"), ": cannot open: No such file or directory"},
       {p("dir.f64"), ": cannot open: is a directory, not a file"},
       {p("odd.f32"), ": 5 bytes is not a whole number of 4-byte samples"},
+      {p("empty.f32"), ": the file holds no samples"},
   };
   for (const auto& [in, why] : cases) {
     std::string err;
     EXPECT_EQ(run("fir --taps " + p("fir63_h.f64") + " --in " + in + " --out " + p("o.f32"), &err), 1) << in;
     EXPECT_EQ(err, "vigil-dsp fir: " + in + why + "\n");
+  }
+  // The same for the taps, and for every operation's input (the DWT said "length must be 2..", psd
+  // "--nperseg 4 is longer than the input (0 samples)").
+  for (const std::string& args :
+       {"fir --taps " + p("empty.f32") + " --in " + p("input_x.f64"), "dwt --wavelet db8 --levels 2 --in " + p("empty.f32"),
+        "denoise --wavelet db8 --in " + p("empty.f32"), "psd --rate 100 --nperseg 4 --in " + p("empty.f32")}) {
+    std::string err;
+    EXPECT_EQ(run(args + " --out " + p("o.f32"), &err), 1) << args;
+    EXPECT_EQ(err.substr(err.find(':') + 2), p("empty.f32") + ": the file holds no samples\n") << args;
   }
 }
 
