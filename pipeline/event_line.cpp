@@ -40,6 +40,39 @@ std::string format(const char* fmt, ...) {
   return s;
 }
 
+// " band 'b'" where the event concerns a band; nothing for the raw input (band "").
+std::string band_part(const json& ev) {
+  const std::string band = text(ev, "band");
+  return band.empty() ? std::string() : " band '" + band + "'";
+}
+
+// A list of strings as "a, b"; other items left out.
+std::string joined(const json& ev, const char* key) {
+  std::string out;
+  const auto it = ev.find(key);
+  if (it == ev.end() || !it->is_array()) return out;
+  for (const json& v : *it)
+    if (v.is_string()) out += (out.empty() ? "" : ", ") + v.get<std::string>();
+  return out;
+}
+
+std::string reload_line(const json& ev, uint64_t seq) {
+  const std::string result = text(ev, "result"), path = text(ev, "path");
+  if (result == "updated")
+    return format("event reload seq %" PRIu64 ": %s: updated in place from frame %" PRIu64 ", no sample lost", seq,
+                  path.c_str(), count(ev, "from_frame"));
+  if (result == "rebuilt")
+    return format("event reload seq %" PRIu64 ": %s: pipeline rebuilt (%s)", seq, path.c_str(),
+                  text(ev, "reason").c_str());
+  // rejected: the first error; the rest are in --json and vigild's log.
+  const auto errors = ev.find("errors");
+  const size_t n = errors != ev.end() && errors->is_array() ? errors->size() : 0;
+  const std::string first = n && (*errors)[0].is_string() ? (*errors)[0].get<std::string>() : std::string();
+  const std::string more = n > 1 ? format(" (and %zu more)", n - 1) : std::string();
+  return format("event reload seq %" PRIu64 ": %s: %s, the running config stays: %s%s", seq, path.c_str(),
+                result.c_str(), first.c_str(), more.c_str());
+}
+
 std::string status_line(const json& ev) {
   const auto it = ev.find("latency_us");
   const json& l = it != ev.end() && it->is_object() ? *it : json::object();
@@ -129,25 +162,50 @@ std::string event_line(const json& ev) {
   if (type == "status") return status_line(ev);
   if (type == "alarm") {
     const std::string level = ev.contains("level") ? " (" + text(ev, "level") + ")" : "";
-    return format("event alarm seq %" PRIu64 ": %s %s%s %s band '%s' channel %" PRIu64
-                  ": value %.4g, threshold %.4g at %s",
+    return format("event alarm seq %" PRIu64 ": %s %s%s %s%s channel %" PRIu64 ": value %.4g, threshold %.4g at %s",
                   seq, text(ev, "stage").c_str(), text(ev, "state").c_str(), level.c_str(), text(ev, "rule").c_str(),
-                  text(ev, "band").c_str(), count(ev, "channel"), number(ev, "value"), number(ev, "threshold"),
+                  band_part(ev).c_str(), count(ev, "channel"), number(ev, "value"), number(ev, "threshold"),
                   text(ev, "sample_time").c_str());
   }
   if (type == "ae_hit")
-    return format("event ae_hit seq %" PRIu64 ": %s channel %" PRIu64
+    return format("event ae_hit seq %" PRIu64 ": %s%s channel %" PRIu64
                   ": %.1f dB_AE, rise %.0f us, duration %.0f us, %" PRIu64 " counts, energy %.4g eu at %s",
-                  seq, text(ev, "stage").c_str(), count(ev, "channel"), number(ev, "amplitude_db"),
-                  number(ev, "rise_time_us"), number(ev, "duration_us"), count(ev, "counts"), number(ev, "energy_eu"),
+                  seq, text(ev, "stage").c_str(), band_part(ev).c_str(), count(ev, "channel"),
+                  number(ev, "amplitude_db"), number(ev, "rise_time_us"), number(ev, "duration_us"),
+                  count(ev, "counts"), number(ev, "energy_eu"), text(ev, "sample_time").c_str());
+  if (type == "ae_level") {
+    // asl_db is null for a silent interval.
+    const auto asl = ev.find("asl_db");
+    const std::string level =
+        asl != ev.end() && asl->is_number() ? format("%.1f dB_AE", asl->get<double>()) : std::string("none (silent)");
+    return format("event ae_level seq %" PRIu64 ": %s%s channel %" PRIu64 ": rms %.4g V, ASL %s over %.3g s to %s",
+                  seq, text(ev, "stage").c_str(), band_part(ev).c_str(), count(ev, "channel"), number(ev, "rms_v"),
+                  level.c_str(), number(ev, "interval_s"), text(ev, "sample_time").c_str());
+  }
+  if (type == "reload") return reload_line(ev, seq);
+  if (type == "source")
+    return format("event source seq %" PRIu64 ": %s, %" PRIu64 " frames lost, resumed at frame %" PRIu64 " (%s)", seq,
+                  text(ev, "state").c_str(), count(ev, "frames_lost"), count(ev, "frame"),
                   text(ev, "sample_time").c_str());
+  if (type == "overload") {
+    const std::string state = text(ev, "state");
+    const std::string misses =
+        state == "shedding" ? format(" after %.0f deadline misses in a second", number(ev, "misses_last_s")) : "";
+    return format("event overload seq %" PRIu64 ": %s optional stages [%s]%s, from frame %" PRIu64 " (%s)", seq,
+                  state.c_str(), joined(ev, "stages").c_str(), misses.c_str(), count(ev, "frame"),
+                  text(ev, "sample_time").c_str());
+  }
+  if (type == "backend")
+    return format("event backend seq %" PRIu64 ": %s: %s from %s to %s at frame %" PRIu64 " (%s): %s", seq,
+                  text(ev, "stage").c_str(), text(ev, "state").c_str(), text(ev, "from").c_str(),
+                  text(ev, "to").c_str(), count(ev, "frame"), text(ev, "sample_time").c_str(),
+                  text(ev, "error").c_str());
   if (type == "vibration") {
     const std::string zone = ev.contains("iso_zone") ? ", zone " + text(ev, "iso_zone") : "";
     const std::string velocity =
         ev.contains("velocity_rms") ? format(", velocity %.4g mm/s", number(ev, "velocity_rms")) : "";
-    return format("event vibration seq %" PRIu64 ": %s band '%s' channel %" PRIu64
-                  ": rms %.4g, crest %.3g, kurtosis %.3g%s%s",
-                  seq, text(ev, "stage").c_str(), text(ev, "band").c_str(), count(ev, "channel"), number(ev, "rms"),
+    return format("event vibration seq %" PRIu64 ": %s%s channel %" PRIu64 ": rms %.4g, crest %.3g, kurtosis %.3g%s%s",
+                  seq, text(ev, "stage").c_str(), band_part(ev).c_str(), count(ev, "channel"), number(ev, "rms"),
                   number(ev, "crest_factor"), number(ev, "kurtosis"), velocity.c_str(), zone.c_str());
   }
   if (type == "start") {

@@ -46,19 +46,64 @@ TEST(EventLine, KnownTypesAreLaidOut) {
             "event start seq 0: vigild 0.1.0, source at 51200 Hz, 2 data outputs of 16 streams");
   EXPECT_EQ(event_line(parse(R"({"type":"start","seq":0,"layout":{"outputs":[5,{"channels":"x"}]}})")),
             "event start seq 0: vigild , source at 0 Hz, 1 data outputs of 0 streams");
-  EXPECT_EQ(event_line(parse(R"({"type":"reload","seq":8,"result":"updated"})")),
-            R"(event {"result":"updated","seq":8,"type":"reload"})");
+}
+
+// Every other type vigild sends (docs/PROTOCOL.md) has a line of its own, not the raw JSON: the
+// ones an operator must not miss among the hits (reload, overload, overrun, GPU fallback) above all.
+TEST(EventLine, EveryTypeVigildSendsIsLaidOut) {
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_level","seq":11,"stage":"ae","band":"","channel":0,"frame":51199,
+      "interval_s":1.0,"rms_v":0.0392725,"asl_db":90.356,"sample_time":"T"})")),
+            "event ae_level seq 11: ae channel 0: rms 0.03927 V, ASL 90.4 dB_AE over 1 s to T");
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_level","seq":12,"stage":"ae","band":"hf","channel":2,
+      "interval_s":0.5,"rms_v":0.0,"asl_db":null,"sample_time":"T"})")),
+            "event ae_level seq 12: ae band 'hf' channel 2: rms 0 V, ASL none (silent) over 0.5 s to T");
+  EXPECT_EQ(event_line(parse(R"({"type":"reload","seq":8,"result":"updated","path":"v.yaml","from_frame":4096})")),
+            "event reload seq 8: v.yaml: updated in place from frame 4096, no sample lost");
+  EXPECT_EQ(event_line(parse(R"({"type":"reload","seq":9,"result":"rebuilt","path":"v.yaml",
+      "reason":"source.channels changed"})")),
+            "event reload seq 9: v.yaml: pipeline rebuilt (source.channels changed)");
+  EXPECT_EQ(event_line(parse(R"({"type":"reload","seq":10,"result":"rejected","path":"v.yaml",
+      "errors":["v.yaml:3:12: source.rate_hz must be 1..1e+07, got 0","v.yaml:9:5: x"]})")),
+            "event reload seq 10: v.yaml: rejected, the running config stays: v.yaml:3:12: source.rate_hz must be "
+            "1..1e+07, got 0 (and 1 more)");
+  EXPECT_EQ(event_line(parse(R"({"type":"source","seq":13,"state":"overrun","frames_lost":480,"frame":96000,
+      "sample_time":"T"})")),
+            "event source seq 13: overrun, 480 frames lost, resumed at frame 96000 (T)");
+  EXPECT_EQ(event_line(parse(R"({"type":"overload","seq":14,"state":"shedding","stages":["den","vib"],
+      "misses_last_s":3.0,"frame":2048,"sample_time":"T"})")),
+            "event overload seq 14: shedding optional stages [den, vib] after 3 deadline misses in a second, "
+            "from frame 2048 (T)");
+  EXPECT_EQ(event_line(parse(R"({"type":"overload","seq":15,"state":"restored","stages":["den"],"misses_last_s":0,
+      "frame":9216,"sample_time":"T"})")),
+            "event overload seq 15: restored optional stages [den], from frame 9216 (T)");
+  EXPECT_EQ(event_line(parse(R"({"type":"backend","seq":16,"stage":"bands","state":"fallback","from":"cuda",
+      "to":"cpu","error":"cudaErrorLaunchFailure: unspecified launch failure","frame":1024,"sample_time":"T"})")),
+            "event backend seq 16: bands: fallback from cuda to cpu at frame 1024 (T): cudaErrorLaunchFailure: "
+            "unspecified launch failure");
+  // A band is named only where there is one: the raw input's events say no band.
+  EXPECT_EQ(event_line(parse(R"({"type":"vibration","seq":17,"stage":"vib","band":"","channel":1,"rms":0.5,
+      "crest_factor":2.5,"kurtosis":3.0})")),
+            "event vibration seq 17: vib channel 1: rms 0.5, crest 2.5, kurtosis 3");
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_hit","seq":18,"stage":"ae","band":"hf","channel":0,"amplitude_db":60,
+      "rise_time_us":1,"duration_us":2,"counts":3,"energy_eu":4,"sample_time":"T"})")),
+            "event ae_hit seq 18: ae band 'hf' channel 0: 60.0 dB_AE, rise 1 us, duration 2 us, 3 counts, energy 4 eu at T");
 }
 
 // The listener aborted on these before (json::value() throws on a type mismatch).
 TEST(EventLine, WrongTypesPrintDefaultsInsteadOfThrowing) {
   EXPECT_EQ(event_line(parse(R"({"type":"alarm","seq":1,"level":5,"channel":"x","value":"y","latency_us":3})")),
-            "event alarm seq 1:   ()  band '' channel 0: value 0, threshold 0 at ");
+            "event alarm seq 1:   ()  channel 0: value 0, threshold 0 at ");
   EXPECT_EQ(event_line(parse(R"({"type":"status","seq":2,"latency_us":[1],"chunks_in":-4})")),
             "event status seq 2: chunks in 0 out 0, dropped frames 0, deadline misses 0, latency p50/p99/max 0/0/0 us, "
             "send errors 0");
   EXPECT_EQ(event_line(parse(R"({"type":"vibration","seq":3,"iso_zone":1,"velocity_rms":"fast","channel":2})")),
-            "event vibration seq 3:  band '' channel 2: rms 0, crest 0, kurtosis 0, velocity 0 mm/s, zone ");
+            "event vibration seq 3:  channel 2: rms 0, crest 0, kurtosis 0, velocity 0 mm/s, zone ");
+  EXPECT_EQ(event_line(parse(R"({"type":"reload","seq":4,"errors":"x","path":5})")),
+            "event reload seq 4: : , the running config stays: ");
+  EXPECT_EQ(event_line(parse(R"({"type":"overload","seq":5,"stages":[1,"a",null]})")),
+            "event overload seq 5:  optional stages [a], from frame 0 ()");
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_level","seq":6,"asl_db":"loud"})")),
+            "event ae_level seq 6:  channel 0: rms 0 V, ASL none (silent) over 0 s to ");
   EXPECT_EQ(event_line(parse(R"({"type":7,"seq":9})")), R"(event {"seq":9,"type":7})");
 }
 
@@ -110,12 +155,19 @@ TEST(EventLine, SeqReaderAgreesWithTheTree) {
 TEST(EventLine, BothReadersSplitLinesAlike) {
   const std::string d = "{\"seq\":1}\n\nnot json\n{\"seq\":2,\"x\":[1]}\n{\"seq\":-3}\n";
   std::vector<std::string> a, b;
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "=" + std::to_string(...) here.
+  const auto entry = [](const uint8_t* t, size_t n, const uint64_t* seq) {
+    std::string s(reinterpret_cast<const char*>(t), n);
+    s += '=';
+    s += seq ? std::to_string(*seq) : std::string("bad");
+    return s;
+  };
   for_each_event(reinterpret_cast<const uint8_t*>(d.data()), d.size(), [&](const uint8_t* t, size_t n, json* ev) {
-    a.push_back(std::string(reinterpret_cast<const char*>(t), n) + (ev ? "=" + std::to_string((*ev)["seq"].get<uint64_t>()) : "=bad"));
+    const uint64_t seq = ev ? (*ev)["seq"].get<uint64_t>() : 0;
+    a.push_back(entry(t, n, ev ? &seq : nullptr));
   });
-  for_each_event_seq(reinterpret_cast<const uint8_t*>(d.data()), d.size(), [&](const uint8_t* t, size_t n, const uint64_t* seq) {
-    b.push_back(std::string(reinterpret_cast<const char*>(t), n) + (seq ? "=" + std::to_string(*seq) : "=bad"));
-  });
+  for_each_event_seq(reinterpret_cast<const uint8_t*>(d.data()), d.size(),
+                     [&](const uint8_t* t, size_t n, const uint64_t* seq) { b.push_back(entry(t, n, seq)); });
   EXPECT_EQ(a, (std::vector<std::string>{"{\"seq\":1}=1", "not json=bad", "{\"seq\":2,\"x\":[1]}=2", "{\"seq\":-3}=bad"}));
   EXPECT_EQ(b, a);
 }
