@@ -25,6 +25,13 @@
 
 namespace {
 
+// Seconds with millisecond resolution ("5.020"): what a person reads and bench/scenario_ab.py parses.
+std::string seconds_text(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", double(ns) / 1e9);
+  return buf;
+}
+
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 constexpr const char* kNoMemory =
     "not enough memory for the buffers and filters the config describes; lower source.channels, "
@@ -329,6 +336,6 @@ int main(int argc, char** argv) {
   service->drain_logs(log_rt_line);
   log_status(service->report());
   vigil::log::line(vigil::log::Level::kInfo,
-                   "vigild: stopped after " + std::to_string(double(vigil::mono_now_ns() - t_start) / 1e9) + " s");
+                   "vigild: stopped after " + seconds_text(vigil::mono_now_ns() - t_start) + " s");
   return kExitOk;
 }

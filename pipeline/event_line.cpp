@@ -220,9 +220,10 @@ std::string event_line(const json& ev) {
         streams += count(o, "channels") * (bands != o.end() && bands->is_array() ? bands->size() : 1);
       }
     }
-    return format("event start seq %" PRIu64 ": vigild %s, source at %.10g Hz, %" PRIu64 " data outputs of %" PRIu64
-                  " streams",
-                  seq, text(ev, "version").c_str(), number(ev, "rate_hz"), outputs, streams);
+    return format("event start seq %" PRIu64 ": vigild %s, source at %.10g Hz, %" PRIu64 " data output%s of %" PRIu64
+                  " stream%s",
+                  seq, text(ev, "version").c_str(), number(ev, "rate_hz"), outputs, outputs == 1 ? "" : "s", streams,
+                  streams == 1 ? "" : "s");
   }
   if (type == "record") {
     const std::string action = text(ev, "action");

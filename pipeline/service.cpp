@@ -387,14 +387,18 @@ uint64_t Service::progress() const noexcept {
 
 nlohmann::json Service::report() const { return output_->status_json(finished()); }
 
+namespace {
+std::string counted(size_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
+}  // namespace
+
 std::string Service::describe() const {
   std::ostringstream s;
   s << "source " << source_->kind() << " " << format_.channels << " ch @ " << format_.rate_hz << " Hz, "
     << to_string(format_.format) << ", " << format_.chunk_frames << " frames/chunk, pool " << pool_->count()
     << " chunks (" << pool_->allocator_name() << "), backend " << backend_
-    << (memory_.empty() ? "" : " (" + memory_ + " memory)") << ", " << graph_->stage_count()
-    << " stages, " << settings_.data_outputs.size() << " data outputs, " << settings_.event_outputs.size()
-    << " event outputs, " << fft_library_version();
+    << (memory_.empty() ? "" : " (" + memory_ + " memory)") << ", " << counted(graph_->stage_count(), "stage")
+    << ", " << counted(settings_.data_outputs.size(), "data output") << ", "
+    << counted(settings_.event_outputs.size(), "event output") << ", " << fft_library_version();
   if (recorder_) s << ", recording to " << settings_.record.directory;
   if (!source_notes_.empty()) s << "; " << source_notes_;
   return s.str();

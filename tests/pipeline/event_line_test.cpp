@@ -45,7 +45,7 @@ TEST(EventLine, KnownTypesAreLaidOut) {
       "bands":["low","mid","high"]}],"band_rms":[]}})")),
             "event start seq 0: vigild 0.1.0, source at 51200 Hz, 2 data outputs of 16 streams");
   EXPECT_EQ(event_line(parse(R"({"type":"start","seq":0,"layout":{"outputs":[5,{"channels":"x"}]}})")),
-            "event start seq 0: vigild , source at 0 Hz, 1 data outputs of 0 streams");
+            "event start seq 0: vigild , source at 0 Hz, 1 data output of 0 streams");
 }
 
 // Every other type vigild sends (docs/PROTOCOL.md) has a line of its own, not the raw JSON: the
