@@ -75,43 +75,76 @@ int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, std:
 
 using vigil::vita49::stream_id_hex;
 
+// --record: each data stream's samples in arrival order, and a sidecar that says where they lie
+// in time: a segment (its first sample in the file and that sample's timestamp) from the start
+// and from each break in the time line (a hole, an overlap), so that no sample after a loss is
+// placed at the wrong time by whoever reads the file.
 struct Recorder {
   std::filesystem::path dir;
-  std::map<uint32_t, std::ofstream> files;
+  struct Stream {
+    std::ofstream file;
+    uint64_t samples = 0;  // written so far
+    uint64_t breaks = 0;   // the monitor's count when the last segment began
+    json segments = json::array();
+  };
+  std::map<uint32_t, Stream> streams;
 
-  void write(const vigil::vita49::Decoded& p) {
-    auto it = files.find(p.stream_id);
-    if (it == files.end()) {
-      it = files.emplace(p.stream_id, std::ofstream(dir / ("stream-" + stream_id_hex(p.stream_id) + ".f32"),
-                                                    std::ios::binary | std::ios::trunc)).first;
+  // p: a data packet the monitor has just accounted (s: its stream's stats).
+  void write(const vigil::vita49::Decoded& p, const vigil::StreamStats& s) {
+    auto it = streams.find(p.stream_id);
+    if (it == streams.end()) {
+      it = streams.emplace(p.stream_id, Stream{}).first;
+      it->second.file.open(dir / ("stream-" + stream_id_hex(p.stream_id) + ".f32"), std::ios::binary | std::ios::trunc);
+      it->second.breaks = s.breaks;
+      add_segment(it->second, p);
+    } else if (s.breaks != it->second.breaks) {
+      it->second.breaks = s.breaks;
+      add_segment(it->second, p);
     }
     float buf[2240];  // host order; written little-endian on x86-64 and aarch64
     for (size_t done = 0; done < p.samples;) {
       const size_t n = std::min(p.samples - done, sizeof buf / sizeof buf[0]);
       p.copy_samples(done, n, buf);
-      it->second.write(reinterpret_cast<const char*>(buf), std::streamsize(n * sizeof(float)));
+      it->second.file.write(reinterpret_cast<const char*>(buf), std::streamsize(n * sizeof(float)));
       done += n;
     }
+    it->second.samples += p.samples;
   }
 
   void write_sidecars(const vigil::StreamMonitor& mon) {
     for (const auto& [id, s] : mon.streams()) {
-      if (!files.count(id)) continue;
-      files[id].flush();
+      const auto it = streams.find(id);
+      if (it == streams.end()) continue;
+      it->second.file.flush();
       const int64_t first_ns = int64_t(s.first_ts_int) * 1'000'000'000 + int64_t(s.first_ts_frac_ps / 1000);
       json j = {{"stream_id", id},
                 {"stream_id_hex", stream_id_hex(id)},
                 {"data_file", "stream-" + stream_id_hex(id) + ".f32"},
                 {"format", "float32le"},
                 {"rate_hz", s.rate_hz},
-                {"samples", s.samples},
+                {"samples", it->second.samples},
                 {"packets", s.packets},
                 {"gaps", s.gaps},
+                {"samples_missing", s.samples_missing},
+                {"holes", s.holes},
+                {"samples_overlapping", s.samples_overlapping},
+                {"overlaps", s.overlaps},
+                {"timestamp_errors", s.timestamp_errors},
                 {"first_timestamp", vigil::rfc3339_utc(first_ns)},
                 {"first_ts_int", s.first_ts_int},
-                {"first_ts_frac_ps", s.first_ts_frac_ps}};
+                {"first_ts_frac_ps", s.first_ts_frac_ps},
+                {"segments", it->second.segments}};
       std::ofstream(dir / ("stream-" + stream_id_hex(id) + ".json"), std::ios::trunc) << j.dump(1) << "\n";
     }
+  }
+
+ private:
+  static void add_segment(Stream& st, const vigil::vita49::Decoded& p) {
+    const int64_t ns = int64_t(p.ts_int) * 1'000'000'000 + int64_t(p.ts_frac / 1000);
+    st.segments.push_back({{"sample", st.samples},
+                           {"timestamp", vigil::rfc3339_utc(ns)},
+                           {"ts_int", p.ts_int},
+                           {"ts_frac_ps", p.ts_frac}});
   }
 };
 
@@ -124,7 +157,10 @@ int main(int argc, char** argv) {
       {"data-port", true, "UDP port of VITA 49 data (0: none)", "4991"},
       {"event-port", true, "UDP port of JSON events (0: none)", "4992"},
       {"json", false, "print machine-readable JSON lines instead of text", ""},
-      {"record", true, "write each data stream to DIR/stream-ID.f32 with a JSON sidecar", ""},
+      {"record", true,
+       "write each data stream to DIR/stream-ID.f32 with a JSON sidecar (rate; a segment, with the "
+       "timestamp of its first sample, from the start and from each hole or overlap)",
+       ""},
       {"count", true, "stop after N datagrams (data and events; 0: no limit)", "0"},
       {"seconds", true, "stop after S seconds (0: run until a signal)", "0"},
       {"quiet", false, "print only the final summary", ""},
@@ -289,6 +325,7 @@ int main(int argc, char** argv) {
                          {"samples_per_s", final_report ? 0.0 : sps}, {"gaps", s.gaps},
                          {"timestamp_errors", s.timestamp_errors}, {"sample_loss_flags", s.sample_loss_flags},
                          {"samples_missing", s.samples_missing}, {"holes", s.holes},
+                         {"samples_overlapping", s.samples_overlapping}, {"overlaps", s.overlaps},
                          {"rate_hz", s.rate_hz}, {"new_packets", s.packets - lp}});
       lp = s.packets;
       ls = s.samples;
@@ -311,15 +348,22 @@ int main(int argc, char** argv) {
                 final_report ? "summary" : "--", double(now - t0) / 1e9, (unsigned long long)datagrams,
                 (unsigned long long)mon.events(), (unsigned long long)mon.event_gaps(), (unsigned long long)malformed,
                 (unsigned long long)(uint64_t(data_kernel_drops) + event_kernel_drops), gro ? "; --gro: receives, not datagrams" : "");
-    for (const json& s : streams)
-      std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, missing %llu samples in %llu holes, "
+    for (const json& s : streams) {
+      // Overlaps only where there are any: they are rare (a stream restarted with a longer delay).
+      const uint64_t overlaps = s["overlaps"].get<uint64_t>();
+      const std::string repeated = overlaps ? ", repeated " + std::to_string(s["samples_overlapping"].get<uint64_t>()) +
+                                                  " samples in " + std::to_string(overlaps) + " overlaps"
+                                            : std::string();
+      std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, missing %llu samples in %llu holes%s, "
                   "ts errors %llu, loss flags %llu\n",
                   stream_id_hex(s["stream_id"].get<uint32_t>()).c_str(), (unsigned long long)s["packets"].get<uint64_t>(),
                   final_report ? "total" : (std::to_string(std::llround(s["samples_per_s"].get<double>())) + " samples/s").c_str(),
                   (unsigned long long)s["samples"].get<uint64_t>(),
                   (unsigned long long)s["gaps"].get<uint64_t>(), (unsigned long long)s["samples_missing"].get<uint64_t>(),
-                  (unsigned long long)s["holes"].get<uint64_t>(), (unsigned long long)s["timestamp_errors"].get<uint64_t>(),
+                  (unsigned long long)s["holes"].get<uint64_t>(), repeated.c_str(),
+                  (unsigned long long)s["timestamp_errors"].get<uint64_t>(),
                   (unsigned long long)s["sample_loss_flags"].get<uint64_t>());
+    }
     std::fflush(stdout);
   };
 
@@ -427,7 +471,7 @@ int main(int argc, char** argv) {
                   if (view) view->on_packet(d, mon.streams().at(d.stream_id));
 #endif
                   if (!recorder.dir.empty() && d.type == vigil::vita49::PacketType::kSignalDataWithStreamId)
-                    recorder.write(d);
+                    recorder.write(d, mon.streams().at(d.stream_id));
                 },
                 &frame);
             if (!whole) ++malformed;

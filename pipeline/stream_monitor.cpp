@@ -17,7 +17,8 @@ void StreamMonitor::on_packet(const vita49::Decoded& p) {
     s.first_ts_frac_ps = p.ts_frac;
   } else {
     s.gaps += uint8_t(p.packet_count - s.last_count - 1) & 0xF;
-    if (ts <= s.last_ts_ps) ++s.timestamp_errors;
+    bool broken = ts <= s.last_ts_ps;
+    if (broken) ++s.timestamp_errors;
     if (s.rate_hz > 0) {
       // Samples between where the previous packet ended and where this one starts (timestamps
       // are exact picoseconds for integer rates; round to whole samples).
@@ -25,8 +26,14 @@ void StreamMonitor::on_packet(const vita49::Decoded& p) {
       if (gap > 0.5 && gap < 1e15) {
         s.samples_missing += uint64_t(gap + 0.5);
         ++s.holes;
+        broken = true;
+      } else if (gap < -0.5 && gap > -1e15) {
+        s.samples_overlapping += uint64_t(-gap + 0.5);
+        ++s.overlaps;
+        broken = true;
       }
     }
+    if (broken) ++s.breaks;
   }
   if (p.has_trailer && (p.trailer & vita49::kTrailerSampleLossEnable) && (p.trailer & vita49::kTrailerSampleLoss))
     ++s.sample_loss_flags;

@@ -22,6 +22,13 @@ struct StreamStats {
   // packets, and the places (meaningful for continuous streams, not for hit waveforms).
   uint64_t samples_missing = 0;
   uint64_t holes = 0;
+  // The other way: a packet that starts before the previous one ended (a stream restarted with a
+  // longer filter delay, or replayed), and the samples so repeated on the time line.
+  uint64_t samples_overlapping = 0;
+  uint64_t overlaps = 0;
+  // Places where the time line breaks (a hole, an overlap, or a timestamp not later than the one
+  // before): a recording of the stream starts a new segment at each (vigil-listen --record).
+  uint64_t breaks = 0;
   uint64_t context_packets = 0;
   double rate_hz = 0;              // from context packets (0 until one arrives)
   bool have_first = false;

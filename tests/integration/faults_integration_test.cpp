@@ -23,6 +23,7 @@
 #include "../support/vigild_run.hpp"
 #include "acquisition/chunk_pool.hpp"
 #include "acquisition/file_source.hpp"
+#include "pipeline/vita49.hpp"
 
 namespace vigil {
 namespace {
@@ -480,7 +481,9 @@ TEST(VigildFaults, AbsurdConfigValuesGiveAClearErrorAndExit2) {
 // A receiver that stops reading (its socket buffer full: the kernel drops what arrives) never
 // holds vigild up, and vigil-listen accounts for every datagram: those it got plus those the
 // kernel says it dropped (SO_RXQ_OVFL) are exactly what vigild sent, and by timestamps it finds
-// the samples missing from each stream, which with those received make every frame captured.
+// the samples missing from each stream, which with those received make every frame captured. Its
+// recording puts every sample after a hole at its time: a segment from each hole, whose timestamp
+// lies exactly the hole's missing samples past where the file's samples before it end.
 TEST(VigildFaults, AReceiverThatStopsReadingLosesOnlyWhatItsKernelCounts) {
   TempDir dir("stalled-listener");
   const uint16_t listen_port = test::free_udp_port();
@@ -495,7 +498,8 @@ TEST(VigildFaults, AReceiverThatStopsReadingLosesOnlyWhatItsKernelCounts) {
     << listen_port << "\n  - kind: events\n    destination: 127.0.0.1:" << events.port << "\n    status_interval_s: 0.25\n";
   const std::string listen_out = dir.file("listen.jsonl");
   test::Process listen({std::string(VIGIL_BIN_DIR) + "/vigil-listen", "--data-port", std::to_string(listen_port),
-                        "--event-port", "0", "--buffer-kib", "256", "--json", "--quiet"},
+                        "--event-port", "0", "--buffer-kib", "256", "--json", "--quiet", "--record",
+                        dir.file("rec")},
                        listen_out);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // bound before vigild sends
   VigildRun run(unused, events, dir.write("vigil.yaml", c.str()), dir.file("vigild.log"));
@@ -529,6 +533,30 @@ TEST(VigildFaults, AReceiverThatStopsReadingLosesOnlyWhatItsKernelCounts) {
     EXPECT_GT(st["holes"].get<uint64_t>(), 0u) << st.dump();
     EXPECT_EQ(st["samples"].get<uint64_t>() + st["samples_missing"].get<uint64_t>(), fin["frames_in"].get<uint64_t>())
         << st.dump();
+
+    const std::string id = vita49::stream_id_hex(st["stream_id"].get<uint32_t>());
+    const json side = json::parse(std::ifstream(dir.file("rec/stream-" + id + ".json")));
+    const uint64_t samples = side["samples"].get<uint64_t>();
+    EXPECT_EQ(samples, st["samples"].get<uint64_t>());
+    EXPECT_EQ(std::filesystem::file_size(dir.file("rec/stream-" + id + ".f32")), samples * 4);
+    const json& seg = side["segments"];
+    ASSERT_EQ(seg.size(), side["holes"].get<uint64_t>() + 1) << side.dump();
+    EXPECT_EQ(side["overlaps"], 0);
+    EXPECT_EQ(seg[0]["sample"], 0);
+    EXPECT_EQ(seg[0]["ts_int"], side["first_ts_int"]);
+    EXPECT_EQ(seg[0]["ts_frac_ps"], side["first_ts_frac_ps"]);
+    auto ps = [](const json& g) {
+      return __int128(g["ts_int"].get<uint32_t>()) * 1'000'000'000'000 + g["ts_frac_ps"].get<uint64_t>();
+    };
+    uint64_t missing = 0;
+    for (size_t k = 1; k < seg.size(); ++k) {
+      const uint64_t in_file = seg[k]["sample"].get<uint64_t>() - seg[k - 1]["sample"].get<uint64_t>();
+      const uint64_t by_time = uint64_t(std::llround(double(ps(seg[k]) - ps(seg[k - 1])) * 51200 / 1e12));
+      ASSERT_GT(by_time, in_file) << "segment " << k << " of " << side.dump();
+      missing += by_time - in_file;
+    }
+    EXPECT_EQ(missing, side["samples_missing"].get<uint64_t>()) << side.dump();
+    EXPECT_LT(seg.back()["sample"].get<uint64_t>(), samples);
   }
   std::printf("stalled listener: %llu datagrams dropped by its kernel, all accounted\n", (unsigned long long)kernel_drops);
 }
