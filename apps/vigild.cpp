@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "acquisition/clock.hpp"
 #include "acquisition/out_of_memory.hpp"
@@ -19,6 +21,7 @@
 #include "config/config_loader.hpp"
 #include "dsp/worker_pool.hpp"
 #include "pipeline/metrics_server.hpp"
+#include "pipeline/name_wait.hpp"
 #include "pipeline/prometheus.hpp"
 #include "pipeline/service.hpp"
 #include "systemd/sd_notifier.hpp"
@@ -153,6 +156,26 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
   return true;
 }
 
+// Names in destinations that cannot be looked up yet (a machine that has just booted, its network
+// or DNS not up): waited for, up to name_wait.timeout_s, saying so in the log and to systemd.
+void wait_for_destination_names(const vigil::Settings& settings, vigil::SdNotifier& notifier) {
+  std::vector<std::string> names;
+  for (const auto& o : settings.data_outputs) names.push_back(o.destination.host);
+  for (const auto& o : settings.event_outputs) names.push_back(o.destination.host);
+  vigil::NameWait name_wait;
+  std::map<std::string, double> log_at;  // per name: its first wait, then every 10 s
+  name_wait.on_wait = [&](const std::string& host, const std::string& why, double waited) {
+    const std::string text = "waiting for the name " + host + " to resolve (" + why + "), " +
+                             std::to_string(int(waited)) + " of " + std::to_string(int(name_wait.timeout_s)) + " s";
+    if (waited >= log_at[host]) {
+      vigil::log::line(vigil::log::Level::kWarning, "vigild: " + text);
+      log_at[host] = waited + 10;
+    }
+    if (notifier.enabled()) notifier.notify("EXTEND_TIMEOUT_USEC=10000000\nSTATUS=" + text);
+  };
+  vigil::wait_for_names(names, name_wait);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,6 +219,10 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  vigil::SdNotifier notifier;
+  // Before the signals are blocked: a stop while it waits simply ends the process.
+  wait_for_destination_names(*settings, notifier);
+
   // Block the stop signals before any thread starts so that only sigtimedwait() below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -209,7 +236,6 @@ int main(int argc, char** argv) {
 
   // Preparing the graph (filter design, FFT plans, on a GPU its context and kernels) can take
   // longer than systemd's start timeout on a cold machine: ask for more before it starts.
-  vigil::SdNotifier notifier;
   if (notifier.enabled()) notifier.notify("EXTEND_TIMEOUT_USEC=60000000\nSTATUS=preparing the pipeline");
   std::unique_ptr<vigil::Service> service;
   try {

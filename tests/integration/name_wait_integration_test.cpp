@@ -1,0 +1,73 @@
+// Destination names that do not resolve yet when vigild starts (a machine just booted, its
+// network or DNS not up): the real vigild and the real getaddrinfo in a user + network + mount
+// namespace of the test's own. Built only where `unshare -rnm` works (tests/CMakeLists.txt checks
+// at configure time), so it never skips.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "../support/process.hpp"
+#include "../support/temp_dir.hpp"
+
+namespace vigil {
+namespace {
+
+using test::TempDir;
+
+// A destination given by name on a machine whose network is not up yet (just booted): vigild
+// waits for the name, saying so, instead of exiting (which systemd's start limit could make
+// final), and starts once the name resolves. Real getaddrinfo in a network namespace of its own
+// (no route to any DNS server: "try again"), with the name added to /etc/hosts by a bind mount
+// 2 s later.
+TEST(VigildNameWait, ADestinationNameNotResolvableYetIsWaitedFor) {
+  TempDir dir("late-name");
+  const std::string config =
+      dir.write("vigil.yaml",
+                "source: {kind: synthetic, rate_hz: 51200, channels: 1, chunk_frames: 1024}\n"
+                "outputs:\n  - {kind: events, destination: \"vigil-late-name.test:4992\"}\n");
+  const std::string hosts = dir.write("hosts", "127.0.0.1 localhost\n127.0.0.1 vigil-late-name.test\n");
+  const std::string log = dir.file("vigild.log");
+  const std::string script = std::string(VIGIL_BIN_DIR) + "/vigild --config " + config +
+                             " --seconds 1 --log-interval 0 & sleep 2; mount --bind " + hosts +
+                             " /etc/hosts; wait $!";
+  test::Process p({"/usr/bin/unshare", "-rnm", "/bin/sh", "-c", "exec 2>&1; " + script}, log);
+  const int st = p.wait(std::chrono::seconds(60));
+  ASSERT_NE(st, -1) << test::read_text(log);
+  const std::string out = test::read_text(log);
+  EXPECT_EQ(WEXITSTATUS(st), 0) << out;
+  const size_t waiting = out.find("vigild: waiting for the name vigil-late-name.test to resolve (");
+  const size_t started = out.find("vigild: source synthetic 1 ch");
+  ASSERT_NE(waiting, std::string::npos) << out;
+  ASSERT_NE(started, std::string::npos) << out;
+  EXPECT_LT(waiting, started) << out;
+  EXPECT_NE(out.find("vigild: stopped after"), std::string::npos) << out;
+}
+
+// The same name never resolving: a stop while vigild waits ends it at once.
+TEST(VigildNameWait, AStopWhileWaitingForANameEndsVigild) {
+  TempDir dir("never-name");
+  const std::string config =
+      dir.write("vigil.yaml",
+                "source: {kind: synthetic, rate_hz: 51200, channels: 1, chunk_frames: 1024}\n"
+                "outputs:\n  - {kind: events, destination: \"vigil-never-name.test:4992\"}\n");
+  const std::string log = dir.file("vigild.log");
+  test::Process p({"/usr/bin/unshare", "-rn", "/bin/sh", "-c",
+                   "exec 2>&1; exec " + std::string(VIGIL_BIN_DIR) + "/vigild --config " + config},
+                  log);
+  for (int i = 0; i < 200 && test::read_text(log).find("waiting for the name") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(test::read_text(log).find("waiting for the name vigil-never-name.test"), std::string::npos)
+      << test::read_text(log);
+  p.signal(SIGTERM);
+  const int st = p.wait(std::chrono::seconds(5));
+  ASSERT_NE(st, -1) << "vigild did not stop while it waited";
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM) << st;
+}
+
+}  // namespace
+}  // namespace vigil
