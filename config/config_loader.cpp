@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -57,7 +58,9 @@ class Reader {
   }
 
   // Reports every key of `map` not in `allowed`, at the key, with the nearest valid key.
-  void check_keys(const YAML::Node& map, const std::string& where, const std::vector<std::string>& allowed) {
+  // hint: for a key not allowed here, what to say instead of the nearest allowed key ("" if nothing).
+  void check_keys(const YAML::Node& map, const std::string& where, const std::vector<std::string>& allowed,
+                  const std::function<std::string(const std::string&)>& hint = {}) {
     std::map<std::string, YAML::Mark> seen;
     for (const auto& kv : map) {
       const std::string key = kv.first.Scalar();
@@ -68,8 +71,10 @@ class Reader {
                                    std::to_string(it->second.column + 1) + ")");
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       std::string msg = "unknown key '" + key + "' in " + where;
-      const std::string near = nearest_key(key, allowed);
-      if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+      const std::string why = hint ? hint(key) : std::string();
+      const std::string near = why.empty() ? nearest_key(key, allowed) : std::string();
+      if (!why.empty()) msg += " (" + why + ")";
+      else if (!near.empty()) msg += " (did you mean '" + near + "'?)";
       error(kv.first.Mark(), msg);
     }
   }
@@ -222,14 +227,37 @@ void read_signal(Reader& r, const YAML::Node& n, const std::string& where, doubl
   }
 }
 
+// Each source kind's keys: a key of another kind is named as such, not matched to a near one.
+const std::map<std::string, std::vector<std::string>> kSourceKeys = {
+    {"synthetic", {"kind", "rate_hz", "channels", "format", "chunk_frames", "seed", "rate_factor", "duration_s", "loop_s",
+                   "copy_threads", "signals"}},
+    {"file", {"kind", "path", "chunk_frames", "rate_factor", "loop"}},
+    {"alsa", {"kind", "device", "rate_hz", "channels", "format", "period_frames", "buffer_frames", "strict",
+              "duration_s"}},
+};
+
+std::string source_key_hint(const std::string& kind, const std::string& key) {
+  if (kind == "alsa" && key == "chunk_frames") return "an ALSA source's chunk is one period: set period_frames";
+  if (kind == "file" && (key == "rate_hz" || key == "channels" || key == "format"))
+    return "a recording brings its own rate, channels and format";
+  std::string kinds;
+  for (const auto& [other, keys] : kSourceKeys)
+    if (other != kind && std::find(keys.begin(), keys.end(), key) != keys.end())
+      kinds += (kinds.empty() ? "kind: " : " and kind: ") + other;
+  return kinds.empty() ? std::string() : "it applies to " + kinds + ", not kind: " + kind;
+}
+
+void check_source_keys(Reader& r, const YAML::Node& n, const std::string& kind) {
+  r.check_keys(n, "source", kSourceKeys.at(kind), [&](const std::string& key) { return source_key_hint(kind, key); });
+}
+
 void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "source";
   if (!r.expect_map(n, where)) return;
   r.choice(n, where, "kind", {"synthetic", "file", "alsa"}, s.source_kind);
   SyntheticSpec& sp = s.synthetic;
   if (s.source_kind == "alsa") {
-    r.check_keys(n, where, {"kind", "device", "rate_hz", "channels", "format", "period_frames", "buffer_frames",
-                            "strict", "duration_s"});
+    check_source_keys(r, n, "alsa");
     if (!VIGIL_HAVE_ALSA)
       r.error(n["kind"].Mark(), "source.kind: this vigild was built without ALSA (VIGIL_ALSA=OFF or no libasound)");
     AlsaSpec& a = s.alsa;
@@ -256,7 +284,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   }
   if (s.source_kind == "file") {
     // A recording brings its own rate, channels and format.
-    r.check_keys(n, where, {"kind", "path", "chunk_frames", "rate_factor", "loop"});
+    check_source_keys(r, n, "file");
     r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, sp.chunk_frames);
     r.number(n, where, "rate_factor", 0.0, 10000.0, sp.rate_factor);
     r.boolean(n, where, "loop", s.file.loop);
@@ -273,8 +301,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
     }
     return;
   }
-  r.check_keys(n, where, {"kind", "rate_hz", "channels", "format", "chunk_frames", "seed", "rate_factor",
-                          "duration_s", "loop_s", "copy_threads", "signals"});
+  check_source_keys(r, n, "synthetic");
   r.number(n, where, "rate_hz", 1.0, 10e6, sp.rate_hz);
   r.number<uint32_t>(n, where, "channels", 1, 1024, sp.channels);
   std::string fmt;

@@ -4,7 +4,9 @@
 #include "acquisition/sha256.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -124,6 +126,43 @@ TEST(ConfigLoader, TabInTheIndentationIsNamed) {
   expect_one_error(edit("    taps: 63", "  \t  taps: 63"), 10, 3, "a tab in the indentation");
   // A tab after the error's line is not its cause: yaml-cpp's own message stays.
   expect_one_error(edit("  channels: 2", "  channels: [2") + "\t# trailing\n", 5, 15, "syntax error: end of");
+}
+
+// A key of another source kind says which kind takes it, instead of a near key of this one.
+TEST(ConfigLoader, ASourceKeyOfAnotherKindSaysWhichKindTakesIt) {
+  expect_one_error(edit("  channels: 2", "  channels: 2\n  period_frames: 256"), 5, 3,
+                   "unknown key 'period_frames' in source (it applies to kind: alsa, not kind: synthetic)");
+  expect_one_error(edit("  channels: 2", "  channels: 2\n  loop: true"), 5, 3,
+                   "unknown key 'loop' in source (it applies to kind: file, not kind: synthetic)");
+  // A real recording for kind: file (its probe must pass): 16-bit mono PCM, 8 kHz, 64 frames.
+  const std::string wav =
+      (std::filesystem::temp_directory_path() / ("vigil-keys-" + std::to_string(getpid()) + ".wav")).string();
+  {
+    std::ofstream f(wav, std::ios::binary);
+    const auto u32 = [&](uint32_t v) { f.write(reinterpret_cast<const char*>(&v), 4); };
+    const auto u16 = [&](uint16_t v) { f.write(reinterpret_cast<const char*>(&v), 2); };
+    f << "RIFF";
+    u32(36 + 128);
+    f << "WAVEfmt ";
+    u32(16), u16(1), u16(1), u32(8000), u32(16000), u16(2), u16(16);
+    f << "data";
+    u32(128);
+    for (int i = 0; i < 64; ++i) u16(uint16_t(i * 97));
+  }
+  expect_one_error(edit("  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  chunk_frames: 256",
+                        "  kind: file\n  path: " + wav + "\n  duration_s: 2"),
+                   4, 3,
+                   "unknown key 'duration_s' in source (it applies to kind: alsa and kind: synthetic, not kind: file)");
+  expect_one_error(edit("  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  chunk_frames: 256",
+                        "  kind: file\n  path: " + wav + "\n  rate_hz: 8000"),
+                   4, 3, "unknown key 'rate_hz' in source (a recording brings its own rate, channels and format)");
+  std::filesystem::remove(wav);
+#if VIGIL_HAVE_ALSA
+  expect_one_error(edit("  kind: synthetic\n  rate_hz: 51200\n  channels: 2\n  chunk_frames: 256",
+                        "  kind: alsa\n  device: hw:0\n  chunk_frames: 256"),
+                   4, 3,
+                   "unknown key 'chunk_frames' in source (an ALSA source's chunk is one period: set period_frames)");
+#endif
 }
 
 TEST(ConfigLoader, UnknownKeySuggestsTheNearest) {
