@@ -227,8 +227,11 @@ void read_signal(Reader& r, const YAML::Node& n, const std::string& where, doubl
   }
 }
 
-// Each source kind's keys: a key of another kind is named as such, not matched to a near one.
-const std::map<std::string, std::vector<std::string>> kSourceKeys = {
+// Each kind's keys (of sources, stages, outputs): a key that belongs to another kind is named as
+// such ("it applies to kind: alsa, not kind: synthetic"), not matched to a near key of this one.
+using KindKeys = std::map<std::string, std::vector<std::string>>;
+
+const KindKeys kSourceKeys = {
     {"synthetic", {"kind", "rate_hz", "channels", "format", "chunk_frames", "seed", "rate_factor", "duration_s", "loop_s",
                    "copy_threads", "signals"}},
     {"file", {"kind", "path", "chunk_frames", "rate_factor", "loop"}},
@@ -236,19 +239,40 @@ const std::map<std::string, std::vector<std::string>> kSourceKeys = {
               "duration_s"}},
 };
 
-std::string source_key_hint(const std::string& kind, const std::string& key) {
-  if (kind == "alsa" && key == "chunk_frames") return "an ALSA source's chunk is one period: set period_frames";
-  if (kind == "file" && (key == "rate_hz" || key == "channels" || key == "format"))
-    return "a recording brings its own rate, channels and format";
+const KindKeys kStageKeys = {
+    {"fir_bank", {"name", "kind", "input", "optional", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
+                  "crossover_hz", "band_names", "fft_planning", "form"}},
+    {"wavelet_denoise", {"name", "kind", "input", "optional", "wavelet", "levels", "mode", "noise", "threshold_scale",
+                         "window"}},
+    {"band_rms", {"name", "kind", "input", "optional", "window_s", "threshold", "clear_threshold"}},
+    {"ae_hits", {"name", "kind", "input", "optional", "threshold_db", "floating_margin_db", "floating_window_s", "hdt_us",
+                 "pdt_us", "hlt_us", "max_duration_ms", "full_scale_v", "preamp_gain_db", "level_interval_s",
+                 "waveform"}},
+    {"vibration", {"name", "kind", "input", "optional", "window_s", "hop_s", "full_scale_v", "sensitivity_mv_per_g",
+                   "sensitivity_mv_per_ms2", "velocity", "iso_20816", "zones_mm_s", "envelope", "rules"}},
+};
+
+const KindKeys kOutputKeys = {
+    {"vita49", {"kind", "stream", "destination", "jumbo", "context_interval_s", "decimation", "framing"}},
+    {"events", {"kind", "destination", "status_interval_s", "framing", "jumbo"}},
+};
+
+std::string other_kind_hint(const KindKeys& table, const std::string& kind, const std::string& key) {
+  if (&table == &kSourceKeys) {
+    if (kind == "alsa" && key == "chunk_frames") return "an ALSA source's chunk is one period: set period_frames";
+    if (kind == "file" && (key == "rate_hz" || key == "channels" || key == "format"))
+      return "a recording brings its own rate, channels and format";
+  }
   std::string kinds;
-  for (const auto& [other, keys] : kSourceKeys)
+  for (const auto& [other, keys] : table)
     if (other != kind && std::find(keys.begin(), keys.end(), key) != keys.end())
       kinds += (kinds.empty() ? "kind: " : " and kind: ") + other;
   return kinds.empty() ? std::string() : "it applies to " + kinds + ", not kind: " + kind;
 }
 
-void check_source_keys(Reader& r, const YAML::Node& n, const std::string& kind) {
-  r.check_keys(n, "source", kSourceKeys.at(kind), [&](const std::string& key) { return source_key_hint(kind, key); });
+void check_kind_keys(Reader& r, const YAML::Node& n, const std::string& where, const KindKeys& table,
+                     const std::string& kind) {
+  r.check_keys(n, where, table.at(kind), [&](const std::string& key) { return other_kind_hint(table, kind, key); });
 }
 
 void read_source(Reader& r, const YAML::Node& n, Settings& s) {
@@ -257,7 +281,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   r.choice(n, where, "kind", {"synthetic", "file", "alsa"}, s.source_kind);
   SyntheticSpec& sp = s.synthetic;
   if (s.source_kind == "alsa") {
-    check_source_keys(r, n, "alsa");
+    check_kind_keys(r, n, where, kSourceKeys, "alsa");
     if (!VIGIL_HAVE_ALSA)
       r.error(n["kind"].Mark(), "source.kind: this vigild was built without ALSA (VIGIL_ALSA=OFF or no libasound)");
     AlsaSpec& a = s.alsa;
@@ -284,7 +308,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   }
   if (s.source_kind == "file") {
     // A recording brings its own rate, channels and format.
-    check_source_keys(r, n, "file");
+    check_kind_keys(r, n, where, kSourceKeys, "file");
     r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, sp.chunk_frames);
     r.number(n, where, "rate_factor", 0.0, 10000.0, sp.rate_factor);
     r.boolean(n, where, "loop", s.file.loop);
@@ -301,7 +325,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
     }
     return;
   }
-  check_source_keys(r, n, "synthetic");
+  check_kind_keys(r, n, where, kSourceKeys, "synthetic");
   r.number(n, where, "rate_hz", 1.0, 10e6, sp.rate_hz);
   r.number<uint32_t>(n, where, "channels", 1, 1024, sp.channels);
   std::string fmt;
@@ -407,8 +431,7 @@ void read_vibration_rule(Reader& r, const YAML::Node& n, const std::string& wher
 }
 
 void read_vibration(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
-  r.check_keys(n, where, {"name", "kind", "input", "optional", "window_s", "hop_s", "full_scale_v", "sensitivity_mv_per_g",
-                          "sensitivity_mv_per_ms2", "velocity", "iso_20816", "zones_mm_s", "envelope", "rules"});
+  check_kind_keys(r, n, where, kStageKeys, "vibration");
   const size_t errors_before = r.errors.size();
   VibrationStageSettings p;
   VibrationSettings& a = p.analysis;
@@ -519,8 +542,7 @@ void read_vibration(Reader& r, const YAML::Node& n, const std::string& where, do
 }
 
 void read_denoise(Reader& r, const YAML::Node& n, const std::string& where, StageSettings& st) {
-  r.check_keys(n, where, {"name", "kind", "input", "optional", "wavelet", "levels", "mode", "noise", "threshold_scale",
-                          "window"});
+  check_kind_keys(r, n, where, kStageKeys, "wavelet_denoise");
   DenoiseStageSettings p;
   bool ok = true;
   if (r.string(n, where, "wavelet", p.wavelet) && !find_wavelet(p.wavelet)) {
@@ -564,8 +586,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     r.error(n["optional"].Mark(), where + ".optional: only detector stages (band_rms, ae_hits, vibration) may be shed; "
                                          "a " + st.kind + " feeds later stages and outputs");
   if (st.kind == "fir_bank") {
-    r.check_keys(n, where, {"name", "kind", "input", "optional", "taps", "window", "kaiser_beta", "bands", "max_latency_frames",
-                            "crossover_hz", "band_names", "fft_planning", "form"});
+    check_kind_keys(r, n, where, kStageKeys, "fir_bank");
     FirBankSettings p;
     r.number<uint32_t>(n, where, "taps", 1, 65536, p.taps);
     r.number<uint32_t>(n, where, "max_latency_frames", 0, 1u << 20, p.max_latency_frames);
@@ -637,9 +658,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
   } else if (st.kind == "vibration") {
     read_vibration(r, n, where, nyquist, st);
   } else if (st.kind == "ae_hits") {
-    r.check_keys(n, where, {"name", "kind", "input", "optional", "threshold_db", "floating_margin_db", "floating_window_s",
-                            "hdt_us", "pdt_us", "hlt_us", "max_duration_ms", "full_scale_v", "preamp_gain_db",
-                            "level_interval_s", "waveform"});
+    check_kind_keys(r, n, where, kStageKeys, "ae_hits");
     AeHitSettings p;
     double hdt_us = p.hdt_s * 1e6, pdt_us = p.pdt_s * 1e6, hlt_us = p.hlt_s * 1e6, max_ms = p.max_duration_s * 1e3;
     r.number(n, where, "threshold_db", -20.0, 140.0, p.threshold_db, true);
@@ -677,7 +696,7 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     }
     st.params = p;
   } else {
-    r.check_keys(n, where, {"name", "kind", "input", "optional", "window_s", "threshold", "clear_threshold"});
+    check_kind_keys(r, n, where, kStageKeys, "band_rms");
     BandRmsSettings p;
     r.number(n, where, "window_s", 1e-6, 3600.0, p.window_s);
     r.number(n, where, "threshold", 0.0, 1e12, p.threshold, true);
@@ -708,7 +727,7 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
     std::string kind;
     if (!r.choice(o, where, "kind", {"vita49", "events"}, kind, true)) continue;
     if (kind == "vita49") {
-      r.check_keys(o, where, {"kind", "stream", "destination", "jumbo", "context_interval_s", "decimation", "framing"});
+      check_kind_keys(r, o, where, kOutputKeys, "vita49");
       DataOutputSettings d;
       r.string(o, where, "stream", d.stream, true);
       read_endpoint(r, o, where, d.destination);
@@ -718,7 +737,7 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
       r.choice(o, where, "framing", {"none", "vrl"}, d.framing);
       s.data_outputs.push_back(d);
     } else {
-      r.check_keys(o, where, {"kind", "destination", "status_interval_s", "framing", "jumbo"});
+      check_kind_keys(r, o, where, kOutputKeys, "events");
       EventOutputSettings e;
       read_endpoint(r, o, where, e.destination);
       r.number(o, where, "status_interval_s", 0.1, 3600.0, e.status_interval_s);

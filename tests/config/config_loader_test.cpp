@@ -165,6 +165,18 @@ TEST(ConfigLoader, ASourceKeyOfAnotherKindSaysWhichKindTakesIt) {
 #endif
 }
 
+// The same for stages and outputs.
+TEST(ConfigLoader, AStageOrOutputKeyOfAnotherKindSaysWhichKindTakesIt) {
+  expect_one_error(edit("    taps: 63", "    taps: 63\n    threshold: 0.5"), 11, 5,
+                   "unknown key 'threshold' in stages[0] (it applies to kind: band_rms, not kind: fir_bank)");
+  expect_one_error(edit("    threshold: 0.5", "    threshold: 0.5\n    hop_s: 0.5"), 18, 5,
+                   "unknown key 'hop_s' in stages[1] (it applies to kind: vibration, not kind: band_rms)");
+  expect_one_error(edit("    stream: bands", "    stream: bands\n    status_interval_s: 1"), 21, 5,
+                   "unknown key 'status_interval_s' in outputs[0] (it applies to kind: events, not kind: vita49)");
+  // A typo still gets the nearest key of its own kind.
+  expect_one_error(edit("    threshold: 0.5", "    threshold: 0.5\n    windw_s: 0.1"), 18, 5, "(did you mean 'window_s'?)");
+}
+
 TEST(ConfigLoader, UnknownKeySuggestsTheNearest) {
   expect_one_error(edit("  channels: 2", "  chanels: 2"), 4, 3, "did you mean 'channels'?");
   expect_one_error(edit("    taps: 63", "    tapz: 63"), 10, 5, "did you mean 'taps'?");
