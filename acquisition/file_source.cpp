@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "acquisition/clock.hpp"
 #include "acquisition/input_file.hpp"
@@ -140,6 +143,23 @@ RecordingInfo probe_flac(const std::string& path) {
 }
 #endif
 
+// A folder given where one recording is wanted (a `record:` directory, say): name what is in it.
+std::string directory_hint(const std::string& path) {
+  std::vector<std::string> recordings;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (ends_with(name, ".sigmf-meta") || ends_with(name, ".wav") || ends_with(name, ".WAV") ||
+        ends_with(name, ".flac") || ends_with(name, ".FLAC"))
+      recordings.push_back(name);
+  }
+  if (recordings.empty()) return "is a directory, with no recording in it (.wav, .flac, .sigmf-meta)";
+  std::sort(recordings.begin(), recordings.end());
+  std::string text = "is a directory: give one recording in it, " + recordings.front();
+  if (recordings.size() > 1) text += " to " + recordings.back() + " (" + std::to_string(recordings.size()) + " recordings)";
+  return text;
+}
+
 RecordingInfo probe_recording(const std::string& path) {
   if (ends_with(path, ".wav") || ends_with(path, ".WAV")) {
     RecordingInfo info = probe_wav(path);
@@ -157,6 +177,8 @@ RecordingInfo probe_recording(const std::string& path) {
   }
   if (ends_with(path, ".sigmf-meta") || ends_with(path, ".sigmf-data") || ends_with(path, ".sigmf"))
     return probe_sigmf(ends_with(path, ".sigmf") ? path.substr(0, path.size() - 6) : path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, directory_hint(path));
   fail(path, "unknown recording type (use .wav, .flac, .sigmf-meta or .sigmf-data)");
 }
 

@@ -152,6 +152,15 @@ TEST_F(FileSourceTest, UnusableFilesGiveClearErrors) {
   };
   EXPECT_NE(message((dir_ / "none.wav").string()).find("cannot open"), std::string::npos);
   EXPECT_NE(message((dir_ / "x.mp3").string()).find("unknown recording type"), std::string::npos);
+  // A folder of recordings (a `record:` directory) where one recording is wanted: what is in it.
+  std::filesystem::create_directory(dir_ / "rec");
+  EXPECT_EQ(message((dir_ / "rec").string()),
+            (dir_ / "rec").string() + ": is a directory, with no recording in it (.wav, .flac, .sigmf-meta)");
+  for (const char* f : {"b-0001.sigmf-meta", "b-0001.sigmf-data", "a-0000.sigmf-meta", "a-0000.sigmf-data", "notes.txt"})
+    std::ofstream(dir_ / "rec" / f) << "x";
+  EXPECT_EQ(message((dir_ / "rec").string()), (dir_ / "rec").string() +
+                                                  ": is a directory: give one recording in it, a-0000.sigmf-meta to "
+                                                  "b-0001.sigmf-meta (2 recordings)");
   // A directory named like a recording, or where the data file should be.
   const std::string is_dir = ": cannot open: is a directory, not a file";
   std::filesystem::create_directory(dir_ / "d.wav");
