@@ -143,24 +143,82 @@ RecordingInfo probe_flac(const std::string& path) {
 }
 #endif
 
-// A folder given where one recording is wanted (a `record:` directory, say): name what is in it.
-std::string directory_hint(const std::string& path) {
+namespace {
+
+// A folder with no SigMF recording in it: what is there instead.
+std::string folder_hint(const std::string& path) {
   std::vector<std::string> recordings;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
     const std::string name = entry.path().filename().string();
-    if (ends_with(name, ".sigmf-meta") || ends_with(name, ".wav") || ends_with(name, ".WAV") ||
-        ends_with(name, ".flac") || ends_with(name, ".FLAC"))
+    if (ends_with(name, ".wav") || ends_with(name, ".WAV") || ends_with(name, ".flac") || ends_with(name, ".FLAC"))
       recordings.push_back(name);
   }
-  if (recordings.empty()) return "is a directory, with no recording in it (.wav, .flac, .sigmf-meta)";
+  if (recordings.empty()) return "a folder with no recording in it (a folder replays its .sigmf-meta recordings)";
   std::sort(recordings.begin(), recordings.end());
-  std::string text = "is a directory: give one recording in it, " + recordings.front();
-  if (recordings.size() > 1) text += " to " + recordings.back() + " (" + std::to_string(recordings.size()) + " recordings)";
+  std::string text = "a folder with no SigMF recording in it (a folder replays those): give one of its recordings, " +
+                     recordings.front();
+  if (recordings.size() > 1) text += " to " + recordings.back() + " (" + std::to_string(recordings.size()) + ")";
   return text;
 }
 
-RecordingInfo probe_recording(const std::string& path) {
+// Every SigMF recording in a folder as one (see the header): the parts in name order, each file's
+// segments counted across them, a later run's global indexes moved on past the run before.
+RecordingInfo probe_sigmf_folder(const std::string& path) {
+  std::vector<std::string> metas;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec))
+    if (ends_with(entry.path().filename().string(), ".sigmf-meta")) metas.push_back(entry.path().string());
+  if (metas.empty()) fail(path, folder_hint(path));
+  std::sort(metas.begin(), metas.end());
+  RecordingInfo all;
+  uint64_t shift = 0;  // added to the global indexes of the run being read
+  for (const std::string& meta : metas) {
+    RecordingInfo f = probe_sigmf(meta);
+    if (f.frames == 0) continue;  // a run stopped before its first chunk: nothing to replay
+    if (all.parts.empty()) {
+      all.rate_hz = f.rate_hz;
+      all.channels = f.channels;
+      all.format = f.format;
+      all.bytes_per_sample_on_disk = f.bytes_per_sample_on_disk;
+      all.has_datetime = f.has_datetime;
+      all.start_utc_ns = f.start_utc_ns;
+      all.data_path = f.data_path;
+    } else if (f.rate_hz != all.rate_hz || f.channels != all.channels || f.format != all.format) {
+      fail(meta, "differs from the folder's first recording (" + std::to_string(f.channels) + " channels at " +
+                     std::to_string(f.rate_hz) + " Hz against " + std::to_string(all.channels) + " at " +
+                     std::to_string(all.rate_hz) + " Hz, or another datatype): replay it on its own");
+    }
+    for (size_t k = 0; k < f.segments.size(); ++k) {
+      RecordingSegment seg = f.segments[k];
+      seg.sample_start += all.frames;
+      if (k == 0 && !all.segments.empty()) {
+        const RecordingSegment& prev = all.segments.back();
+        const uint64_t contiguous = prev.global_index + (seg.sample_start - prev.sample_start);
+        if (seg.global_index + shift < contiguous) {
+          // A later run: its frames lost are known only by time.
+          uint64_t lost = 0;
+          if (seg.has_datetime && prev.has_datetime) {
+            const int64_t due = prev.utc_ns + frames_to_ns(seg.sample_start - prev.sample_start, all.rate_hz);
+            if (seg.utc_ns > due) lost = uint64_t(std::llround(double(seg.utc_ns - due) * all.rate_hz / 1e9));
+          }
+          shift = contiguous + lost - seg.global_index;
+        }
+        seg.global_index += shift;
+        seg.frames_lost_before = seg.global_index - contiguous;
+      } else {
+        seg.global_index += shift;
+      }
+      all.segments.push_back(seg);
+    }
+    all.parts.push_back({f.data_path, f.data_offset, all.frames, f.frames});
+    all.frames += f.frames;
+  }
+  if (all.parts.empty()) fail(path, "its SigMF recordings hold no complete frame");
+  return all;
+}
+
+RecordingInfo probe_one_recording(const std::string& path) {
   if (ends_with(path, ".wav") || ends_with(path, ".WAV")) {
     RecordingInfo info = probe_wav(path);
     info.segments.push_back({});
@@ -178,8 +236,16 @@ RecordingInfo probe_recording(const std::string& path) {
   if (ends_with(path, ".sigmf-meta") || ends_with(path, ".sigmf-data") || ends_with(path, ".sigmf"))
     return probe_sigmf(ends_with(path, ".sigmf") ? path.substr(0, path.size() - 6) : path);
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, directory_hint(path));
-  fail(path, "unknown recording type (use .wav, .flac, .sigmf-meta or .sigmf-data)");
+  if (std::filesystem::is_directory(path, ec)) return probe_sigmf_folder(path);
+  fail(path, "unknown recording type (use .wav, .flac, .sigmf-meta or .sigmf-data, or a folder of SigMF recordings)");
+}
+
+}  // namespace
+
+RecordingInfo probe_recording(const std::string& path) {
+  RecordingInfo info = probe_one_recording(path);
+  if (info.parts.empty()) info.parts.push_back({info.data_path, info.data_offset, 0, info.frames});
+  return info;
 }
 
 FileSource::FileSource(FileSourceSpec spec) : spec_(std::move(spec)), info_(probe_recording(spec_.path)) {
@@ -198,10 +264,18 @@ FileSource::FileSource(FileSourceSpec spec) : spec_(std::move(spec)), info_(prob
     return;
   }
 #endif
-  file_.open(info_.data_path, std::ios::binary);
-  if (!file_) throw std::runtime_error(info_.data_path + ": cannot open: " + std::strerror(errno));
-  file_.seekg(std::streamoff(info_.data_offset));
+  open_part(0);
   raw_.resize(size_t(spec_.chunk_frames) * info_.channels * info_.bytes_per_sample_on_disk);
+}
+
+void FileSource::open_part(size_t part) {
+  const RecordingPart& p = info_.parts[part];
+  file_.close();
+  file_.clear();
+  file_.open(p.data_path, std::ios::binary);
+  if (!file_) throw std::runtime_error(p.data_path + ": cannot open: " + std::strerror(errno));
+  file_.seekg(std::streamoff(p.data_offset));
+  part_ = part;
 }
 
 SourceFormat FileSource::format() const noexcept {
@@ -221,16 +295,22 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
                                        frames_to_ns(segs[i].global_index - segs[i - 1].global_index, info_.rate_hz);
     started_ = true;
   }
-  if (frame_in_file_ >= info_.frames) {
-    if (!spec_.loop) return ReadStatus::kEnd;
-    file_.clear();
-    file_.seekg(std::streamoff(info_.data_offset));
+  try {
+    if (frame_in_file_ >= info_.frames) {
+      if (!spec_.loop) return ReadStatus::kEnd;
 #if VIGIL_HAVE_SNDFILE
-    if (sndfile_) sf_seek(static_cast<SNDFILE*>(sndfile_), 0, SEEK_SET);
+      if (sndfile_) sf_seek(static_cast<SNDFILE*>(sndfile_), 0, SEEK_SET);
+      else
 #endif
-    frame_in_file_ = 0;
-    segment_ = 0;
-    ++loops_;
+        open_part(0);
+      frame_in_file_ = 0;
+      segment_ = 0;
+      ++loops_;
+    }
+    // A folder's next file (a part starts a segment, so no chunk spans two).
+    if (part_ + 1 < info_.parts.size() && frame_in_file_ >= info_.parts[part_ + 1].first_frame) open_part(part_ + 1);
+  } catch (const std::exception&) {  // a file of the folder gone since the start
+    return ReadStatus::kError;
   }
   const bool segment_start = frame_in_file_ == segs[segment_].sample_start;
   const uint64_t segment_end = segment_ + 1 < segs.size() ? segs[segment_ + 1].sample_start : info_.frames;

@@ -6,6 +6,9 @@
 // SigMF capture segments (what Vigil's recorder writes where frames were lost) are replayed as
 // they were live: a chunk never spans two segments, each segment's first chunk carries the
 // segment's frame index (core:global_index), time (core:datetime) and the frames lost before it.
+// A folder of SigMF recordings (a `record:` directory, its files rotated) replays as one, file
+// after file in name order: each file's first capture is a segment; a file of a later run (its
+// frame count from 0 again) follows after the frames its start time says were not recorded.
 // Thread: capture thread (read); constructed on the main thread.
 #pragma once
 
@@ -20,7 +23,7 @@
 namespace vigil {
 
 struct FileSourceSpec {
-  std::string path;          // .wav, or .sigmf-meta / .sigmf-data / the common base name
+  std::string path;          // .wav, .flac, .sigmf-meta / .sigmf-data / their base name, or a folder of SigMF
   uint32_t chunk_frames = 1024;
   double rate_factor = 1.0;  // 1 = the recorded rate, 0 = unpaced
   bool loop = false;
@@ -37,6 +40,14 @@ struct RecordingSegment {
   bool source_overrun = false;  // the device overran before it (vigil:source_overrun)
 };
 
+// One data file of a recording, and where its frames lie in the replay.
+struct RecordingPart {
+  std::string data_path;
+  uint64_t data_offset = 0;  // bytes
+  uint64_t first_frame = 0;  // frames of the parts before it
+  uint64_t frames = 0;
+};
+
 // What a recording holds, read from its header alone.
 struct RecordingInfo {
   std::string data_path;
@@ -49,6 +60,9 @@ struct RecordingInfo {
   bool has_datetime = false;
   int64_t start_utc_ns = 0;
   std::vector<RecordingSegment> segments;  // at least one; sample_start ascending, the first at 0
+  // At least one; a folder's files in order. data_path, data_offset and frames above: the
+  // first part's path and offset, all parts' frames (segments' sample_start counts across them).
+  std::vector<RecordingPart> parts;
 };
 
 // Reads and checks a recording's header. Throws std::runtime_error naming the file and the problem.
@@ -78,6 +92,8 @@ class FileSource final : public Source {
   uint64_t delivered_ = 0;     // frames delivered since start (across loops): the pacing
   size_t segment_ = 0;         // the segment frame_in_file_ is in
   uint64_t loops_ = 0;
+  size_t part_ = 0;            // the part frame_in_file_ is in (file_ has it open)
+  void open_part(size_t part); // throws std::runtime_error
   uint64_t span_frames_ = 0;   // source frames one pass through the file covers (gaps included)
   std::vector<int64_t> segment_utc_ns_;  // each segment's first frame, resolved at the first read
   Pace pace_;

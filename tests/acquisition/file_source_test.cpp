@@ -141,6 +141,64 @@ TEST_F(FileSourceTest, SigmfFloatWithStartTimeAndLoop) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], float(i % 30)) << i;
 }
 
+// A `record:` folder replays as one recording, file after file: every sample once and in order, the
+// frame count and time line continuous across a rotation, a capture gap inside a file replayed as
+// live, and a later run (its frame count from 0 again) after the frames its start time says were
+// not recorded, flagged as lost. Chunks never span two files.
+TEST_F(FileSourceTest, AFolderOfSigmfRecordingsReplaysAsOne) {
+  const fs::path folder = dir_ / "rec";
+  fs::create_directory(folder);
+  int next = 0;  // sample values: 0, 1, 2, ... across the files in order
+  auto write = [&](const std::string& name, int frames, const std::string& captures) {
+    std::ofstream(folder / (name + ".sigmf-meta"))
+        << R"({"global": {"core:datatype": "ri16_le", "core:sample_rate": 1000, "core:num_channels": 2},
+            "captures": )" << captures << "}";
+    std::ofstream d(folder / (name + ".sigmf-data"), std::ios::binary);
+    for (int i = 0; i < frames * 2; ++i) {
+      const auto v = int16_t(next++);
+      d.write(reinterpret_cast<const char*>(&v), 2);
+    }
+  };
+  // Run 1: 30 frames from 12:00:00, rotated into a second file of 25 frames whose frames 10.. follow a
+  // gap of 5 lost frames; an empty file (a run stopped at once); run 2 starts 1 s after run 1's
+  // first frame: 60 frames, from frame 0 of its own count.
+  write("v-20261128T120000Z-0000", 30, R"([{"core:sample_start": 0, "core:global_index": 0,
+      "core:datetime": "2026-11-28T12:00:00Z"}])");
+  write("v-20261128T120000Z-0001", 25, R"([{"core:sample_start": 0, "core:global_index": 30,
+      "core:datetime": "2026-11-28T12:00:00.030Z"}, {"core:sample_start": 10, "core:global_index": 45,
+      "core:datetime": "2026-11-28T12:00:00.045Z", "vigil:frames_lost_before": 5}])");
+  write("v-20261128T120000Z-0002", 0, R"([{"core:sample_start": 0, "core:global_index": 60}])");
+  write("v-20261128T120001Z-0000", 60, R"([{"core:sample_start": 0, "core:global_index": 0,
+      "core:datetime": "2026-11-28T12:00:01Z"}])");
+  FileSource src({folder.string(), 8, 0.0, false});
+  EXPECT_EQ(src.info().frames, 115u);
+  EXPECT_EQ(src.info().parts.size(), 3u);
+  ChunkPool pool(2, 8 * 2 * 2);
+  Chunk& c = pool.chunk(0);
+  std::vector<uint64_t> firsts, lost;
+  std::vector<int64_t> times;
+  int seen = 0;
+  while (src.read(c) == ReadStatus::kOk) {
+    firsts.push_back(c.header.first_frame);
+    lost.push_back(c.header.frames_lost_before);
+    times.push_back(c.header.t_first_utc_ns);
+    const auto* d = reinterpret_cast<const int16_t*>(c.data);
+    for (uint32_t i = 0; i < c.header.frames * 2; ++i) ASSERT_EQ(d[i], seen++) << "chunk " << firsts.size();
+  }
+  EXPECT_EQ(seen, 115 * 2);
+  // Chunks of 8 that end at each file and segment: file 1 (30 frames) 0..29; file 2 from 30, its
+  // gap after 10 frames (5 lost: 45..59); run 2 at 1 s = frame 1000 of run 1's count.
+  EXPECT_EQ(firsts, (std::vector<uint64_t>{0, 8, 16, 24, 30, 38, 45, 53, 1000, 1008, 1016, 1024, 1032, 1040, 1048,
+                                           1056}));
+  EXPECT_EQ(lost, (std::vector<uint64_t>{0, 0, 0, 0, 0, 0, 5, 0, 940, 0, 0, 0, 0, 0, 0, 0}));
+  const int64_t t0 = 1'795'867'200'000'000'000;  // 2026-11-28T12:00:00Z
+  EXPECT_EQ(times[0], t0);
+  EXPECT_EQ(times[4], t0 + 30'000'000);   // the rotated file: its own datetime, 30 ms on
+  EXPECT_EQ(times[6], t0 + 45'000'000);   // after the gap
+  EXPECT_EQ(times[8], t0 + 1'000'000'000);  // run 2
+  EXPECT_EQ(times[9], t0 + 1'008'000'000);
+}
+
 TEST_F(FileSourceTest, UnusableFilesGiveClearErrors) {
   auto message = [](const std::string& path) {
     try {
@@ -152,15 +210,24 @@ TEST_F(FileSourceTest, UnusableFilesGiveClearErrors) {
   };
   EXPECT_NE(message((dir_ / "none.wav").string()).find("cannot open"), std::string::npos);
   EXPECT_NE(message((dir_ / "x.mp3").string()).find("unknown recording type"), std::string::npos);
-  // A folder of recordings (a `record:` directory) where one recording is wanted: what is in it.
+  // A folder replays its SigMF recordings; one without any says what it holds instead.
   std::filesystem::create_directory(dir_ / "rec");
   EXPECT_EQ(message((dir_ / "rec").string()),
-            (dir_ / "rec").string() + ": is a directory, with no recording in it (.wav, .flac, .sigmf-meta)");
-  for (const char* f : {"b-0001.sigmf-meta", "b-0001.sigmf-data", "a-0000.sigmf-meta", "a-0000.sigmf-data", "notes.txt"})
-    std::ofstream(dir_ / "rec" / f) << "x";
-  EXPECT_EQ(message((dir_ / "rec").string()), (dir_ / "rec").string() +
-                                                  ": is a directory: give one recording in it, a-0000.sigmf-meta to "
-                                                  "b-0001.sigmf-meta (2 recordings)");
+            (dir_ / "rec").string() + ": a folder with no recording in it (a folder replays its .sigmf-meta recordings)");
+  for (const char* f : {"b.wav", "a.wav", "notes.txt"}) std::ofstream(dir_ / "rec" / f) << "x";
+  EXPECT_EQ(message((dir_ / "rec").string()),
+            (dir_ / "rec").string() + ": a folder with no SigMF recording in it (a folder replays those): give one of "
+                                      "its recordings, a.wav to b.wav (2)");
+  // Its recordings must agree in rate, channels and datatype.
+  std::filesystem::create_directory(dir_ / "mixed");
+  for (const auto& [name, rate] : {std::pair{"a", 1000}, std::pair{"b", 2000}}) {
+    std::ofstream(dir_ / "mixed" / (std::string(name) + ".sigmf-meta"))
+        << R"({"global": {"core:datatype": "ri16_le", "core:sample_rate": )" << rate << "}}";
+    std::ofstream(dir_ / "mixed" / (std::string(name) + ".sigmf-data")) << std::string(40, '\1');
+  }
+  EXPECT_NE(message((dir_ / "mixed").string()).find("b.sigmf-meta: differs from the folder's first recording"),
+            std::string::npos)
+      << message((dir_ / "mixed").string());
   // A directory named like a recording, or where the data file should be.
   const std::string is_dir = ": cannot open: is a directory, not a file";
   std::filesystem::create_directory(dir_ / "d.wav");

@@ -534,7 +534,20 @@ TEST(VigildIntegration, ReplayingARecordingGivesTheSameAlarmsAndHits) {
 
   const std::string replay = "source: {kind: file, path: " + files[1].string() + ", chunk_frames: 512, rate_factor: 10}\n";
   const auto replay_alarms = alarms_of(replay, "replay.yaml");
+  // Recorded again, rotated into files of 0.3 s, the folder replays as one recording: the same
+  // alarms and hits at the same frames.
+  const std::string rotated = std::string(kSyntheticSource) + signals + "record: {directory: " +
+                              (dir / "rot").string() + ", prefix: live, max_file_s: 0.3}\n";
+  const auto rotated_alarms = alarms_of(rotated, "rotated.yaml");
+  size_t rotated_files = 0;
+  for (const auto& e : fs::directory_iterator(dir / "rot")) rotated_files += e.path().extension() == ".sigmf-meta";
+  EXPECT_GE(rotated_files, 3u);
+  const std::string folder =
+      "source: {kind: file, path: " + (dir / "rot").string() + ", chunk_frames: 512, rate_factor: 10}\n";
+  const auto folder_alarms = alarms_of(folder, "folder.yaml");
   fs::remove_all(dir);
+  EXPECT_EQ(rotated_alarms, live_alarms);
+  EXPECT_EQ(folder_alarms, live_alarms);
   ASSERT_GE(live_alarms.size(), 7u);  // ch0 low raised once; ch1 high raised and cleared 3 times
   const auto hits = std::count_if(live_alarms.begin(), live_alarms.end(), [](const std::string& a) { return a.rfind("hit", 0) == 0; });
   EXPECT_EQ(hits, 3);  // the three bursts on channel 1 (0.9 full scale over a 0.79 threshold; the 0.5 tone stays under)
