@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -185,9 +186,14 @@ RecordingInfo probe_sigmf_folder(const std::string& path) {
       all.start_utc_ns = f.start_utc_ns;
       all.data_path = f.data_path;
     } else if (f.rate_hz != all.rate_hz || f.channels != all.channels || f.format != all.format) {
-      fail(meta, "differs from the folder's first recording (" + std::to_string(f.channels) + " channels at " +
-                     std::to_string(f.rate_hz) + " Hz against " + std::to_string(all.channels) + " at " +
-                     std::to_string(all.rate_hz) + " Hz, or another datatype): replay it on its own");
+      const auto what = [](const RecordingInfo& r) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%u channel%s of %s at %g Hz", r.channels, r.channels == 1 ? "" : "s",
+                      to_string(r.format).data(), r.rate_hz);
+        return std::string(text);
+      };
+      fail(meta, "differs from the folder's first recording (" + what(f) + ", not " + what(all) +
+                     "): replay it on its own");
     }
     for (size_t k = 0; k < f.segments.size(); ++k) {
       RecordingSegment seg = f.segments[k];

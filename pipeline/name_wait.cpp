@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
