@@ -178,13 +178,9 @@ RecordingInfo probe_sigmf_folder(const std::string& path) {
     RecordingInfo f = probe_sigmf(meta);
     if (f.frames == 0) continue;  // a run stopped before its first chunk: nothing to replay
     if (all.parts.empty()) {
-      all.rate_hz = f.rate_hz;
-      all.channels = f.channels;
-      all.format = f.format;
-      all.bytes_per_sample_on_disk = f.bytes_per_sample_on_disk;
-      all.has_datetime = f.has_datetime;
-      all.start_utc_ns = f.start_utc_ns;
-      all.data_path = f.data_path;
+      all = f;  // its format, start time, and data path and offset (the first part's)
+      all.frames = 0;
+      all.segments.clear();
     } else if (f.rate_hz != all.rate_hz || f.channels != all.channels || f.format != all.format) {
       const auto what = [](const RecordingInfo& r) {
         char text[96];

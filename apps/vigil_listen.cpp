@@ -116,7 +116,6 @@ struct Recorder {
       const auto it = streams.find(id);
       if (it == streams.end()) continue;
       it->second.file.flush();
-      const int64_t first_ns = int64_t(s.first_ts_int) * 1'000'000'000 + int64_t(s.first_ts_frac_ps / 1000);
       json j = {{"stream_id", id},
                 {"stream_id_hex", stream_id_hex(id)},
                 {"data_file", "stream-" + stream_id_hex(id) + ".f32"},
@@ -130,7 +129,7 @@ struct Recorder {
                 {"samples_overlapping", s.samples_overlapping},
                 {"overlaps", s.overlaps},
                 {"timestamp_errors", s.timestamp_errors},
-                {"first_timestamp", vigil::rfc3339_utc(first_ns)},
+                {"first_timestamp", timestamp(s.first_ts_int, s.first_ts_frac_ps)},
                 {"first_ts_int", s.first_ts_int},
                 {"first_ts_frac_ps", s.first_ts_frac_ps},
                 {"segments", it->second.segments}};
@@ -139,10 +138,13 @@ struct Recorder {
   }
 
  private:
+  // A VITA 49 timestamp (UTC seconds, picoseconds) as RFC 3339 text.
+  static std::string timestamp(uint32_t ts_int, uint64_t ts_frac_ps) {
+    return vigil::rfc3339_utc(int64_t(ts_int) * 1'000'000'000 + int64_t(ts_frac_ps / 1000));
+  }
   static void add_segment(Stream& st, const vigil::vita49::Decoded& p) {
-    const int64_t ns = int64_t(p.ts_int) * 1'000'000'000 + int64_t(p.ts_frac / 1000);
     st.segments.push_back({{"sample", st.samples},
-                           {"timestamp", vigil::rfc3339_utc(ns)},
+                           {"timestamp", timestamp(p.ts_int, p.ts_frac)},
                            {"ts_int", p.ts_int},
                            {"ts_frac_ps", p.ts_frac}});
   }

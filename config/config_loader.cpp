@@ -257,12 +257,19 @@ const KindKeys kOutputKeys = {
     {"events", {"kind", "destination", "status_interval_s", "framing", "jumbo"}},
 };
 
-std::string other_kind_hint(const KindKeys& table, const std::string& kind, const std::string& key) {
-  if (&table == &kSourceKeys) {
-    if (kind == "alsa" && key == "chunk_frames") return "an ALSA source's chunk is one period: set period_frames";
-    if (kind == "file" && (key == "rate_hz" || key == "channels" || key == "format"))
-      return "a recording brings its own rate, channels and format";
-  }
+// Keys a kind lacks for a reason better said than "it applies to kind: ...": (kind, key) -> why.
+using KeyHints = std::map<std::pair<std::string, std::string>, std::string>;
+
+const KeyHints kSourceKeyHints = {
+    {{"alsa", "chunk_frames"}, "an ALSA source's chunk is one period: set period_frames"},
+    {{"file", "rate_hz"}, "a recording brings its own rate, channels and format"},
+    {{"file", "channels"}, "a recording brings its own rate, channels and format"},
+    {{"file", "format"}, "a recording brings its own rate, channels and format"},
+};
+
+std::string other_kind_hint(const KindKeys& table, const KeyHints& hints, const std::string& kind,
+                            const std::string& key) {
+  if (const auto it = hints.find({kind, key}); it != hints.end()) return it->second;
   std::string kinds;
   for (const auto& [other, keys] : table)
     if (other != kind && std::find(keys.begin(), keys.end(), key) != keys.end())
@@ -271,8 +278,9 @@ std::string other_kind_hint(const KindKeys& table, const std::string& kind, cons
 }
 
 void check_kind_keys(Reader& r, const YAML::Node& n, const std::string& where, const KindKeys& table,
-                     const std::string& kind) {
-  r.check_keys(n, where, table.at(kind), [&](const std::string& key) { return other_kind_hint(table, kind, key); });
+                     const std::string& kind, const KeyHints& hints = {}) {
+  r.check_keys(n, where, table.at(kind),
+               [&](const std::string& key) { return other_kind_hint(table, hints, kind, key); });
 }
 
 void read_source(Reader& r, const YAML::Node& n, Settings& s) {
@@ -281,7 +289,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   r.choice(n, where, "kind", {"synthetic", "file", "alsa"}, s.source_kind);
   SyntheticSpec& sp = s.synthetic;
   if (s.source_kind == "alsa") {
-    check_kind_keys(r, n, where, kSourceKeys, "alsa");
+    check_kind_keys(r, n, where, kSourceKeys, "alsa", kSourceKeyHints);
     if (!VIGIL_HAVE_ALSA)
       r.error(n["kind"].Mark(), "source.kind: this vigild was built without ALSA (VIGIL_ALSA=OFF or no libasound)");
     AlsaSpec& a = s.alsa;
@@ -308,7 +316,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   }
   if (s.source_kind == "file") {
     // A recording brings its own rate, channels and format.
-    check_kind_keys(r, n, where, kSourceKeys, "file");
+    check_kind_keys(r, n, where, kSourceKeys, "file", kSourceKeyHints);
     r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, sp.chunk_frames);
     r.number(n, where, "rate_factor", 0.0, 10000.0, sp.rate_factor);
     r.boolean(n, where, "loop", s.file.loop);
@@ -325,7 +333,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
     }
     return;
   }
-  check_kind_keys(r, n, where, kSourceKeys, "synthetic");
+  check_kind_keys(r, n, where, kSourceKeys, "synthetic", kSourceKeyHints);
   r.number(n, where, "rate_hz", 1.0, 10e6, sp.rate_hz);
   r.number<uint32_t>(n, where, "channels", 1, 1024, sp.channels);
   std::string fmt;
