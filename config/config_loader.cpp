@@ -52,6 +52,12 @@ std::string range_str(T lo, T hi) {
 class Reader {
  public:
   std::vector<ConfigError> errors;
+  std::vector<HostPlace> hosts;
+
+  void host(const YAML::Node& value, const std::string& where, const std::string& name) {
+    const YAML::Mark m = value.Mark();
+    hosts.push_back({name, where, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1});
+  }
 
   void error(const YAML::Mark& m, std::string msg) {
     errors.push_back({m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, std::move(msg)});
@@ -721,6 +727,7 @@ void read_endpoint(Reader& r, const YAML::Node& n, const std::string& where, End
   if (!r.string(n, where, "destination", text)) return;
   std::string why;
   if (!parse_endpoint(text, ep, why)) r.error(n["destination"].Mark(), where + ".destination: " + why);
+  else r.host(n["destination"], where + ".destination", ep.host);
 }
 
 void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
@@ -769,6 +776,7 @@ void read_metrics(Reader& r, const YAML::Node& n, Settings& s) {
   if (r.string(n, "metrics", "listen", text, true)) {
     std::string why;
     if (!parse_endpoint(text, m.listen, why)) r.error(n["listen"].Mark(), "metrics.listen: " + why);
+    else r.host(n["listen"], "metrics.listen", m.listen.host);
   }
   r.boolean(n, "metrics", "allow_non_loopback", m.allow_non_loopback);
   if (n["listen"] && !is_loopback(m.listen.host) && !m.allow_non_loopback)
@@ -1023,6 +1031,10 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
     if (r.errors.empty()) check_graph(r, root, s);
   }
   result.errors = std::move(r.errors);
+  result.hosts = std::move(r.hosts);
+  std::stable_sort(result.hosts.begin(), result.hosts.end(), [](const HostPlace& a, const HostPlace& b) {
+    return a.line != b.line ? a.line < b.line : a.column < b.column;
+  });
   std::stable_sort(result.errors.begin(), result.errors.end(), [](const ConfigError& a, const ConfigError& b) {
     return a.line != b.line ? a.line < b.line : a.column < b.column;
   });

@@ -16,9 +16,18 @@ struct ConfigError {
   std::string message;
 };
 
+// Where the config names a host (an output's destination, metrics.listen): `vigild --check-config`
+// looks each one up, which the loader itself does not (a reload must not wait on DNS).
+struct HostPlace {
+  std::string host;   // as written, without the port
+  std::string where;  // "outputs[1].destination"
+  int line = 0, column = 0;
+};
+
 struct ConfigResult {
   std::optional<Settings> settings;  // set when errors is empty
   std::vector<ConfigError> errors;   // sorted by line, then column
+  std::vector<HostPlace> hosts;      // sorted by line, then column
 };
 
 // Parses and validates YAML text. `path` is only recorded in Settings::path.

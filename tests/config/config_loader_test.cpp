@@ -449,6 +449,31 @@ TEST(ConfigLoader, MetricsListenOnLoopbackUnlessAllowed) {
   EXPECT_TRUE(r.settings);
 }
 
+// The hosts the config names, where it names them: what `vigild --check-config` looks up.
+TEST(ConfigLoader, HostsAreListedWithTheirPlaces) {
+  const ConfigResult r = parse_config("source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\n"
+                                      "outputs:\n"
+                                      "  - {kind: vita49, stream: input, destination: \"rig-a.example:4991\"}\n"
+                                      "  - kind: events\n"
+                                      "    destination: \"[::1]:4992\"\n"
+                                      "metrics: {listen: \"localhost:9102\"}\n",
+                                      "h.yaml");
+  ASSERT_TRUE(r.settings);
+  ASSERT_EQ(r.hosts.size(), 3u);
+  EXPECT_EQ(r.hosts[0].host, "rig-a.example");
+  EXPECT_EQ(r.hosts[0].where, "outputs[0].destination");
+  EXPECT_EQ(r.hosts[0].line, 3);
+  EXPECT_EQ(r.hosts[0].column, 48);
+  EXPECT_EQ(r.hosts[1].host, "::1");
+  EXPECT_EQ(r.hosts[1].where, "outputs[1].destination");
+  EXPECT_EQ(r.hosts[1].line, 5);
+  EXPECT_EQ(r.hosts[1].column, 18);
+  EXPECT_EQ(r.hosts[2].host, "localhost");
+  EXPECT_EQ(r.hosts[2].where, "metrics.listen");
+  EXPECT_EQ(r.hosts[2].line, 6);
+  EXPECT_EQ(r.hosts[2].column, 19);
+}
+
 TEST(ConfigLoader, RecordSection) {
   const std::string base = "source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\n";
   ConfigResult r = parse_config(base, "r.yaml");

@@ -69,5 +69,49 @@ TEST(VigildNameWait, AStopWhileWaitingForANameEndsVigild) {
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM) << st;
 }
 
+// --check-config looks up every host the config names, with the resolver vigild will use: a name
+// that does not exist is an error at its line and column (exit 2: vigild would stop at it), one the
+// resolver cannot answer for yet a warning (exit 0: vigild waits for it), --no-lookup skips both.
+// In a namespace of its own: /etc/hosts knows one name; a second run has /etc/nsswitch.conf look
+// in files only, so that the unknown name is "not found" instead of "try again" (no DNS reachable).
+TEST(VigildNameWait, CheckConfigLooksUpTheNamesItGives) {
+  TempDir dir("check-names");
+  const std::string config = dir.write("vigil.yaml",
+                                       "source: {kind: synthetic}\n"
+                                       "outputs:\n"
+                                       "  - {kind: events, destination: \"vigil-known.test:4992\"}\n"
+                                       "  - {kind: vita49, stream: input, destination: \"vigil-unknown.test:4991\"}\n"
+                                       "  - {kind: events, destination: \"vigil-unknown.test:4993\"}\n");
+  const std::string hosts = dir.write("hosts", "127.0.0.1 localhost\n127.0.0.1 vigil-known.test\n");
+  const std::string files_only = dir.write("nsswitch.conf", "hosts: files\n");
+  const auto check = [&](const std::string& mounts, const std::string& flags, std::string& out) {
+    const std::string log = dir.file("check.log");
+    const std::string script = "mount --bind " + hosts + " /etc/hosts && " + mounts + std::string(VIGIL_BIN_DIR) +
+                               "/vigild --check-config " + config + flags;
+    test::Process p({"/usr/bin/unshare", "-rnm", "/bin/sh", "-c", "exec 2>&1; " + script}, log);
+    const int st = p.wait(std::chrono::seconds(60));
+    out = test::read_text(log);
+    return st == -1 ? -1 : WEXITSTATUS(st);
+  };
+  std::string out;
+  // No DNS server reachable: the unknown name cannot be answered for, a warning at each place.
+  EXPECT_EQ(check("", "", out), 0) << out;
+  EXPECT_NE(out.find(config + ":4:48: warning: outputs[1].destination: 'vigil-unknown.test' cannot be looked up now ("),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("); vigild waits up to 120 s for it at start"), std::string::npos) << out;
+  EXPECT_NE(out.find(config + ":5:33: warning: outputs[2].destination"), std::string::npos) << out;
+  EXPECT_EQ(out.find("vigil-known.test"), std::string::npos) << out;
+  EXPECT_NE(out.find(config + ": ok"), std::string::npos) << out;
+  // The resolver says the name does not exist: an error, exit 2, no "ok".
+  EXPECT_EQ(check("mount --bind " + files_only + " /etc/nsswitch.conf && ", "", out), 2) << out;
+  EXPECT_NE(out.find(config + ":4:48: outputs[1].destination: cannot resolve 'vigil-unknown.test': "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(config + ":5:33: outputs[2].destination: cannot resolve"), std::string::npos) << out;
+  EXPECT_EQ(out.find(": ok"), std::string::npos) << out;
+  // --no-lookup: the file alone.
+  EXPECT_EQ(check("mount --bind " + files_only + " /etc/nsswitch.conf && ", " --no-lookup", out), 0) << out;
+  EXPECT_EQ(out, config + ": ok\n");
+}
+
 }  // namespace
 }  // namespace vigil
