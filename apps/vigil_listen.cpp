@@ -2,6 +2,7 @@
 // per-second stream statistics (packets, samples/s, gaps), optionally records each stream, and
 // with --web serves a live view of it all to browsers (web/).
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -46,31 +47,51 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
+// A UDP socket bound to bind_addr:port: an IPv4 or IPv6 address, or a name (its first address).
+// "::" takes IPv4 senders too (dual stack). Returns -2 when bind_addr is no address (a usage
+// error), -1 when the socket cannot be had; why says which.
 int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, std::string& why) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  if (inet_pton(AF_INET, bind_addr.c_str(), &a.sin_addr) != 1) {
-    why = "--bind must be an IPv4 address, got '" + bind_addr + "'";
-    return -1;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(bind_addr.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
+    why = "--bind '" + bind_addr + "': " + gai_strerror(rc) + " (give an IPv4 or IPv6 address, or a name)";
+    return -2;
   }
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const std::unique_ptr<addrinfo, void (*)(addrinfo*)> own(found, freeaddrinfo);
+  const int fd = socket(found->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     why = std::string("socket: ") + std::strerror(errno);
     return -1;
   }
+  const int off = 0, on = 1;
+  if (found->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
   // Large receive buffers ride out bursts; FORCE works as root, the plain option up to rmem_max.
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buffer_bytes, sizeof buffer_bytes) != 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
   // The kernel's count of datagrams it dropped for a full buffer comes with each datagram.
-  const int on = 1;
   setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    why = "cannot bind " + bind_addr + ":" + std::to_string(port) + ": " + std::strerror(errno);
+  if (bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
+    why = "cannot bind " + bind_addr + " port " + std::to_string(port) + ": " + std::strerror(errno);
     close(fd);
     return -1;
   }
   return fd;
+}
+
+// "ADDR:PORT", "[V6ADDR]:PORT": the sender of an event, which its sequence is counted per.
+std::string sender_text(const sockaddr_storage& from) {
+  char addr[INET6_ADDRSTRLEN] = {};
+  if (from.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(from);
+    inet_ntop(AF_INET6, &a.sin6_addr, addr, sizeof addr);
+    return "[" + std::string(addr) + "]:" + std::to_string(ntohs(a.sin6_port));
+  }
+  const auto& a = reinterpret_cast<const sockaddr_in&>(from);
+  inet_ntop(AF_INET, &a.sin_addr, addr, sizeof addr);
+  return std::string(addr) + ":" + std::to_string(ntohs(a.sin_port));
 }
 
 using vigil::vita49::stream_id_hex;
@@ -155,7 +176,7 @@ struct Recorder {
 int main(int argc, char** argv) {
   vigil::CliArgs args({
       {"help", false, "show this help", ""},
-      {"bind", true, "IPv4 address to listen on", "127.0.0.1"},
+      {"bind", true, "address to listen on: IPv4, IPv6 (:: takes both) or a name", "127.0.0.1"},
       {"data-port", true, "UDP port of VITA 49 data (0: none)", "4991"},
       {"event-port", true, "UDP port of JSON events (0: none)", "4992"},
       {"json", false, "print machine-readable JSON lines instead of text", ""},
@@ -238,7 +259,7 @@ int main(int argc, char** argv) {
   if (uint16_t p = data_port) {
     if ((data_fd = open_udp(bind_addr, p, buffer_bytes, why)) < 0) {
       std::cerr << "vigil-listen: data port: " << why << "\n";
-      return 1;
+      return data_fd == -2 ? 2 : 1;
     }
     fds.push_back({data_fd, POLLIN, 0});
     if (want_gro) gro = vigil::enable_udp_gro(data_fd) && gro;
@@ -246,7 +267,7 @@ int main(int argc, char** argv) {
   if (uint16_t p = event_port) {
     if ((event_fd = open_udp(bind_addr, p, buffer_bytes, why)) < 0) {
       std::cerr << "vigil-listen: event port: " << why << "\n";
-      return 1;
+      return event_fd == -2 ? 2 : 1;
     }
     fds.push_back({event_fd, POLLIN, 0});
     if (want_gro) gro = vigil::enable_udp_gro(event_fd) && gro;
@@ -435,7 +456,7 @@ int main(int argc, char** argv) {
       if (!(p.revents & POLLIN)) continue;
       for (;;) {
         if (max_count && datagrams >= max_count) break;
-        sockaddr_in from{};
+        sockaddr_storage from{};
         iovec iov{buf.data(), buf.size()};
         vigil::UdpGroControl control;
         msghdr msg{};
@@ -479,9 +500,7 @@ int main(int argc, char** argv) {
             if (!whole) ++malformed;
             if (frame.packets) ++vrl_frames;
           } else {
-            char addr[INET_ADDRSTRLEN] = {};
-            inet_ntop(AF_INET, &from.sin_addr, addr, sizeof addr);
-            const std::string sender = std::string(addr) + ":" + std::to_string(ntohs(from.sin_port));
+            const std::string sender = sender_text(from);
             // The event as it came, as a JSON line (it parsed as one JSON object), unless a line
             // break in it would split the line: no second serialisation of every event. Written to
             // stdout's buffer, flushed once the sockets are drained (below), not per event: a

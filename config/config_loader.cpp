@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -988,6 +989,22 @@ std::optional<std::pair<int, int>> first_indenting_tab(const std::string& text) 
   return std::nullopt;
 }
 
+// An unquoted "[ADDR]:PORT" on 1-based line `line`, if any, and its 1-based column: YAML reads the
+// brackets as a list, and yaml-cpp then says only "end of map not found".
+std::optional<std::pair<int, std::string>> unquoted_bracketed_endpoint(const std::string& text, int line) {
+  size_t start = 0;
+  for (int l = 1; l < line; ++l) {
+    start = text.find('\n', start);
+    if (start == std::string::npos) return std::nullopt;
+    ++start;
+  }
+  const std::string one = text.substr(start, text.find('\n', start) - start);
+  static const std::regex endpoint(R"(:\s+(\[[0-9A-Fa-f:.%\w]*\]:[0-9]+))");
+  std::smatch m;
+  if (!std::regex_search(one, m, endpoint)) return std::nullopt;
+  return std::make_pair(int(m.position(1)) + 1, m.str(1));
+}
+
 }  // namespace
 
 ConfigResult parse_config(const std::string& yaml_text, const std::string& path) {
@@ -998,8 +1015,13 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
   } catch (const YAML::ParserException& e) {
     // yaml-cpp says "illegal map value" or the like for a tab in the indentation: name the tab.
     const auto tab = first_indenting_tab(yaml_text);
+    const auto bracket = unquoted_bracketed_endpoint(yaml_text, e.mark.line + 1);
     if (tab && tab->first <= e.mark.line + 1)
       result.errors.push_back({tab->first, tab->second, "syntax error: a tab in the indentation (YAML indents with spaces only)"});
+    else if (bracket)
+      result.errors.push_back({e.mark.line + 1, bracket->first,
+                               "syntax error: an address in brackets must be quoted (YAML reads [...] as a list): "
+                               "write \"" + bracket->second + "\""});
     else
       result.errors.push_back({e.mark.line + 1, e.mark.column + 1, "syntax error: " + e.msg});
     return result;

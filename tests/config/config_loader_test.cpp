@@ -119,6 +119,18 @@ TEST(ConfigLoader, SyntaxErrorHasLineAndColumn) {
   expect_one_error(edit("  channels: 2", "  channels: [2"), 5, 15, "syntax error");
 }
 
+// "[::1]:5001" unquoted is a YAML list followed by ":5001": yaml-cpp says "end of map not found";
+// the error says to quote it, at the bracket, in block and in flow style.
+TEST(ConfigLoader, AnUnquotedBracketedAddressIsNamed) {
+  expect_one_error(edit("destination: \"[::1]:5001\"", "destination: [::1]:5001"), 23, 18,
+                   "syntax error: an address in brackets must be quoted (YAML reads [...] as a list): "
+                   "write \"[::1]:5001\"");
+  expect_one_error(edit("  - kind: events\n    destination: \"[::1]:5001\"",
+                        "  - {kind: events, destination: [fe80::1%eth0]:5001}"),
+                   22, 33, "write \"[fe80::1%eth0]:5001\"");
+  expect_one_error(edit("  channels: 2", "  channels: [2"), 5, 15, "syntax error: end of");  // other lists: as before
+}
+
 TEST(ConfigLoader, TabInTheIndentationIsNamed) {
   // yaml-cpp reports "illegal map value" at line 5; the error names the tab where it is.
   expect_one_error(edit("  chunk_frames: 256", "  chunk_frames: 256\n\tpool_chunks: 8"), 6, 1,

@@ -285,15 +285,26 @@ TEST(VigildIntegration, VrlFramedDataArrivesCompleteInOrderInFewerDatagrams) {
 }
 
 // vigil-listen records exactly what vigild generated; output_keys as in check_a_complete_run,
-// listen_flags added to vigil-listen's command line, check_summary run on its summary line.
+// listen_flags added to vigil-listen's command line, check_summary run on its summary line;
+// host: the destinations' host instead of 127.0.0.1 (as written in the config, "[::1]").
 void check_listen_records_exactly(const std::string& output_keys, const std::vector<std::string>& listen_flags = {},
-                                  const std::function<void(const json&)>& check_summary = {}) {
+                                  const std::function<void(const json&)>& check_summary = {},
+                                  const std::string& host = "127.0.0.1") {
   const fs::path dir = fs::temp_directory_path() / ("vigil-listen-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const uint16_t data_port = test::free_udp_port(), event_port = test::free_udp_port();
   const std::string config = write_config(dir, data_port, event_port, "  duration_s: 1.0\n", "", "vigil-test.yaml", "",
                                           true, output_keys);
+  if (host != "127.0.0.1") {
+    std::string text = test::read_text(config);
+    // "[::1]:PORT" quoted: YAML would read the brackets as a list.
+    for (size_t at; (at = text.find("127.0.0.1:")) != std::string::npos;) {
+      const size_t end = text.find_first_not_of("0123456789", at + 10);
+      text.replace(at, end - at, "\"" + host + text.substr(at + 9, end - at - 9) + "\"");
+    }
+    std::ofstream(config) << text;
+  }
   const std::string out = (dir / "listen.jsonl").string();
 
   std::vector<std::string> listen_args = {kListen, "--data-port", std::to_string(data_port), "--event-port",
@@ -321,6 +332,7 @@ void check_listen_records_exactly(const std::string& output_keys, const std::vec
     const json j = json::parse(line);
     if (j["kind"] == "summary") summary = j;
     if (j["kind"] == "event" && j["event"]["type"] == "alarm") ++alarm_events;
+    if (j["kind"] == "event") EXPECT_TRUE(j["from"].get<std::string>().starts_with(host + ":")) << line;
   }
   ASSERT_FALSE(summary.is_null()) << "no summary line in " << out;
   EXPECT_EQ(summary["event_gaps"], 0);
@@ -433,6 +445,19 @@ TEST(VigildIntegration, ListenJsonLinesCarryEachEventWholeWhateverItsLayout) {
   ASSERT_EQ(events.size(), expect.size());
   for (size_t i = 0; i < expect.size(); ++i) EXPECT_EQ(events[i], expect[i]) << i;
   fs::remove_all(dir);
+}
+
+// Over IPv6: vigild sends to [::1], vigil-listen listens on :: (IPv4 and IPv6 alike); the same
+// streams, recorded the same, each event's sender as [ADDR]:PORT.
+TEST(VigildIntegration, ListenOverIpv6RecordsExactlyTheGeneratedInput) {
+  const int probe = socket(AF_INET6, SOCK_DGRAM, 0);
+  sockaddr_in6 any{};
+  any.sin6_family = AF_INET6;
+  any.sin6_addr = in6addr_loopback;
+  const bool have_v6 = probe >= 0 && bind(probe, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0;
+  if (probe >= 0) close(probe);
+  if (!have_v6) GTEST_SKIP() << "this machine has no IPv6 loopback (::1 cannot be bound)";
+  check_listen_records_exactly("", {"--bind", "::"}, {}, "[::1]");
 }
 
 // The same with the data in VRL frames: vigil-listen unpacks them into the same streams.
