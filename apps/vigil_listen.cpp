@@ -2,6 +2,7 @@
 // per-second stream statistics (packets, samples/s, gaps), optionally records each stream, and
 // with --web serves a live view of it all to browsers (web/).
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -47,10 +48,39 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
+// Joins the multicast group `fd` is bound to on `interface` ("": the route's; an IPv4 address or a
+// name). Returns false with why.
+bool join_group(int fd, const addrinfo& group, const std::string& interface, std::string& why) {
+  if (group.ai_family == AF_INET6) {
+    ipv6_mreq m{};
+    m.ipv6mr_multiaddr = reinterpret_cast<const sockaddr_in6*>(group.ai_addr)->sin6_addr;
+    m.ipv6mr_interface = interface.empty() ? 0 : if_nametoindex(interface.c_str());
+    if (!interface.empty() && m.ipv6mr_interface == 0) {
+      why = "--interface '" + interface + "': no such interface (an IPv6 group takes a name)";
+      return false;
+    }
+    if (setsockopt(fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof m) == 0) return true;
+  } else {
+    ip_mreqn m{};
+    m.imr_multiaddr = reinterpret_cast<const sockaddr_in*>(group.ai_addr)->sin_addr;
+    if (!interface.empty() && inet_pton(AF_INET, interface.c_str(), &m.imr_address) != 1 &&
+        (m.imr_ifindex = int(if_nametoindex(interface.c_str()))) == 0) {
+      why = "--interface '" + interface + "': neither an IPv4 address nor an interface";
+      return false;
+    }
+    if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) == 0) return true;
+  }
+  why = "cannot join the multicast group" + (interface.empty() ? std::string() : " on " + interface) + ": " +
+        std::strerror(errno);
+  return false;
+}
+
 // A UDP socket bound to bind_addr:port: an IPv4 or IPv6 address, or a name (its first address).
-// "::" takes IPv4 senders too (dual stack). Returns -2 when bind_addr is no address (a usage
-// error), -1 when the socket cannot be had; why says which.
-int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, std::string& why) {
+// "::" takes IPv4 senders too (dual stack). A multicast group is joined (on `interface`), with the
+// port shared, so that several receivers on this host each get every datagram. Returns -2 when
+// bind_addr is no address (a usage error), -1 when the socket cannot be had; why says which.
+int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, const std::string& interface,
+             std::string& why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_DGRAM;
@@ -73,10 +103,20 @@ int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, std:
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
   // The kernel's count of datagrams it dropped for a full buffer comes with each datagram.
   setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
+  const sockaddr* at = found->ai_addr;
+  const bool multicast = found->ai_family == AF_INET6
+                             ? IN6_IS_ADDR_MULTICAST(&reinterpret_cast<const sockaddr_in6*>(at)->sin6_addr)
+                             : IN_MULTICAST(ntohl(reinterpret_cast<const sockaddr_in*>(at)->sin_addr.s_addr));
+  if (multicast) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
   if (bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
     why = "cannot bind " + bind_addr + " port " + std::to_string(port) + ": " + std::strerror(errno);
     close(fd);
     return -1;
+  }
+  if (multicast ? !join_group(fd, *found, interface, why) : !interface.empty()) {
+    if (!multicast) why = "--interface is for a multicast --bind (a group to join), not " + bind_addr;
+    close(fd);
+    return multicast ? -1 : -2;
   }
   return fd;
 }
@@ -176,7 +216,10 @@ struct Recorder {
 int main(int argc, char** argv) {
   vigil::CliArgs args({
       {"help", false, "show this help", ""},
-      {"bind", true, "address to listen on: IPv4, IPv6 (:: takes both) or a name", "127.0.0.1"},
+      {"bind", true, "address to listen on: IPv4, IPv6 (:: takes both) or a name; a multicast group is joined",
+       "127.0.0.1"},
+      {"interface", true,
+       "with a multicast --bind: the interface to join on (IPv4 address or name; default: the route's)", ""},
       {"data-port", true, "UDP port of VITA 49 data (0: none)", "4991"},
       {"event-port", true, "UDP port of JSON events (0: none)", "4992"},
       {"json", false, "print machine-readable JSON lines instead of text", ""},
@@ -255,9 +298,9 @@ int main(int argc, char** argv) {
   std::vector<pollfd> fds;
   std::string why;
   int data_fd = -1, event_fd = -1;
-  const std::string bind_addr = args.get("bind");
+  const std::string bind_addr = args.get("bind"), interface = args.get("interface");
   if (uint16_t p = data_port) {
-    if ((data_fd = open_udp(bind_addr, p, buffer_bytes, why)) < 0) {
+    if ((data_fd = open_udp(bind_addr, p, buffer_bytes, interface, why)) < 0) {
       std::cerr << "vigil-listen: data port: " << why << "\n";
       return data_fd == -2 ? 2 : 1;
     }
@@ -265,7 +308,7 @@ int main(int argc, char** argv) {
     if (want_gro) gro = vigil::enable_udp_gro(data_fd) && gro;
   }
   if (uint16_t p = event_port) {
-    if ((event_fd = open_udp(bind_addr, p, buffer_bytes, why)) < 0) {
+    if ((event_fd = open_udp(bind_addr, p, buffer_bytes, interface, why)) < 0) {
       std::cerr << "vigil-listen: event port: " << why << "\n";
       return event_fd == -2 ? 2 : 1;
     }

@@ -3,6 +3,9 @@
 
 #include "acquisition/sha256.hpp"
 
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -260,8 +263,10 @@ const KindKeys kStageKeys = {
 };
 
 const KindKeys kOutputKeys = {
-    {"vita49", {"kind", "stream", "destination", "jumbo", "context_interval_s", "decimation", "framing"}},
-    {"events", {"kind", "destination", "status_interval_s", "framing", "jumbo"}},
+    {"vita49", {"kind", "stream", "destination", "jumbo", "context_interval_s", "decimation", "framing",
+                "multicast_interface", "multicast_ttl", "multicast_loop"}},
+    {"events", {"kind", "destination", "status_interval_s", "framing", "jumbo", "multicast_interface",
+                "multicast_ttl", "multicast_loop"}},
 };
 
 // Keys a kind lacks for a reason better said than "it applies to kind: ...": (kind, key) -> why.
@@ -731,6 +736,38 @@ void read_endpoint(Reader& r, const YAML::Node& n, const std::string& where, End
   else r.host(n["destination"], where + ".destination", ep.host);
 }
 
+bool is_multicast(const std::string& host) {
+  in_addr v4{};
+  in6_addr v6{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return IN_MULTICAST(ntohl(v4.s_addr));
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_MULTICAST(&v6);
+}
+
+// multicast_interface, multicast_ttl, multicast_loop: only for a multicast destination (given
+// as an address: a name is looked up only at start).
+void read_multicast(Reader& r, const YAML::Node& n, const std::string& where, const Endpoint& destination,
+                    MulticastSettings& m) {
+  const bool multicast = is_multicast(destination.host);
+  for (const char* key : {"multicast_interface", "multicast_ttl", "multicast_loop"})
+    if (n[key] && !multicast)
+      r.error(n[key].Mark(), where + "." + key + " applies to a multicast destination (224.0.0.0/4 or ff00::/8), not " +
+                                 destination.host);
+  if (!multicast) return;
+  if (r.string(n, where, "multicast_interface", m.interface)) {
+    in_addr a{};
+    const bool dotted = m.interface.find_first_not_of("0123456789.") == std::string::npos;
+    if (m.interface.empty() || m.interface.size() >= IF_NAMESIZE ||
+        (dotted && inet_pton(AF_INET, m.interface.c_str(), &a) != 1))
+      r.error(n["multicast_interface"].Mark(), where + ".multicast_interface: expected an interface's IPv4 address "
+                                               "or its name (eth1), got '" + m.interface + "'");
+    else if (destination.host.find(':') != std::string::npos && inet_pton(AF_INET, m.interface.c_str(), &a) == 1)
+      r.error(n["multicast_interface"].Mark(), where + ".multicast_interface: an IPv6 group takes an interface "
+                                               "name (eth1), not an IPv4 address");
+  }
+  r.number<uint32_t>(n, where, "multicast_ttl", 0, 255, m.ttl);
+  r.boolean(n, where, "multicast_loop", m.loop);
+}
+
 void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
   if (!n.IsSequence()) {
     r.error(n.Mark(), "outputs: expected a list of outputs, got " + describe(n));
@@ -751,6 +788,7 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
       r.number(o, where, "context_interval_s", 0.1, 3600.0, d.context_interval_s);
       r.number<uint32_t>(o, where, "decimation", 1, 1024, d.decimation);
       r.choice(o, where, "framing", {"none", "vrl"}, d.framing);
+      read_multicast(r, o, where, d.destination, d.multicast);
       s.data_outputs.push_back(d);
     } else {
       check_kind_keys(r, o, where, kOutputKeys, "events");
@@ -759,6 +797,7 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
       r.number(o, where, "status_interval_s", 0.1, 3600.0, e.status_interval_s);
       r.choice(o, where, "framing", {"none", "lines"}, e.framing);
       r.boolean(o, where, "jumbo", e.jumbo);
+      read_multicast(r, o, where, e.destination, e.multicast);
       s.event_outputs.push_back(e);
     }
   }

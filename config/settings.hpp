@@ -86,15 +86,24 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
+// For a multicast destination (224.0.0.0/4, ff00::/8): how far its datagrams go and where from.
+struct MulticastSettings {
+  std::string interface;  // "" (the route's), an interface's IPv4 address, or its name ("eth1")
+  uint32_t ttl = 1;       // hops: 1 = this network only
+  bool loop = true;       // receivers on this host get them too
+  bool operator==(const MulticastSettings&) const = default;
+};
+
 struct DataOutputSettings {
   std::string stream;            // "input" or a stage that outputs samples
   Endpoint destination{"127.0.0.1", 4991};
-  bool jumbo = false;            // allow datagrams up to 8972 bytes instead of 1472
+  bool jumbo = false;            // allow datagrams up to 8972 bytes instead of 1472 (IPv6: 8952, 1452)
   double context_interval_s = 2; // context packets at start and this often
   uint32_t decimation = 1;       // send every Nth sample (of a fir_bank whose bands fit under rate/2N)
   // "none": one VITA 49 packet a datagram; "vrl": VRL frames (VITA 49.1) of as many packets as fit
   // the datagram size above (fewer datagrams: cheaper to send and receive, docs/PROTOCOL.md)
   std::string framing = "none";
+  MulticastSettings multicast;
   bool operator==(const DataOutputSettings&) const = default;
 };
 
@@ -105,6 +114,7 @@ struct EventOutputSettings {
   // per line (newline-delimited JSON), up to the datagram size (docs/PROTOCOL.md)
   std::string framing = "none";
   bool jumbo = false;  // lines: datagrams up to 8972 bytes instead of 1472
+  MulticastSettings multicast;
   bool operator==(const EventOutputSettings&) const = default;
 };
 

@@ -26,7 +26,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
   for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
     DataOutput d;
     d.settings = settings.data_outputs[o];
-    d.sender = std::make_unique<UdpSender>(io_, d.settings.destination);
+    d.sender = std::make_unique<UdpSender>(io_, d.settings.destination, d.settings.multicast);
     d.stream = stream_of_output[o];
     d.output_index = uint32_t(o);
     if (d.stream >= 0) {
@@ -39,9 +39,9 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     const StreamFormat& f = *d.format;
     if (d.stream >= 0)
       for (uint32_t p = 1; p < options_.send_threads; ++p)
-        d.helpers.push_back(std::make_unique<UdpSender>(io_, d.settings.destination));
+        d.helpers.push_back(std::make_unique<UdpSender>(io_, d.settings.destination, d.settings.multicast));
     d.vrl = d.settings.framing == "vrl";
-    d.datagram_bytes = d.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram;
+    d.datagram_bytes = vita49::max_datagram(d.settings.jumbo, d.sender->ipv6());
     d.frame_counts.assign(std::max<uint32_t>(options_.send_threads, 1), 0);
     d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
     d.context_counts.assign(size_t(f.bands) * f.channels, 0);
@@ -56,7 +56,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
   }
   frames_.resize(std::max<uint32_t>(options_.send_threads, 1));
   for (const EventOutputSettings& e : settings.event_outputs) {
-    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination), 0, {}, nullptr});
+    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination, e.multicast), 0, {}, nullptr});
     if (e.framing == "lines")
       event_outputs_.back().lines = std::make_unique<DatagramBatch>(
           UdpSender::kMaxBatch, std::max(kEventBatchBytes, e.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram));
@@ -326,7 +326,7 @@ void OutputWorker::flush_events() noexcept {
 
 void OutputWorker::pack_lines(EventOutput& out) noexcept {
   DatagramBatch& packed = *out.lines;
-  const size_t limit = out.settings.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram;
+  const size_t limit = vita49::max_datagram(out.settings.jumbo, out.sender->ipv6());
   packed.clear();
   size_t used = 0;
   uint32_t items = 0;

@@ -1,9 +1,11 @@
 #include "pipeline/udp_sender.hpp"
 
 #include <boost/asio/error.hpp>
+#include <arpa/inet.h>
 #include <boost/asio/ip/address.hpp>
 #include <cerrno>
 #include <cstring>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
@@ -21,7 +23,37 @@ namespace vigil {
 namespace asio = boost::asio;
 using asio::ip::udp;
 
-UdpSender::UdpSender(asio::io_context& io, const Endpoint& destination) : socket_(io) {
+namespace {
+
+// The socket options of a multicast destination: outgoing interface, hop limit, loop. Throws
+// naming the destination and the option that failed.
+void set_multicast_options(int fd, bool v6, const MulticastSettings& m, const std::string& destination) {
+  auto fail = [&](const std::string& what) {
+    throw std::runtime_error("output " + destination + ": " + what + ": " + std::strerror(errno));
+  };
+  const int hops = int(m.ttl), loop = m.loop ? 1 : 0;
+  if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MULTICAST_HOPS : IP_MULTICAST_TTL, &hops, sizeof hops))
+    fail("multicast_ttl " + std::to_string(m.ttl));
+  if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP, &loop, sizeof loop))
+    fail("multicast_loop");
+  if (m.interface.empty()) return;
+  ip_mreqn by{};
+  if (!v6 && inet_pton(AF_INET, m.interface.c_str(), &by.imr_address) == 1) {
+    if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &by, sizeof by)) fail("multicast_interface " + m.interface);
+    return;
+  }
+  const int index = int(if_nametoindex(m.interface.c_str()));
+  if (index == 0) fail("multicast_interface '" + m.interface + "'");
+  by.imr_ifindex = index;
+  if (v6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &index, sizeof index)
+         : setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &by, sizeof by))
+    fail("multicast_interface " + m.interface);
+}
+
+}  // namespace
+
+UdpSender::UdpSender(asio::io_context& io, const Endpoint& destination, const MulticastSettings& multicast)
+    : socket_(io) {
   boost::system::error_code ec;
   udp::resolver resolver(io);
   const auto results = resolver.resolve(udp::v4(), destination.host, std::to_string(destination.port), ec);
@@ -37,6 +69,8 @@ UdpSender::UdpSender(asio::io_context& io, const Endpoint& destination) : socket
   socket_.open(endpoint_.protocol(), ec);
   if (ec) throw std::runtime_error("output " + this->destination() + ": cannot open a UDP socket: " + ec.message());
   socket_.non_blocking(true, ec);
+  if (endpoint_.address().is_multicast())
+    set_multicast_options(socket_.native_handle(), endpoint_.address().is_v6(), multicast, this->destination());
   // A larger send buffer absorbs a chunk's burst of packets; the kernel caps it at wmem_max.
   socket_.set_option(asio::socket_base::send_buffer_size(4 << 20), ec);
   socket_.connect(endpoint_, ec);  // UDP: no packet is sent; picks the route and source address

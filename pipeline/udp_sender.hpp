@@ -33,7 +33,9 @@ class UdpSender {
   // Resolves the destination (numeric or a name) now. Throws std::runtime_error saying which
   // destination failed and why. A destination with no route yet (network not up) is not an
   // error: the socket stays unconnected and its sends fail, counted, until the route exists.
-  UdpSender(boost::asio::io_context& io, const Endpoint& destination);
+  // A multicast destination gets `multicast`'s interface, hop limit and loop (ignored otherwise);
+  // an interface that does not exist throws.
+  UdpSender(boost::asio::io_context& io, const Endpoint& destination, const MulticastSettings& multicast = {});
   // True when the whole datagram was handed to the kernel; otherwise counted by cause.
   bool send(const void* data, size_t bytes) noexcept;
   // Every datagram of `batch`, in order, in as few sendmmsg(2) calls (of up to kMaxBatch sends)
@@ -55,6 +57,7 @@ class UdpSender {
   const SendCounters& counters() const noexcept { return counters_; }
   std::string last_error() const { return last_error_.message(); }
   std::string destination() const;
+  bool ipv6() const noexcept { return endpoint_.address().is_v6(); }  // its datagrams' headers are 20 bytes longer
 
  private:
   boost::asio::ip::udp::socket socket_;

@@ -16,6 +16,12 @@ constexpr uint16_t kPacketClassContext = 0x0100;
 constexpr size_t kDataOverheadBytes = 32;      // header, stream id, class id, TSI, TSF, trailer
 constexpr size_t kMaxDatagram = 1472;          // Ethernet MTU 1500 - IPv4 20 - UDP 8
 constexpr size_t kMaxJumboDatagram = 8972;     // MTU 9000
+constexpr size_t kIpv6HeaderGrowth = 20;       // an IPv6 header is 40 bytes, IPv4's 20
+
+// The largest datagram that crosses an Ethernet (or, jumbo, a 9000-byte MTU) link unfragmented.
+constexpr size_t max_datagram(bool jumbo, bool ipv6) noexcept {
+  return (jumbo ? kMaxJumboDatagram : kMaxDatagram) - (ipv6 ? kIpv6HeaderGrowth : 0);
+}
 constexpr size_t kContextBytes = 48;
 
 // Samples that fit in one data packet of at most max_datagram bytes.

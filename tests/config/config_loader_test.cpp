@@ -486,6 +486,29 @@ TEST(ConfigLoader, HostsAreListedWithTheirPlaces) {
   EXPECT_EQ(r.hosts[2].column, 19);
 }
 
+// Multicast keys: read for a multicast destination; elsewhere, or malformed, an error at the key.
+TEST(ConfigLoader, MulticastKeysApplyToAMulticastDestination) {
+  const std::string base = "source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\noutputs:\n";
+  ConfigResult r = parse_config(base + "  - {kind: vita49, stream: input, destination: \"239.1.2.3:4991\",\n"
+                                       "     multicast_interface: eth1, multicast_ttl: 4, multicast_loop: false}\n"
+                                       "  - {kind: events, destination: \"[ff15::9]:4992\"}\n",
+                                "m.yaml");
+  ASSERT_TRUE(r.settings) << format_error("m.yaml", r.errors[0]);
+  EXPECT_EQ(r.settings->data_outputs[0].multicast, (MulticastSettings{"eth1", 4, false}));
+  EXPECT_EQ(r.settings->event_outputs[0].multicast, MulticastSettings{});  // TTL 1, loop on, the route's interface
+  const std::string unicast = base + "  - {kind: events, destination: \"10.0.0.5:4992\", multicast_ttl: 2}\n";
+  expect_one_error(unicast, 3, 65,
+                   "outputs[0].multicast_ttl applies to a multicast destination (224.0.0.0/4 or ff00::/8), "
+                   "not 10.0.0.5");
+  expect_one_error(base + "  - {kind: events, destination: \"239.1.2.3:4992\", multicast_interface: 10.0.0}\n", 3, 72,
+                   "outputs[0].multicast_interface: expected an interface's IPv4 address or its name (eth1), "
+                   "got '10.0.0'");
+  expect_one_error(base + "  - {kind: events, destination: \"[ff15::9]:4992\", multicast_interface: 10.0.0.1}\n",
+                   3, 72, "an IPv6 group takes an interface name (eth1), not an IPv4 address");
+  expect_one_error(base + "  - {kind: events, destination: \"239.1.2.3:4992\", multicast_ttl: 256}\n", 3, 66,
+                   "outputs[0].multicast_ttl must be 0..255, got 256");
+}
+
 TEST(ConfigLoader, RecordSection) {
   const std::string base = "source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\n";
   ConfigResult r = parse_config(base, "r.yaml");

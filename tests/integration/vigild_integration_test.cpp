@@ -332,7 +332,9 @@ void check_listen_records_exactly(const std::string& output_keys, const std::vec
     const json j = json::parse(line);
     if (j["kind"] == "summary") summary = j;
     if (j["kind"] == "event" && j["event"]["type"] == "alarm") ++alarm_events;
-    if (j["kind"] == "event") EXPECT_TRUE(j["from"].get<std::string>().starts_with(host + ":")) << line;
+    if (j["kind"] == "event") {
+      EXPECT_TRUE(j["from"].get<std::string>().starts_with(host + ":")) << line;
+    }
   }
   ASSERT_FALSE(summary.is_null()) << "no summary line in " << out;
   EXPECT_EQ(summary["event_gaps"], 0);

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstring>
@@ -168,6 +172,63 @@ TEST(UdpSender, ARefusedDatagramIsCountedAndTheRestOfTheBatchGoes) {
   EXPECT_EQ(c.datagrams.load(), sent);
   EXPECT_EQ(c.datagrams.load() + c.failures(), attempted) << "a datagram neither sent nor counted";
   EXPECT_GT(sent, c.refused.load()) << "a refusal stopped the rest of its batch";
+}
+
+// A multicast destination gets its hop limit, loop and interface as the socket's options; a
+// group joined on loopback receives what is sent. A unicast destination keeps the defaults.
+TEST(UdpSender, AMulticastDestinationGetsItsTtlLoopAndInterface) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(0xEFFF0007);  // 239.255.0.7
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ip_mreqn join{};
+  join.imr_multiaddr = a.sin_addr;
+  join.imr_address.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &join, sizeof join), 0) << std::strerror(errno);
+
+  boost::asio::io_context io;
+  UdpSender sender(io, Endpoint{"239.255.0.7", ntohs(a.sin_port)}, MulticastSettings{"127.0.0.1", 3, true});
+  int value = -1;
+  len = sizeof value;
+  ASSERT_EQ(getsockopt(sender.native_handle(), IPPROTO_IP, IP_MULTICAST_TTL, &value, &len), 0);
+  EXPECT_EQ(value, 3);
+  ASSERT_EQ(getsockopt(sender.native_handle(), IPPROTO_IP, IP_MULTICAST_LOOP, &value, &len), 0);
+  EXPECT_EQ(value, 1);
+  in_addr via{};
+  len = sizeof via;
+  ASSERT_EQ(getsockopt(sender.native_handle(), IPPROTO_IP, IP_MULTICAST_IF, &via, &len), 0);
+  EXPECT_EQ(ntohl(via.s_addr), INADDR_LOOPBACK);
+  const uint32_t word = 0x5EED1234;
+  ASSERT_TRUE(sender.send(&word, sizeof word)) << sender.last_error();
+  uint32_t got = 0;
+  for (int i = 0; i < 100 && recv(fd, &got, sizeof got, 0) < 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(got, word);
+  close(fd);
+
+  // No loop, TTL 0: as asked. An interface that does not exist: the error names it.
+  UdpSender quiet(io, Endpoint{"239.255.0.7", 9}, MulticastSettings{"", 0, false});
+  len = sizeof value;
+  ASSERT_EQ(getsockopt(quiet.native_handle(), IPPROTO_IP, IP_MULTICAST_TTL, &value, &len), 0);
+  EXPECT_EQ(value, 0);
+  ASSERT_EQ(getsockopt(quiet.native_handle(), IPPROTO_IP, IP_MULTICAST_LOOP, &value, &len), 0);
+  EXPECT_EQ(value, 0);
+  try {
+    UdpSender none(io, Endpoint{"239.255.0.7", 9}, MulticastSettings{"vigil-no-if0", 1, true});
+    ADD_FAILURE() << "no error for an interface that does not exist";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("output 239.255.0.7:9: multicast_interface 'vigil-no-if0': No such device"),
+              std::string::npos) << e.what();
+  }
+  // A unicast destination: the options are not touched (the kernel's TTL 1 default for multicast).
+  UdpSender unicast(io, Endpoint{"127.0.0.1", 9}, MulticastSettings{"", 7, false});
+  len = sizeof value;
+  ASSERT_EQ(getsockopt(unicast.native_handle(), IPPROTO_IP, IP_MULTICAST_TTL, &value, &len), 0);
+  EXPECT_EQ(value, 1);
 }
 
 }  // namespace

@@ -146,6 +146,11 @@ TEST(Vita49, MalformedDatagramsAreRejected) {
 
 TEST(Vita49, JumboPacketsHoldMoreSamples) {
   EXPECT_EQ(max_samples_per_packet(kMaxJumboDatagram), 2235u);
+  // IPv6's header is 20 bytes longer: 1500 - 40 - 8 and 9000 - 40 - 8.
+  EXPECT_EQ(max_datagram(false, false), 1472u);
+  EXPECT_EQ(max_datagram(false, true), 1452u);
+  EXPECT_EQ(max_datagram(true, true), 8952u);
+  EXPECT_EQ(max_samples_per_packet(max_datagram(false, true)), 355u);
   EXPECT_LE(kDataOverheadBytes + 4 * max_samples_per_packet(kMaxJumboDatagram), kMaxJumboDatagram);
 }
 
