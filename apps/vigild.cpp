@@ -72,13 +72,13 @@ int check_config(const std::string& path, bool look_up_names) {
     }
     const auto& [found, why] = it->second;
     if (found == vigil::NameLookup::kResolved) continue;
+    const std::string wait_s = std::to_string(int(vigil::NameWait{}.timeout_s));
     const vigil::ConfigError e{place.line, place.column,
                                found == vigil::NameLookup::kNotFound
                                    ? place.where + ": cannot resolve '" + place.host + "': " + why +
                                          " (vigild would not start; --no-lookup skips this check)"
                                    : "warning: " + place.where + ": '" + place.host + "' cannot be looked up now (" +
-                                         why + "); vigild waits up to " + std::to_string(int(vigil::NameWait{}.timeout_s)) +
-                                         " s for it at start"};
+                                         why + "); vigild waits up to " + wait_s + " s for it at start"};
     std::cerr << vigil::format_error(path, e) << "\n";
     names_ok = names_ok && found != vigil::NameLookup::kNotFound;
   }

@@ -750,8 +750,8 @@ void read_multicast(Reader& r, const YAML::Node& n, const std::string& where, co
   const bool multicast = is_multicast(destination.host);
   for (const char* key : {"multicast_interface", "multicast_ttl", "multicast_loop"})
     if (n[key] && !multicast)
-      r.error(n[key].Mark(), where + "." + key + " applies to a multicast destination (224.0.0.0/4 or ff00::/8), not " +
-                                 destination.host);
+      r.error(n[key].Mark(), where + "." + key + " applies to a multicast destination (224.0.0.0/4 or ff00::/8, "
+                                 "given as an address), not " + destination.host);
   if (!multicast) return;
   if (r.string(n, where, "multicast_interface", m.interface)) {
     in_addr a{};

@@ -498,8 +498,8 @@ TEST(ConfigLoader, MulticastKeysApplyToAMulticastDestination) {
   EXPECT_EQ(r.settings->event_outputs[0].multicast, MulticastSettings{});  // TTL 1, loop on, the route's interface
   const std::string unicast = base + "  - {kind: events, destination: \"10.0.0.5:4992\", multicast_ttl: 2}\n";
   expect_one_error(unicast, 3, 65,
-                   "outputs[0].multicast_ttl applies to a multicast destination (224.0.0.0/4 or ff00::/8), "
-                   "not 10.0.0.5");
+                   "outputs[0].multicast_ttl applies to a multicast destination (224.0.0.0/4 or ff00::/8, given as "
+                   "an address), not 10.0.0.5");
   expect_one_error(base + "  - {kind: events, destination: \"239.1.2.3:4992\", multicast_interface: 10.0.0}\n", 3, 72,
                    "outputs[0].multicast_interface: expected an interface's IPv4 address or its name (eth1), "
                    "got '10.0.0'");

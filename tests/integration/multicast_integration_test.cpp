@@ -34,16 +34,16 @@ std::string multicast_config(const std::string& group, uint16_t data_port, uint1
   return "source: {kind: synthetic, rate_hz: 51200, channels: 2, chunk_frames: 512, duration_s: 1.0, rate_factor: 4,\n"
          "         signals: [{sines: [{freq_hz: 3000, amplitude: 0.3}]}, {sines: [{freq_hz: 500, amplitude: 0.3}]}]}\n"
          "stages:\n"
-         "  - {name: bands, kind: fir_bank, input: input, taps: 63, bands: [{name: low, type: lowpass, cutoff_hz: 1000},"
-         " {name: high, type: highpass, cutoff_hz: 1000}]}\n"
+         "  - {name: bands, kind: fir_bank, input: input, taps: 63,\n"
+         "     bands: [{name: low, type: lowpass, cutoff_hz: 1000}, {name: high, type: highpass, cutoff_hz: 1000}]}\n"
          "  - {name: alarm, kind: band_rms, input: bands, window_s: 0.05, threshold: 0.1}\n"
          "outputs:\n"
          "  - {kind: vita49, stream: input, destination: \"" + group + ":" + std::to_string(data_port) + "\", " +
          multicast_keys + "}\n"
          "  - {kind: vita49, stream: bands, destination: \"" + group + ":" + std::to_string(data_port) + "\", " +
          multicast_keys + "}\n"
-         "  - {kind: events, destination: \"" + group + ":" + std::to_string(event_port) + "\", status_interval_s: 0.5, " +
-         multicast_keys + "}\n";
+         "  - {kind: events, destination: \"" + group + ":" + std::to_string(event_port) +
+         "\", status_interval_s: 0.5, " + multicast_keys + "}\n";
 }
 
 // What one vigil-listen --json got: its summary line and its events' sequence numbers.
@@ -98,7 +98,8 @@ TEST(VigildMulticast, TwoReceiversOfAnIpv4GroupEachGetEverything) {
         dir.file(name)));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both joined
   test::Process vigild(
-      {"/bin/sh", "-c", "exec " + kBin + "/vigild --config " + config + " --log-interval 0 2>" + dir.file("vigild.log")});
+      {"/bin/sh", "-c", "exec " + kBin + "/vigild --config " + config + " --log-interval 0 2>" +
+                            dir.file("vigild.log")});
   const int st = vigild.wait(std::chrono::seconds(20));
   ASSERT_NE(st, -1);
   EXPECT_EQ(WEXITSTATUS(st), 0) << test::read_text(dir.file("vigild.log"));
@@ -121,7 +122,8 @@ TEST(VigildMulticast, TwoReceiversOfAnIpv4GroupEachGetEverything) {
 // joined on that interface gets everything.
 TEST(VigildMulticast, AReceiverOfAnIpv6GroupGetsEverything) {
   TempDir dir("mcast6");
-  const std::string config = dir.write("vigil.yaml", multicast_config("[ff15::5]", 5991, 5992, "multicast_interface: v0"));
+  const std::string config =
+      dir.write("vigil.yaml", multicast_config("[ff15::5]", 5991, 5992, "multicast_interface: v0"));
   const std::string out = dir.file("listen.jsonl"), log = dir.file("vigild.log");
   // Inside the namespace nothing else is bound: fixed ports are free. The link-local address must
   // be past duplicate address detection before it can send.

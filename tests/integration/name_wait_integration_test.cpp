@@ -104,7 +104,8 @@ TEST(VigildNameWait, CheckConfigLooksUpTheNamesItGives) {
   EXPECT_NE(out.find(config + ": ok"), std::string::npos) << out;
   // The resolver says the name does not exist: an error, exit 2, no "ok".
   EXPECT_EQ(check("mount --bind " + files_only + " /etc/nsswitch.conf && ", "", out), 2) << out;
-  EXPECT_NE(out.find(config + ":4:48: outputs[1].destination: cannot resolve 'vigil-unknown.test': "), std::string::npos)
+  EXPECT_NE(out.find(config + ":4:48: outputs[1].destination: cannot resolve 'vigil-unknown.test': "),
+            std::string::npos)
       << out;
   EXPECT_NE(out.find(config + ":5:33: outputs[2].destination: cannot resolve"), std::string::npos) << out;
   EXPECT_EQ(out.find(": ok"), std::string::npos) << out;
