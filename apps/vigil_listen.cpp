@@ -75,10 +75,10 @@ bool join_group(int fd, const addrinfo& group, const std::string& interface, std
   return false;
 }
 
-// A UDP socket bound to bind_addr:port: an IPv4 or IPv6 address, or a name (its first address).
-// "::" takes IPv4 senders too (dual stack). A multicast group is joined (on `interface`), with the
-// port shared, so that several receivers on this host each get every datagram. Returns -2 when
-// bind_addr is no address (a usage error), -1 when the socket cannot be had; why says which.
+// A UDP socket bound to bind_addr:port: an IPv4 or IPv6 address, or a name (its IPv4 address if it
+// has one). "::" takes IPv4 senders too (dual stack). A multicast group is joined (on `interface`),
+// with the port shared, so that several receivers on this host each get every datagram. Returns -2
+// when bind_addr is no address (a usage error), -1 when the socket cannot be had; why says which.
 int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, const std::string& interface,
              std::string& why) {
   addrinfo hints{};
@@ -91,6 +91,12 @@ int open_udp(const std::string& bind_addr, uint16_t port, int buffer_bytes, cons
     return -2;
   }
   const std::unique_ptr<addrinfo, void (*)(addrinfo*)> own(found, freeaddrinfo);
+  // A name's IPv4 address first, as vigild resolves its destinations ("localhost": 127.0.0.1).
+  for (addrinfo* a = found; a; a = a->ai_next)
+    if (a->ai_family == AF_INET) {
+      found = a;
+      break;
+    }
   const int fd = socket(found->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     why = std::string("socket: ") + std::strerror(errno);
@@ -364,9 +370,11 @@ int main(int argc, char** argv) {
 #endif
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  if (!quiet && !as_json)
-    std::cerr << "vigil-listen: data on " << bind_addr << ":" << data_port << ", events on " << bind_addr << ":"
-              << event_port << "\n";
+  if (!quiet && !as_json) {
+    const std::string at = bind_addr.find(':') != std::string::npos ? "[" + bind_addr + "]" : bind_addr;
+    std::cerr << "vigil-listen: data on " << at << ":" << data_port << ", events on " << at << ":" << event_port
+              << (interface.empty() ? "" : " (the group joined on " + interface + ")") << "\n";
+  }
 
   vigil::StreamMonitor mon;
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> last_tick;  // packets, samples at the last report
