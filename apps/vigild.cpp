@@ -184,6 +184,7 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
     service = std::make_unique<vigil::Service>(old);
   }
   vigil::log::line(Level::kInfo, "vigild: " + service->describe());
+  vigil::log::line(Level::kInfo, "vigild: " + service->describe_outputs());
   service->set_next_event_seq(seq);  // receivers see one unbroken event sequence
   service->post_event("reload", event);
   for (const std::string& note : service->start()) vigil::log::line(Level::kInfo, "vigild: " + note);
@@ -284,6 +285,7 @@ int main(int argc, char** argv) {
   }
   vigil::log::line(vigil::log::Level::kInfo, std::string("vigild ") + VIGIL_VERSION + ": config " + path);
   vigil::log::line(vigil::log::Level::kInfo, "vigild: " + service->describe());
+  vigil::log::line(vigil::log::Level::kInfo, "vigild: " + service->describe_outputs());
   std::unique_ptr<vigil::MetricsServer> metrics;
   if (settings->metrics.enabled) {
     try {

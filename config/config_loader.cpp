@@ -736,18 +736,11 @@ void read_endpoint(Reader& r, const YAML::Node& n, const std::string& where, End
   else r.host(n["destination"], where + ".destination", ep.host);
 }
 
-bool is_multicast(const std::string& host) {
-  in_addr v4{};
-  in6_addr v6{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return IN_MULTICAST(ntohl(v4.s_addr));
-  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_MULTICAST(&v6);
-}
-
 // multicast_interface, multicast_ttl, multicast_loop: only for a multicast destination (given
 // as an address: a name is looked up only at start).
 void read_multicast(Reader& r, const YAML::Node& n, const std::string& where, const Endpoint& destination,
                     MulticastSettings& m) {
-  const bool multicast = is_multicast(destination.host);
+  const bool multicast = is_multicast_address(destination.host);
   for (const char* key : {"multicast_interface", "multicast_ttl", "multicast_loop"})
     if (n[key] && !multicast)
       r.error(n[key].Mark(), where + "." + key + " applies to a multicast destination (224.0.0.0/4 or ff00::/8, "
@@ -976,6 +969,13 @@ std::string nearest_key(const std::string& word, const std::vector<std::string>&
   // Close enough to be a typo: at most a third of the word changed (and at least one edit allowed).
   if (best_d > std::max<size_t>(1, std::max(word.size(), best.size()) / 3)) return "";
   return best;
+}
+
+bool is_multicast_address(const std::string& host) {
+  in_addr v4{};
+  in6_addr v6{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return IN_MULTICAST(ntohl(v4.s_addr));
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_MULTICAST(&v6);
 }
 
 bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why, bool allow_port_zero) {

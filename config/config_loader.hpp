@@ -46,4 +46,7 @@ std::string nearest_key(const std::string& word, const std::vector<std::string>&
 // listener's "any free port") only when allowed.
 bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why, bool allow_port_zero = false);
 
+// Whether `host` is a multicast address (224.0.0.0/4, ff00::/8); a name is not.
+bool is_multicast_address(const std::string& host);
+
 }  // namespace vigil

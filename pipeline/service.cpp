@@ -25,6 +25,7 @@
 #include "cuda/pinned_buffer.hpp"
 #endif
 #include "acquisition/synthetic_source.hpp"
+#include "config/config_loader.hpp"
 #include "dsp/real_fft.hpp"
 #include "dsp/thread_name.hpp"
 
@@ -390,6 +391,34 @@ nlohmann::json Service::report() const { return output_->status_json(finished())
 namespace {
 std::string counted(size_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 }  // namespace
+
+namespace {
+
+// "HOST:PORT" ("[V6]:PORT"), and for a multicast group how its datagrams leave.
+std::string where_to(const Endpoint& to, const MulticastSettings& m, bool multicast) {
+  std::string text = (to.host.find(':') != std::string::npos ? "[" + to.host + "]" : to.host) + ":" +
+                     std::to_string(to.port);
+  if (multicast)
+    text += " (multicast, TTL " + std::to_string(m.ttl) + (m.interface.empty() ? "" : ", via " + m.interface) +
+            (m.loop ? "" : ", no loop") + ")";
+  return text;
+}
+
+}  // namespace
+
+std::string Service::describe_outputs() const {
+  std::string s = "outputs:";
+  const char* sep = " ";
+  for (const DataOutputSettings& d : settings_.data_outputs) {
+    s += sep + d.stream + " to " + where_to(d.destination, d.multicast, is_multicast_address(d.destination.host));
+    sep = ", ";
+  }
+  for (const EventOutputSettings& e : settings_.event_outputs) {
+    s += sep + std::string("events to ") + where_to(e.destination, e.multicast, is_multicast_address(e.destination.host));
+    sep = ", ";
+  }
+  return *sep == ' ' ? "no outputs" : s;
+}
 
 std::string Service::describe() const {
   std::ostringstream s;

@@ -68,6 +68,7 @@ class Service {
   bool source_down() const noexcept { return source_->down(); }
   const std::string& backend() const noexcept { return backend_; }
   std::string describe() const;         // one line for the log
+  std::string describe_outputs() const; // where each output goes, one line for the log
 
  private:
   Settings settings_;

@@ -103,8 +103,13 @@ TEST(VigildMulticast, TwoReceiversOfAnIpv4GroupEachGetEverything) {
   const int st = vigild.wait(std::chrono::seconds(20));
   ASSERT_NE(st, -1);
   EXPECT_EQ(WEXITSTATUS(st), 0) << test::read_text(dir.file("vigild.log"));
-  EXPECT_NE(test::read_text(dir.file("vigild.log")).find("send errors 0 (refused 0, buffer full 0)"), std::string::npos)
-      << test::read_text(dir.file("vigild.log"));
+  const std::string log = test::read_text(dir.file("vigild.log"));
+  EXPECT_NE(log.find("send errors 0 (refused 0, buffer full 0)"), std::string::npos) << log;
+  const std::string to = group + ":" + std::to_string(data_port) + " (multicast, TTL 1, via 127.0.0.1)";
+  EXPECT_NE(log.find("vigild: outputs: input to " + to + ", bands to " + to + ", events to " + group + ":" +
+                     std::to_string(event_port) + " (multicast, TTL 1, via 127.0.0.1)\n"),
+            std::string::npos)
+      << log;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (auto& l : listeners) {
     l->signal(SIGINT);
