@@ -27,6 +27,7 @@
 
 #include "acquisition/clock.hpp"
 #include "apps/cli_args.hpp"
+#include "config/config_loader.hpp"
 #include "pipeline/event_json.hpp"
 #include "pipeline/event_line.hpp"
 #include "pipeline/stream_monitor.hpp"
@@ -133,11 +134,11 @@ std::string sender_text(const sockaddr_storage& from) {
   if (from.ss_family == AF_INET6) {
     const auto& a = reinterpret_cast<const sockaddr_in6&>(from);
     inet_ntop(AF_INET6, &a.sin6_addr, addr, sizeof addr);
-    return "[" + std::string(addr) + "]:" + std::to_string(ntohs(a.sin6_port));
+    return vigil::format_endpoint({addr, ntohs(a.sin6_port)});
   }
   const auto& a = reinterpret_cast<const sockaddr_in&>(from);
   inet_ntop(AF_INET, &a.sin_addr, addr, sizeof addr);
-  return std::string(addr) + ":" + std::to_string(ntohs(a.sin_port));
+  return vigil::format_endpoint({addr, ntohs(a.sin_port)});
 }
 
 using vigil::vita49::stream_id_hex;
@@ -371,8 +372,8 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   if (!quiet && !as_json) {
-    const std::string at = bind_addr.find(':') != std::string::npos ? "[" + bind_addr + "]" : bind_addr;
-    std::cerr << "vigil-listen: data on " << at << ":" << data_port << ", events on " << at << ":" << event_port
+    std::cerr << "vigil-listen: data on " << vigil::format_endpoint({bind_addr, data_port}) << ", events on "
+              << vigil::format_endpoint({bind_addr, event_port})
               << (interface.empty() ? "" : " (the group joined on " + interface + ")") << "\n";
   }
 

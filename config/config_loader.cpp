@@ -971,6 +971,10 @@ std::string nearest_key(const std::string& word, const std::vector<std::string>&
   return best;
 }
 
+std::string format_endpoint(const Endpoint& ep) {
+  return (ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port);
+}
+
 bool is_multicast_address(const std::string& host) {
   in_addr v4{};
   in6_addr v6{};

@@ -396,8 +396,7 @@ namespace {
 
 // "HOST:PORT" ("[V6]:PORT"), and for a multicast group how its datagrams leave.
 std::string where_to(const Endpoint& to, const MulticastSettings& m, bool multicast) {
-  std::string text = (to.host.find(':') != std::string::npos ? "[" + to.host + "]" : to.host) + ":" +
-                     std::to_string(to.port);
+  std::string text = format_endpoint(to);
   if (multicast)
     text += " (multicast, TTL " + std::to_string(m.ttl) + (m.interface.empty() ? "" : ", via " + m.interface) +
             (m.loop ? "" : ", no loop") + ")";
