@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "apps/log.hpp"
 #include "config/config_loader.hpp"
 #include "dsp/worker_pool.hpp"
+#include "pipeline/local_address.hpp"
 #include "pipeline/metrics_server.hpp"
 #include "pipeline/name_wait.hpp"
 #include "pipeline/prometheus.hpp"
@@ -63,7 +65,26 @@ int check_config(const std::string& path, bool look_up_names) {
   if (!r.settings) return kExitUsage;
   bool names_ok = true;
   std::map<std::string, std::pair<vigil::NameLookup, std::string>> seen;  // each name looked up once
+  const std::string wait_s = std::to_string(int(vigil::NameWait{}.timeout_s));
   for (const vigil::HostPlace& place : look_up_names ? r.hosts : std::vector<vigil::HostPlace>{}) {
+    using Use = vigil::HostPlace::Use;
+    if (place.use != Use::kDestination) {
+      // This machine's own address or interface: absent now is a warning (vigild waits for it; the
+      // config may be meant for another machine). A listen name that does not exist is an error.
+      std::string why;
+      const vigil::NameLookup here = place.use == Use::kListen ? vigil::look_up_listen_address(place.host, why)
+                                                               : vigil::look_up_interface(place.host, why);
+      if (here == vigil::NameLookup::kResolved) continue;
+      const bool fatal = here == vigil::NameLookup::kNotFound;
+      std::cerr << vigil::format_error(path, {place.line, place.column,
+                                              (fatal ? "" : "warning: ") + place.where + ": '" + place.host +
+                                                  (fatal ? "' cannot be used here: " + why + " (vigild would not start)"
+                                                         : "': " + why + " (vigild waits up to " + wait_s +
+                                                               " s for it at start)")})
+                << "\n";
+      names_ok = names_ok && !fatal;
+      continue;
+    }
     auto it = seen.find(place.host);
     if (it == seen.end()) {
       std::string why;
@@ -72,7 +93,6 @@ int check_config(const std::string& path, bool look_up_names) {
     }
     const auto& [found, why] = it->second;
     if (found == vigil::NameLookup::kResolved) continue;
-    const std::string wait_s = std::to_string(int(vigil::NameWait{}.timeout_s));
     const vigil::ConfigError e{place.line, place.column,
                                found == vigil::NameLookup::kNotFound
                                    ? place.where + ": cannot resolve '" + place.host + "': " + why +
@@ -191,24 +211,43 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
   return true;
 }
 
-// Names in destinations that cannot be looked up yet (a machine that has just booted, its network
-// or DNS not up): waited for, up to name_wait.timeout_s, saying so in the log and to systemd.
-void wait_for_destination_names(const vigil::Settings& settings, vigil::SdNotifier& notifier) {
-  std::vector<std::string> names;
-  for (const auto& o : settings.data_outputs) names.push_back(o.destination.host);
-  for (const auto& o : settings.event_outputs) names.push_back(o.destination.host);
+// What the network gives a machine after boot, which vigild needs before it starts: destination
+// names that cannot be looked up yet (its network or DNS not up), metrics.listen's address and
+// multicast outputs' interfaces not on this machine yet (DHCP, a slow link). Waited for, up to
+// name_wait.timeout_s, saying so in the log and to systemd; then the start fails where it would have.
+void wait_for_the_network(const vigil::Settings& settings, vigil::SdNotifier& notifier) {
+  std::set<std::string> names;
+  std::vector<vigil::Awaited> items;
+  auto add_outputs = [&](const auto& outputs) {
+    for (const auto& o : outputs) {
+      if (names.insert(o.destination.host).second)
+        items.push_back({"the name " + o.destination.host + " to resolve",
+                         [host = o.destination.host](std::string& why) { return vigil::look_up_name(host, why); }});
+      if (!o.multicast.interface.empty())
+        items.push_back({"the interface " + o.multicast.interface + " that output " +
+                             vigil::format_endpoint(o.destination) + " sends from",
+                         [i = o.multicast.interface](std::string& why) { return vigil::look_up_interface(i, why); }});
+    }
+  };
+  add_outputs(settings.data_outputs);
+  add_outputs(settings.event_outputs);
+  if (settings.metrics.enabled)
+    items.push_back({"metrics.listen " + settings.metrics.listen.host + " to be an address of this machine",
+                     [host = settings.metrics.listen.host](std::string& why) {
+                       return vigil::look_up_listen_address(host, why);
+                     }});
   vigil::NameWait name_wait;
-  std::map<std::string, double> log_at;  // per name: its first wait, then every 10 s
-  name_wait.on_wait = [&](const std::string& host, const std::string& why, double waited) {
-    const std::string text = "waiting for the name " + host + " to resolve (" + why + "), " +
-                             std::to_string(int(waited)) + " of " + std::to_string(int(name_wait.timeout_s)) + " s";
-    if (waited >= log_at[host]) {
+  std::map<std::string, double> log_at;  // per item: its first wait, then every 10 s
+  name_wait.on_wait = [&](const std::string& what, const std::string& why, double waited) {
+    const std::string text = "waiting for " + what + " (" + why + "), " + std::to_string(int(waited)) + " of " +
+                             std::to_string(int(name_wait.timeout_s)) + " s";
+    if (waited >= log_at[what]) {
       vigil::log::line(vigil::log::Level::kWarning, "vigild: " + text);
-      log_at[host] = waited + 10;
+      log_at[what] = waited + 10;
     }
     if (notifier.enabled()) notifier.notify("EXTEND_TIMEOUT_USEC=10000000\nSTATUS=" + text);
   };
-  vigil::wait_for_names(names, name_wait);
+  vigil::wait_for(items, name_wait);
 }
 
 }  // namespace
@@ -252,7 +291,7 @@ int main(int argc, char** argv) {
 
   vigil::SdNotifier notifier;
   // Before the signals are blocked: a stop while it waits simply ends the process.
-  wait_for_destination_names(*settings, notifier);
+  wait_for_the_network(*settings, notifier);
 
   // Block the stop signals before any thread starts so that only sigtimedwait() below sees them.
   sigset_t stop_signals;

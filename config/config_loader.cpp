@@ -58,9 +58,10 @@ class Reader {
   std::vector<ConfigError> errors;
   std::vector<HostPlace> hosts;
 
-  void host(const YAML::Node& value, const std::string& where, const std::string& name) {
+  void host(const YAML::Node& value, const std::string& where, const std::string& name,
+            HostPlace::Use use = HostPlace::Use::kDestination) {
     const YAML::Mark m = value.Mark();
-    hosts.push_back({name, where, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1});
+    hosts.push_back({name, where, m.is_null() ? 0 : m.line + 1, m.is_null() ? 0 : m.column + 1, use});
   }
 
   void error(const YAML::Mark& m, std::string msg) {
@@ -756,6 +757,8 @@ void read_multicast(Reader& r, const YAML::Node& n, const std::string& where, co
     else if (destination.host.find(':') != std::string::npos && inet_pton(AF_INET, m.interface.c_str(), &a) == 1)
       r.error(n["multicast_interface"].Mark(), where + ".multicast_interface: an IPv6 group takes an interface "
                                                "name (eth1), not an IPv4 address");
+    else
+      r.host(n["multicast_interface"], where + ".multicast_interface", m.interface, HostPlace::Use::kInterface);
   }
   r.number<uint32_t>(n, where, "multicast_ttl", 0, 255, m.ttl);
   r.boolean(n, where, "multicast_loop", m.loop);
@@ -809,7 +812,7 @@ void read_metrics(Reader& r, const YAML::Node& n, Settings& s) {
   if (r.string(n, "metrics", "listen", text, true)) {
     std::string why;
     if (!parse_endpoint(text, m.listen, why)) r.error(n["listen"].Mark(), "metrics.listen: " + why);
-    else r.host(n["listen"], "metrics.listen", m.listen.host);
+    else r.host(n["listen"], "metrics.listen", m.listen.host, HostPlace::Use::kListen);
   }
   r.boolean(n, "metrics", "allow_non_loopback", m.allow_non_loopback);
   if (n["listen"] && !is_loopback(m.listen.host) && !m.allow_non_loopback)

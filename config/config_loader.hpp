@@ -16,12 +16,19 @@ struct ConfigError {
   std::string message;
 };
 
-// Where the config names a host (an output's destination, metrics.listen): `vigild --check-config`
-// looks each one up, which the loader itself does not (a reload must not wait on DNS).
+// Where the config names a host (an output's destination, metrics.listen, a multicast output's
+// interface): `vigild --check-config` looks each one up, which the loader itself does not (a reload
+// must not wait on DNS).
 struct HostPlace {
+  enum class Use {
+    kDestination,  // a name or address to send to
+    kListen,       // metrics.listen: also an address of this machine
+    kInterface,    // multicast_interface: an interface's IPv4 address or its name, on this machine
+  };
   std::string host;   // as written, without the port
   std::string where;  // "outputs[1].destination"
   int line = 0, column = 0;
+  Use use = Use::kDestination;
 };
 
 struct ConfigResult {

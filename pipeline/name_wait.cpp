@@ -25,21 +25,32 @@ NameLookup look_up_name(const std::string& host, std::string& why) {
 
 std::vector<std::string> wait_for_names(const std::vector<std::string>& hosts, const NameWait& options) {
   const std::set<std::string> distinct(hosts.begin(), hosts.end());
-  std::vector<std::string> waiting(distinct.begin(), distinct.end());
+  std::vector<Awaited> items;
+  for (const std::string& host : distinct)
+    items.push_back({host, [&options, host](std::string& why) { return options.look_up(host, why); }});
+  return wait_for(items, options);
+}
+
+std::vector<std::string> wait_for(const std::vector<Awaited>& items, const NameWait& options) {
+  std::vector<const Awaited*> waiting;
+  for (const Awaited& item : items) waiting.push_back(&item);
   const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   for (;;) {
-    std::vector<std::string> again;
-    for (const std::string& host : waiting) {
+    std::vector<const Awaited*> again;
+    for (const Awaited* item : waiting) {
       std::string why;
-      if (options.look_up(host, why) == NameLookup::kTryAgain) {
-        again.push_back(host);
-        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (options.on_wait) options.on_wait(host, why, waited);
+      if (item->look_up(why) == NameLookup::kTryAgain) {
+        again.push_back(item);
+        if (options.on_wait) options.on_wait(item->what, why, seconds());
       }
     }
     waiting = std::move(again);
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (waiting.empty() || waited + options.retry_s > options.timeout_s) return waiting;
+    if (waiting.empty() || seconds() + options.retry_s > options.timeout_s) {
+      std::vector<std::string> left;
+      for (const Awaited* item : waiting) left.push_back(item->what);
+      return left;
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(options.retry_s));
   }
 }

@@ -468,22 +468,34 @@ TEST(ConfigLoader, HostsAreListedWithTheirPlaces) {
                                       "  - {kind: vita49, stream: input, destination: \"rig-a.example:4991\"}\n"
                                       "  - kind: events\n"
                                       "    destination: \"[::1]:4992\"\n"
+                                      "  - {kind: events, destination: \"239.1.2.3:4993\", multicast_interface: eth7}\n"
                                       "metrics: {listen: \"localhost:9102\"}\n",
                                       "h.yaml");
   ASSERT_TRUE(r.settings);
-  ASSERT_EQ(r.hosts.size(), 3u);
+  ASSERT_EQ(r.hosts.size(), 5u);
+  using Use = HostPlace::Use;
   EXPECT_EQ(r.hosts[0].host, "rig-a.example");
   EXPECT_EQ(r.hosts[0].where, "outputs[0].destination");
   EXPECT_EQ(r.hosts[0].line, 3);
   EXPECT_EQ(r.hosts[0].column, 48);
+  EXPECT_EQ(r.hosts[0].use, Use::kDestination);
   EXPECT_EQ(r.hosts[1].host, "::1");
   EXPECT_EQ(r.hosts[1].where, "outputs[1].destination");
   EXPECT_EQ(r.hosts[1].line, 5);
   EXPECT_EQ(r.hosts[1].column, 18);
-  EXPECT_EQ(r.hosts[2].host, "localhost");
-  EXPECT_EQ(r.hosts[2].where, "metrics.listen");
+  EXPECT_EQ(r.hosts[2].host, "239.1.2.3");
+  EXPECT_EQ(r.hosts[2].where, "outputs[2].destination");
   EXPECT_EQ(r.hosts[2].line, 6);
-  EXPECT_EQ(r.hosts[2].column, 19);
+  EXPECT_EQ(r.hosts[3].host, "eth7");
+  EXPECT_EQ(r.hosts[3].where, "outputs[2].multicast_interface");
+  EXPECT_EQ(r.hosts[3].line, 6);
+  EXPECT_EQ(r.hosts[3].column, 72);
+  EXPECT_EQ(r.hosts[3].use, Use::kInterface);
+  EXPECT_EQ(r.hosts[4].host, "localhost");
+  EXPECT_EQ(r.hosts[4].where, "metrics.listen");
+  EXPECT_EQ(r.hosts[4].line, 7);
+  EXPECT_EQ(r.hosts[4].column, 19);
+  EXPECT_EQ(r.hosts[4].use, Use::kListen);
 }
 
 // Multicast keys: read for a multicast destination; elsewhere, or malformed, an error at the key.

@@ -114,5 +114,49 @@ TEST(VigildNameWait, CheckConfigLooksUpTheNamesItGives) {
   EXPECT_EQ(out, config + ": ok\n");
 }
 
+#ifdef VIGIL_TEST_IP
+// metrics.listen and a multicast output's interface on an address this machine has not been given
+// yet (DHCP not done at boot): vigild waits for the address, saying so, instead of failing its start,
+// and --check-config warns. In a network namespace of its own whose loopback (up) gets 10.9.9.9 2 s
+// later.
+TEST(VigildNameWait, AnAddressNotOnThisMachineYetIsWaitedFor) {
+  TempDir dir("late-address");
+  const std::string config = dir.write(
+      "vigil.yaml",
+      "source: {kind: synthetic, rate_hz: 51200, channels: 1, chunk_frames: 1024}\n"
+      "outputs:\n"
+      "  - {kind: events, destination: \"239.255.0.9:4992\", multicast_interface: 10.9.9.9}\n"
+      "metrics: {listen: \"10.9.9.9:9102\", allow_non_loopback: true}\n");
+  const std::string vigild = std::string(VIGIL_BIN_DIR) + "/vigild";
+  const std::string log = dir.file("vigild.log");
+  const std::string script = VIGIL_TEST_IP " link set lo up; " + vigild + " --check-config " + config +
+                             "; echo check-config exit $?; " + vigild + " --config " + config +
+                             " --seconds 1 --log-interval 0 & sleep 2; " VIGIL_TEST_IP " addr add 10.9.9.9/32 dev lo; wait $!";
+  test::Process p({"/usr/bin/unshare", "-rn", "/bin/sh", "-c", "exec 2>&1; " + script}, log);
+  const int st = p.wait(std::chrono::seconds(60));
+  ASSERT_NE(st, -1) << test::read_text(log);
+  const std::string out = test::read_text(log);
+  EXPECT_EQ(WEXITSTATUS(st), 0) << out;
+  EXPECT_NE(out.find(config + ":3:74: warning: outputs[0].multicast_interface: '10.9.9.9': not an address of this "
+                              "machine yet (vigild waits up to 120 s for it at start)"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find(config + ":4:19: warning: metrics.listen: '10.9.9.9': not an address of this machine yet ("),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("check-config exit 0"), std::string::npos) << out;
+  const size_t waiting_interface = out.find(
+      "vigild: waiting for the interface 10.9.9.9 that output 239.255.0.9:4992 sends from (not an address of this "
+      "machine yet), 0 of 120 s");
+  const size_t waiting_listen =
+      out.find("vigild: waiting for metrics.listen 10.9.9.9 to be an address of this machine (not an address");
+  const size_t serving = out.find("vigild: Prometheus metrics on http://10.9.9.9:9102/metrics");
+  ASSERT_NE(waiting_interface, std::string::npos) << out;
+  ASSERT_NE(waiting_listen, std::string::npos) << out;
+  ASSERT_NE(serving, std::string::npos) << out;
+  EXPECT_LT(waiting_interface, serving) << out;
+  EXPECT_LT(waiting_listen, serving) << out;
+  EXPECT_NE(out.find("vigild: stopped after"), std::string::npos) << out;
+}
+#endif  // VIGIL_TEST_IP
+
 }  // namespace
 }  // namespace vigil

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -82,6 +83,43 @@ TEST(NameWait, TheWaitEndsAtItsTimeoutWithTheNamesStillUnanswered) {
   EXPECT_GE(seconds_since(t0), 0.2);
   EXPECT_LT(seconds_since(t0), 3.0);
   EXPECT_GE(waits, 4);
+}
+
+// Items of different kinds in one wait (a name, an address of this machine, an interface): each
+// asked its own way, told by its `what`, the ones that never come returned at the timeout.
+TEST(NameWait, ItemsOfEveryKindAreWaitedForTogether) {
+  std::map<std::string, int> asked;
+  std::vector<std::string> told;
+  auto item = [&](const std::string& what, int try_again_times, NameLookup then) {
+    return Awaited{what, [&asked, what, try_again_times, then](std::string& why) {
+                     if (++asked[what] <= try_again_times) {
+                       why = "not yet";
+                       return NameLookup::kTryAgain;
+                     }
+                     why = "gone";
+                     return then;
+                   }};
+  };
+  NameWait w;
+  w.retry_s = 0.05;
+  w.timeout_s = 0.6;
+  w.on_wait = [&](const std::string& what, const std::string& why, double) {
+    EXPECT_EQ(why, "not yet");
+    told.push_back(what);
+  };
+  const std::vector<Awaited> items = {item("the name a", 2, NameLookup::kResolved),
+                                      item("metrics.listen b", 1, NameLookup::kResolved),
+                                      item("the interface c", 0, NameLookup::kNotFound),
+                                      item("the interface d", 1000, NameLookup::kResolved)};
+  EXPECT_EQ(wait_for(items, w), std::vector<std::string>{"the interface d"});
+  EXPECT_EQ(asked["the name a"], 3);
+  EXPECT_EQ(asked["metrics.listen b"], 2);
+  EXPECT_EQ(asked["the interface c"], 1);  // not found: not waited for
+  EXPECT_GE(asked["the interface d"], 5);
+  EXPECT_EQ(std::count(told.begin(), told.end(), "the name a"), 2);
+  EXPECT_EQ(std::count(told.begin(), told.end(), "metrics.listen b"), 1);
+  EXPECT_EQ(std::count(told.begin(), told.end(), "the interface c"), 0);
+  EXPECT_EQ(std::count(told.begin(), told.end(), "the interface d"), asked["the interface d"]);
 }
 
 }  // namespace

@@ -1,0 +1,24 @@
+// Whether what a config asks of this machine's own network is there yet: the address metrics.listen
+// binds to, the interface a multicast output sends from. On a machine that has just booted, DHCP
+// or a slow link may not have given them yet; vigild waits for them (pipeline/name_wait.hpp) as it
+// waits for names, instead of failing a start that systemd's start limit could make final.
+#pragma once
+
+#include <string>
+
+#include "pipeline/name_wait.hpp"
+
+namespace vigil {
+
+// metrics.listen's host (an address or a name, "0.0.0.0" and "::" for every address): kResolved
+// when a TCP socket can be bound to it here now; kTryAgain when its name has no answer yet or the
+// address is not on any interface yet (EADDRNOTAVAIL); kNotFound for any other failure.
+NameLookup look_up_listen_address(const std::string& host, std::string& why);
+
+// A multicast output's interface (its IPv4 address, or its name): kResolved when the address is
+// on an interface here now or an interface has that name; kTryAgain otherwise (kNotFound only
+// where the interfaces cannot be listed at all):
+// an interface can appear at any time (a USB adapter, a VLAN made by the network service).
+NameLookup look_up_interface(const std::string& interface, std::string& why);
+
+}  // namespace vigil
