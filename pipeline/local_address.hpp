@@ -16,9 +16,9 @@ namespace vigil {
 NameLookup look_up_listen_address(const std::string& host, std::string& why);
 
 // A multicast output's interface (its IPv4 address, or its name): kResolved when the address is
-// on an interface here now or an interface has that name; kTryAgain otherwise (kNotFound only
-// where the interfaces cannot be listed at all):
-// an interface can appear at any time (a USB adapter, a VLAN made by the network service).
+// on an interface here now or an interface has that name; kTryAgain otherwise, since an interface
+// can appear at any time (a USB adapter, a VLAN made by the network service); kNotFound only where
+// the interfaces cannot be listed at all.
 NameLookup look_up_interface(const std::string& interface, std::string& why);
 
 }  // namespace vigil

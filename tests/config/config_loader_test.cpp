@@ -472,30 +472,20 @@ TEST(ConfigLoader, HostsAreListedWithTheirPlaces) {
                                       "metrics: {listen: \"localhost:9102\"}\n",
                                       "h.yaml");
   ASSERT_TRUE(r.settings);
-  ASSERT_EQ(r.hosts.size(), 5u);
   using Use = HostPlace::Use;
-  EXPECT_EQ(r.hosts[0].host, "rig-a.example");
-  EXPECT_EQ(r.hosts[0].where, "outputs[0].destination");
-  EXPECT_EQ(r.hosts[0].line, 3);
-  EXPECT_EQ(r.hosts[0].column, 48);
-  EXPECT_EQ(r.hosts[0].use, Use::kDestination);
-  EXPECT_EQ(r.hosts[1].host, "::1");
-  EXPECT_EQ(r.hosts[1].where, "outputs[1].destination");
-  EXPECT_EQ(r.hosts[1].line, 5);
-  EXPECT_EQ(r.hosts[1].column, 18);
-  EXPECT_EQ(r.hosts[2].host, "239.1.2.3");
-  EXPECT_EQ(r.hosts[2].where, "outputs[2].destination");
-  EXPECT_EQ(r.hosts[2].line, 6);
-  EXPECT_EQ(r.hosts[3].host, "eth7");
-  EXPECT_EQ(r.hosts[3].where, "outputs[2].multicast_interface");
-  EXPECT_EQ(r.hosts[3].line, 6);
-  EXPECT_EQ(r.hosts[3].column, 72);
-  EXPECT_EQ(r.hosts[3].use, Use::kInterface);
-  EXPECT_EQ(r.hosts[4].host, "localhost");
-  EXPECT_EQ(r.hosts[4].where, "metrics.listen");
-  EXPECT_EQ(r.hosts[4].line, 7);
-  EXPECT_EQ(r.hosts[4].column, 19);
-  EXPECT_EQ(r.hosts[4].use, Use::kListen);
+  const std::vector<HostPlace> expected = {{"rig-a.example", "outputs[0].destination", 3, 48, Use::kDestination},
+                                           {"::1", "outputs[1].destination", 5, 18, Use::kDestination},
+                                           {"239.1.2.3", "outputs[2].destination", 6, 33, Use::kDestination},
+                                           {"eth7", "outputs[2].multicast_interface", 6, 72, Use::kInterface},
+                                           {"localhost", "metrics.listen", 7, 19, Use::kListen}};
+  ASSERT_EQ(r.hosts.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(r.hosts[i].host, expected[i].host) << i;
+    EXPECT_EQ(r.hosts[i].where, expected[i].where) << i;
+    EXPECT_EQ(r.hosts[i].line, expected[i].line) << i;
+    EXPECT_EQ(r.hosts[i].column, expected[i].column) << i;
+    EXPECT_EQ(r.hosts[i].use, expected[i].use) << i;
+  }
 }
 
 // Multicast keys: read for a multicast destination; elsewhere, or malformed, an error at the key.
