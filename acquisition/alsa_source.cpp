@@ -212,7 +212,9 @@ ReadStatus AlsaSource::read(Chunk& chunk) noexcept {
   ChunkHeader& h = chunk.header;
   if (!anchored_) {
     start_mono_ns_ = t_last - span;
-    start_utc_ns_ = utc_now_ns() - (now - start_mono_ns_);
+    const int64_t offset = utc_minus_mono_ns();
+    start_utc_ns_ = start_mono_ns_ + offset;
+    wall_clock_.anchor(offset);
     anchored_ = true;
   } else if (gap_pending_) {
     // Frames the device dropped: how far the measured time is ahead of the frame-counted one.
@@ -224,6 +226,7 @@ ReadStatus AlsaSource::read(Chunk& chunk) noexcept {
     h.frames_lost_before += lost;
   }
   overrun_pending_ = gap_pending_ = false;
+  follow_wall_clock(wall_clock_, now, start_utc_ns_, h);
   if (spec_.format == AlsaFormat::kS24_3Le) {  // widen in place, from the end (4 i >= 3 i)
     const size_t samples = size_t(frames) * spec_.channels;
     for (size_t i = samples; i-- > 0;) {

@@ -14,6 +14,7 @@
 
 #include "acquisition/alsa_spec.hpp"
 #include "acquisition/source.hpp"
+#include "acquisition/wall_clock.hpp"
 
 typedef struct _snd_pcm snd_pcm_t;
 
@@ -48,6 +49,7 @@ class AlsaSource final : public Source {
   uint64_t next_frame_ = 0, end_frame_ = UINT64_MAX;
   bool anchored_ = false;
   int64_t start_mono_ns_ = 0, start_utc_ns_ = 0;  // time of frame 0
+  WallClockWatch wall_clock_;                     // steps of the UTC clock move start_utc_ns_
   void open_and_configure();  // throws std::runtime_error
   void go_down() noexcept;
   bool try_reopen() noexcept;

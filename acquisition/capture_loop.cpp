@@ -21,6 +21,7 @@ void CaptureLoop::track_progress() noexcept {
 
 void CaptureLoop::run() noexcept {
   uint64_t lost = 0;       // frames dropped since the last chunk handed over
+  int64_t step = 0;        // clock_step_ns of chunks dropped since then
   Chunk* held = nullptr;   // a free chunk we took but have not handed over yet
   uint64_t failing = 0;    // consecutive read errors
   uint64_t dropping = 0;   // consecutive chunks dropped
@@ -43,6 +44,7 @@ void CaptureLoop::run() noexcept {
     Chunk& target = held ? *held : scratch_;
     target.header.flags = 0;  // a source sets its own loss (an overrun) before ours is added
     target.header.frames_lost_before = 0;
+    target.header.clock_step_ns = 0;
     if (tracking_) progress_.begin(held);  // the scratch chunk's progress is nobody's
     const ReadStatus status = source_.read(target);
     target.capture_generation = tracking_ ? progress_.generation() : 0;
@@ -63,6 +65,7 @@ void CaptureLoop::run() noexcept {
     if (!held) {
       if (dropping++ == 0) log_.printf(4, "capture: no free pool chunk (the pipeline is behind): dropping chunks");
       lost += target.header.frames;
+      step += target.header.clock_step_ns;  // the time line moved in a dropped chunk: say so on the next
       counters_.chunks_dropped.fetch_add(1, std::memory_order_relaxed);
       counters_.frames_dropped.fetch_add(target.header.frames, std::memory_order_relaxed);
       continue;
@@ -77,6 +80,9 @@ void CaptureLoop::run() noexcept {
     if (lost) h.flags |= chunk_flags::kOverrunBefore;
     h.frames_lost_before += lost;
     lost = 0;
+    if (step) h.flags |= chunk_flags::kClockStepped;
+    h.clock_step_ns += step;
+    step = 0;
     const uint32_t frames = h.frames;
     // full_ has room for every pool chunk, so this push cannot fail.
     full_.push(held);

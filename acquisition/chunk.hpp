@@ -15,6 +15,7 @@ constexpr uint32_t kNonFinite = 1u << 2;      // at least one NaN/Inf sample (re
 constexpr uint32_t kDeadlineMissed = 1u << 3; // finished after its deadline
 constexpr uint32_t kSourceOverrun = 1u << 4;  // the device itself overran (ALSA -EPIPE) before it
 constexpr uint32_t kSourceResumed = 1u << 5;  // the device came back (reopened) before it
+constexpr uint32_t kClockStepped = 1u << 6;   // the wall clock stepped: its UTC time line moved by clock_step_ns
 }  // namespace chunk_flags
 
 struct ChunkHeader {
@@ -28,6 +29,7 @@ struct ChunkHeader {
   uint64_t frames_lost_before = 0;  // frames dropped between the previous chunk and this one
   int64_t t_first_utc_ns = 0;       // UTC time of the first frame (signal time line)
   int64_t t_capture_mono_ns = 0;    // CLOCK_MONOTONIC when the last frame was captured
+  int64_t clock_step_ns = 0;        // kClockStepped: how far t_first_utc_ns moved against the frame count
 };
 
 struct Chunk {

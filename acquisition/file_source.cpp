@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -106,6 +107,10 @@ RecordingInfo probe_sigmf(const std::string& path) {
       if (prev && caps[i].contains("vigil:frames_lost_before") && caps[i]["vigil:frames_lost_before"].is_number_unsigned())
         seg.frames_lost_before = std::max(seg.frames_lost_before, caps[i]["vigil:frames_lost_before"].get<uint64_t>());
       seg.source_overrun = caps[i].value("vigil:source_overrun", false);
+      if (prev && caps[i].contains("vigil:clock_step_s") && caps[i]["vigil:clock_step_s"].is_number()) {
+        const double step_s = caps[i]["vigil:clock_step_s"].get<double>();
+        if (std::isfinite(step_s) && std::fabs(step_s) < 1e9) seg.clock_step_ns = std::llround(step_s * 1e9);
+      }
       const std::string when = caps[i].value("core:datetime", "");
       if (!when.empty()) {
         if (!parse_rfc3339_utc(when, seg.utc_ns)) fail(where, "core:datetime is not RFC 3339 UTC: '" + when + "'");
@@ -352,10 +357,15 @@ ReadStatus FileSource::read(Chunk& chunk) noexcept {
                      frames_to_ns(in_segment, info_.rate_hz);
   h.flags = 0;
   h.frames_lost_before = 0;
+  h.clock_step_ns = 0;
   if (segment_start && segment_ > 0 && seg.frames_lost_before > 0) {  // as it was live
     h.flags |= chunk_flags::kOverrunBefore;
     if (seg.source_overrun) h.flags |= chunk_flags::kSourceOverrun;
     h.frames_lost_before = seg.frames_lost_before;
+  }
+  if (segment_start && segment_ > 0 && seg.clock_step_ns != 0) {  // as it was live
+    h.flags |= chunk_flags::kClockStepped;
+    h.clock_step_ns = seg.clock_step_ns;
   }
   delivered_ += frames;
   frame_in_file_ += frames;

@@ -38,6 +38,7 @@ struct RecordingSegment {
   int64_t utc_ns = 0;
   uint64_t frames_lost_before = 0;
   bool source_overrun = false;  // the device overran before it (vigil:source_overrun)
+  int64_t clock_step_ns = 0;    // the live time line followed a wall-clock step here (vigil:clock_step_s)
 };
 
 // One data file of a recording, and where its frames lie in the replay.

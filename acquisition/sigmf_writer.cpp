@@ -71,6 +71,7 @@ int SigmfWriter::append(const ChunkHeader& h, const void* data) noexcept {
         const uint64_t lost = h.first_frame > next_frame_ ? h.first_frame - next_frame_ : h.frames_lost_before;
         c["vigil:frames_lost_before"] = lost;
         if (h.flags & chunk_flags::kSourceOverrun) c["vigil:source_overrun"] = true;
+        if (h.flags & chunk_flags::kClockStepped) c["vigil:clock_step_s"] = double(h.clock_step_ns) * 1e-9;
       }
       captures_.push_back(std::move(c));
     } catch (...) {

@@ -206,8 +206,9 @@ void SyntheticSource::copy_from_loop(uint64_t at, uint32_t frames, std::byte* ou
 
 ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   if (!started_) {
-    const int64_t start_mono_ns = mono_now_ns();
-    start_utc_ns_ = utc_now_ns();
+    const int64_t start_mono_ns = mono_now_ns(), offset = utc_minus_mono_ns();
+    start_utc_ns_ = start_mono_ns + offset;
+    wall_clock_.anchor(offset);
     if (spec_.rate_factor > 0) pace_.start(start_mono_ns, spec_.rate_hz, spec_.rate_factor, spec_.chunk_frames);
     started_ = true;
   }
@@ -232,10 +233,12 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   h.frames = frames;
   h.channels = ch;
   h.format = spec_.format;
-  h.t_first_utc_ns = start_utc_ns_ + frames_to_ns(next_frame_, spec_.rate_hz);
+  const uint64_t first = next_frame_;
   next_frame_ += frames;
   if (spec_.rate_factor > 0) pace_.wait_for(next_frame_);
   h.t_capture_mono_ns = mono_now_ns();
+  follow_wall_clock(wall_clock_, h.t_capture_mono_ns, start_utc_ns_, h);
+  h.t_first_utc_ns = start_utc_ns_ + frames_to_ns(first, spec_.rate_hz);
   if (parts > 1) progress_->publish(frames);
   return ReadStatus::kOk;
 }

@@ -10,6 +10,7 @@
 #include "acquisition/pace.hpp"
 #include "acquisition/random.hpp"
 #include "acquisition/source.hpp"
+#include "acquisition/wall_clock.hpp"
 #include "dsp/worker_pool.hpp"
 
 namespace vigil {
@@ -131,6 +132,7 @@ class SyntheticSource final : public Source {
   uint64_t end_frame_ = UINT64_MAX;
   Pace pace_;
   int64_t start_utc_ns_ = 0;
+  WallClockWatch wall_clock_;  // steps of the UTC clock move start_utc_ns_
   bool started_ = false;
 };
 

@@ -197,6 +197,7 @@ struct Recorder {
                 {"samples_overlapping", s.samples_overlapping},
                 {"overlaps", s.overlaps},
                 {"timestamp_errors", s.timestamp_errors},
+                {"time_steps", s.time_steps},
                 {"first_timestamp", timestamp(s.first_ts_int, s.first_ts_frac_ps)},
                 {"first_ts_int", s.first_ts_int},
                 {"first_ts_frac_ps", s.first_ts_frac_ps},
@@ -401,7 +402,7 @@ int main(int argc, char** argv) {
                          {"timestamp_errors", s.timestamp_errors}, {"sample_loss_flags", s.sample_loss_flags},
                          {"samples_missing", s.samples_missing}, {"holes", s.holes},
                          {"samples_overlapping", s.samples_overlapping}, {"overlaps", s.overlaps},
-                         {"rate_hz", s.rate_hz}, {"new_packets", s.packets - lp}});
+                         {"time_steps", s.time_steps}, {"rate_hz", s.rate_hz}, {"new_packets", s.packets - lp}});
       lp = s.packets;
       ls = s.samples;
     }
@@ -426,9 +427,12 @@ int main(int argc, char** argv) {
     for (const json& s : streams) {
       // Overlaps only where there are any: they are rare (a stream restarted with a longer delay).
       const uint64_t overlaps = s["overlaps"].get<uint64_t>();
-      const std::string repeated = overlaps ? ", repeated " + std::to_string(s["samples_overlapping"].get<uint64_t>()) +
-                                                  " samples in " + std::to_string(overlaps) + " overlaps"
-                                            : std::string();
+      std::string repeated = overlaps ? ", repeated " + std::to_string(s["samples_overlapping"].get<uint64_t>()) +
+                                            " samples in " + std::to_string(overlaps) + " overlaps"
+                                      : std::string();
+      // Time steps likewise: the sender's wall clock stepped (nothing lost).
+      if (const uint64_t steps = s["time_steps"].get<uint64_t>())
+        repeated += ", time line stepped " + std::to_string(steps) + (steps == 1 ? " time" : " times");
       std::printf("  stream %s: %llu packets, %s, %llu samples, gaps %llu, missing %llu samples in %llu holes%s, "
                   "ts errors %llu, loss flags %llu\n",
                   stream_id_hex(s["stream_id"].get<uint32_t>()).c_str(), (unsigned long long)s["packets"].get<uint64_t>(),

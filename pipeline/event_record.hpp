@@ -15,8 +15,10 @@ namespace vigil {
 // value = deadline misses in the last second.
 // kSourceOverrun: the device overran before this chunk; value = frames lost (measured).
 // kBackendFallback: a CUDA stage failed and continues on its CPU twin; value = the cudaError_t.
+// kClockStep: the wall clock stepped; value = seconds the time line moved (frame, t_utc_ns: the
+// first frame on the new one).
 enum class EventKind : uint8_t {
-  kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration, kOverload, kSourceOverrun, kBackendFallback
+  kAlarmRaised, kAlarmCleared, kAeHit, kAeLevel, kVibration, kOverload, kSourceOverrun, kBackendFallback, kClockStep
 };
 
 struct EventRecord {

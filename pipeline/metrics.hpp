@@ -18,6 +18,7 @@ struct PipelineCounters {
   std::atomic<uint64_t> clipped_samples{0};
   std::atomic<uint64_t> non_finite_samples{0};
   std::atomic<uint64_t> events_dropped{0};         // event queue full
+  std::atomic<uint64_t> clock_steps{0};            // chunks whose source's UTC time line followed a wall-clock step
   LatencyHistogram processing;                     // convert + graph, per chunk
   std::atomic<bool> shedding{false};               // optional stages skipped now
   std::atomic<uint64_t> shed_episodes{0};

@@ -130,7 +130,7 @@ void OutputWorker::end_frame(DataOutput& out, uint32_t part) noexcept {
 }
 
 void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n_total,
-                             __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz,
+                             __int128 t_first_ps, uint32_t first_flags, bool over_range, double rate_hz,
                              uint32_t part) noexcept {
   DatagramBatch& batch = batch_of(part);
   // In a VRL frame, a packet has the datagram's room less the frame's header and trailer.
@@ -144,7 +144,8 @@ void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, c
     const size_t n = std::min(per_packet, n_total - k);
     // Timestamp of the packet's first sample: exact picoseconds for integer rates.
     vita49::split_ps(t_first_ps + frames_to_ps(k, rate_hz), p.ts_int, p.ts_frac_ps);
-    p.sample_loss = k == 0 && sample_loss;
+    p.sample_loss = k == 0 && (first_flags & chunk_flags::kOverrunBefore);
+    p.time_step = k == 0 && (first_flags & chunk_flags::kClockStepped);
     p.packet_count = out.packet_counts[lane];
     out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
     if (out.vrl) {
@@ -170,7 +171,7 @@ void OutputWorker::flush(DataOutput& out, uint32_t part, bool context) noexcept 
 }
 
 void OutputWorker::send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps,
-                              bool loss, bool clipped, double rate_hz, bool flush_now) noexcept {
+                              uint32_t first_flags, bool clipped, double rate_hz, bool flush_now) noexcept {
   const StreamFormat& f = *out.format;
   const uint32_t lanes = f.bands * f.channels;
   const uint32_t parts = send_pool_ ? std::min(send_pool_->threads(), lanes) : 1;
@@ -178,7 +179,7 @@ void OutputWorker::send_lanes(DataOutput& out, const OutputSlot& slot, size_t o,
     const WorkerPool::Range r = WorkerPool::range(lanes, parts, part);
     for (uint32_t lane = r.first; lane < r.end; ++lane)
       send_lane(out, lane / f.channels, lane % f.channels, slot.data[o].data() + size_t(lane) * slot.stride, n,
-                t_first_ps, loss, clipped, rate_hz, part);
+                t_first_ps, first_flags, clipped, rate_hz, part);
     if (flush_now || parts > 1) flush(out, part);
   };
   if (parts > 1)
@@ -227,20 +228,22 @@ void OutputWorker::send_slot(const OutputSlot& slot, bool flush_now) noexcept {
     const StreamFormat& f = *out.format;
     // Stamp each sample with the time of the input frame it belongs to.
     const __int128 delay_ps = frames_to_ps(f.delay_frames, options_.rate_hz);
-    const bool loss = (h.flags & chunk_flags::kOverrunBefore) != 0, clipped = (h.flags & chunk_flags::kClipped) != 0;
+    // A loss, or a step of the time line, goes on each lane's first packet.
+    const uint32_t first_flags = h.flags & (chunk_flags::kOverrunBefore | chunk_flags::kClockStepped);
+    const bool clipped = (h.flags & chunk_flags::kClipped) != 0;
     const __int128 t_first_ps = __int128(h.t_first_utc_ns) * 1000 - delay_ps;
     const uint32_t dec = out.settings.decimation;
     if (dec == 1) {
-      send_lanes(out, slot, o, slot.frames, t_first_ps, loss, clipped, options_.rate_hz, flush_now);
+      send_lanes(out, slot, o, slot.frames, t_first_ps, first_flags, clipped, options_.rate_hz, flush_now);
       continue;
     }
     // The pipeline put only the kept samples in the slot (kept_samples(): every Nth of the stream).
     const KeptSamples kept = kept_samples(h.first_frame, slot.frames, dec);
-    out.loss_pending = out.loss_pending || loss;
+    out.flags_pending |= first_flags;
     if (kept.count == 0) continue;
     const __int128 t_kept_ps = t_first_ps + frames_to_ps(kept.first, options_.rate_hz);
-    send_lanes(out, slot, o, kept.count, t_kept_ps, out.loss_pending, clipped, options_.rate_hz / dec, flush_now);
-    out.loss_pending = false;
+    send_lanes(out, slot, o, kept.count, t_kept_ps, out.flags_pending, clipped, options_.rate_hz / dec, flush_now);
+    out.flags_pending = 0;
   }
 }
 
@@ -271,7 +274,7 @@ bool OutputWorker::send_waveforms(DataOutput& out) noexcept {
   bool did = false;
   while (Waveform* w = out.waveforms->next()) {
     // Each waveform's first packet is stamped with the time of its first (pretrigger) sample.
-    send_lane(out, w->band, w->channel, w->data.data(), w->samples, __int128(w->t_first_utc_ns) * 1000, false, false,
+    send_lane(out, w->band, w->channel, w->data.data(), w->samples, __int128(w->t_first_utc_ns) * 1000, 0, false,
               options_.rate_hz);
     out.waveforms->release(w);
     did = true;
@@ -351,11 +354,16 @@ void OutputWorker::pack_lines(EventOutput& out) noexcept {
 
 void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
   try {
-    if (ev.kind == EventKind::kSourceOverrun) {
+    if (ev.kind == EventKind::kSourceOverrun || ev.kind == EventKind::kClockStep) {
       nlohmann::json body;
-      body["state"] = "overrun";
-      body["frames_lost"] = uint64_t(ev.value);
-      body["frame"] = ev.frame;  // the first frame after the gap
+      if (ev.kind == EventKind::kSourceOverrun) {
+        body["state"] = "overrun";
+        body["frames_lost"] = uint64_t(ev.value);
+      } else {
+        body["state"] = "clock_step";
+        body["step_s"] = ev.value;  // how far the time line moved (negative: back)
+      }
+      body["frame"] = ev.frame;  // the first frame after the gap, or on the new time line
       body["sample_time"] = rfc3339_utc(ev.t_utc_ns);
       send_event("source", std::move(body), utc_now_ns());
       return;
@@ -397,7 +405,8 @@ std::string_view OutputWorker::stage_event_text(const EventRecord& ev, EventText
     case EventKind::kVibration: type = "vibration"; break;
     case EventKind::kOverload:
     case EventKind::kSourceOverrun:
-    case EventKind::kBackendFallback: break;  // the pipeline's own: send_event_record
+    case EventKind::kBackendFallback:
+    case EventKind::kClockStep: break;  // the pipeline's own: send_event_record
   }
   // The stage's own fields and those every stage event has: as text where the stage writes it
   // so (AE hits and levels, thousands a second), else through a JSON body.
@@ -428,7 +437,8 @@ void OutputWorker::count_event(const EventRecord& ev) noexcept {
 }
 
 bool OutputWorker::pipeline_event(EventKind kind) noexcept {
-  return kind == EventKind::kSourceOverrun || kind == EventKind::kOverload || kind == EventKind::kBackendFallback;
+  return kind == EventKind::kSourceOverrun || kind == EventKind::kOverload || kind == EventKind::kBackendFallback ||
+         kind == EventKind::kClockStep;
 }
 
 void OutputWorker::send_stage_events_in_parallel(const EventRecord* ev, uint32_t n) noexcept {

@@ -85,7 +85,7 @@ class OutputWorker {
     std::vector<uint8_t> context_counts;
     int64_t next_context_mono_ns = 0;
     ReceiverWatch watch;
-    bool loss_pending = false;     // a loss flag whose chunk kept no sample: goes on the next packet
+    uint32_t flags_pending = 0;    // a loss or time step whose chunk kept no sample: goes on the next packet
     bool vrl = false;              // framing: vrl (packets go out in VRL frames)
     size_t datagram_bytes = 0;     // the largest datagram (a packet, or a frame of packets)
     std::vector<uint16_t> frame_counts;  // 12-bit VRL frame counter per lane part (per socket)
@@ -116,12 +116,14 @@ class OutputWorker {
   bool send_waveforms(DataOutput& out) noexcept;
   // Sends n samples of one lane as data packets, the first stamped t_first_ps (UTC picoseconds).
   // rate_hz: the lane's sample rate as sent (the stream's, divided by the output's decimation).
-  // part: which sender and batch (0: this thread's; send_slot's helpers theirs).
+  // part: which sender and batch (0: this thread's; send_slot's helpers theirs). first_flags:
+  // chunk_flags kOverrunBefore and kClockStepped, said in the first packet's trailer.
   void send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n,
-                 __int128 t_first_ps, bool sample_loss, bool over_range, double rate_hz, uint32_t part = 0) noexcept;
+                 __int128 t_first_ps, uint32_t first_flags, bool over_range, double rate_hz,
+                 uint32_t part = 0) noexcept;
   // The lanes of one chunk of a data output, over the send pool where there is one.
-  void send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps, bool loss,
-                  bool clipped, double rate_hz, bool flush_now = true) noexcept;
+  void send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps,
+                  uint32_t first_flags, bool clipped, double rate_hz, bool flush_now = true) noexcept;
   void send_context(DataOutput& out, bool changed) noexcept;
   // Hands out's batched data packets of lane part `part` to its sender (send_lane batches them),
   // counted as context packets or data packets.

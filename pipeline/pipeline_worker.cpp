@@ -251,6 +251,18 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   run_taken(taken, t0);
 }
 
+void PipelineWorker::note_clock_step(const ChunkHeader& header) noexcept {
+  counters_.clock_steps.fetch_add(1, std::memory_order_relaxed);
+  log_.printf(4, "capture: the wall clock stepped by %+.3f s; the time line follows it from frame %llu",
+              double(header.clock_step_ns) * 1e-9, (unsigned long long)header.first_frame);
+  EventRecord ev;
+  ev.kind = EventKind::kClockStep;
+  ev.value = double(header.clock_step_ns) * 1e-9;
+  ev.frame = header.first_frame;
+  ev.t_utc_ns = header.t_first_utc_ns;
+  if (!events_.push(ev)) counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
+}
+
 void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   if (t_first_chunk_ == 0) t_first_chunk_ = t0;
   ChunkHeader header = taken.header;
@@ -268,6 +280,7 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
     ev.t_utc_ns = header.t_first_utc_ns;
     if (!events_.push(ev)) counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
   }
+  if (header.flags & chunk_flags::kClockStepped) note_clock_step(header);
   Exec exec;
   exec.chunk = {header.first_frame, header.t_first_utc_ns, header.sequence};
   exec.events = &events_;
@@ -325,12 +338,18 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
         slot->header.frames_lost_before += output_lost_frames_;
         output_lost_frames_ = 0;
       }
+      if (output_clock_step_ns_) {  // a step in a chunk not sent: the receiver's time line moves here
+        slot->header.flags |= chunk_flags::kClockStepped;
+        slot->header.clock_step_ns += output_clock_step_ns_;
+        output_clock_step_ns_ = 0;
+      }
       slot->frames = in.frames;
       fill_slot(*slot, in.frames, header.first_frame);
     } else {
       counters_.output_chunks_dropped.fetch_add(1, std::memory_order_relaxed);
       counters_.output_frames_dropped.fetch_add(in.frames, std::memory_order_relaxed);
       output_lost_frames_ += in.frames;
+      output_clock_step_ns_ += header.clock_step_ns;
     }
   }
   const int64_t t1 = mono_now_ns();

@@ -105,6 +105,7 @@ class PipelineWorker {
   void process(Chunk& chunk) noexcept;
   void take(Chunk& chunk, Block& in, Taken& taken) noexcept;  // converts it and gives the chunk back
   void run_taken(const Taken& taken, int64_t t0) noexcept;     // the graph, events and output slot
+  void note_clock_step(const ChunkHeader& header) noexcept;  // counted, logged, an event
   static void on_gpu_wait(void* self) noexcept;
   void look_ahead() noexcept;
   // A chunk off the capture queue: taken ahead when parts of it went up (below), else processed
@@ -167,6 +168,7 @@ class PipelineWorker {
   std::atomic<int> last_update_failed_stage_{-1};
   uint32_t acks_done_ = 0;
   uint64_t output_lost_frames_ = 0;  // dropped for want of a slot since the last slot sent
+  int64_t output_clock_step_ns_ = 0;  // wall-clock steps in those chunks (the next slot carries them)
   PipelineCounters counters_;
   std::atomic<bool> finished_{false};
 };

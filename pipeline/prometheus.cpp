@@ -63,6 +63,7 @@ std::string prometheus_text(const nlohmann::json& s) {
             "Sends refused because the destination answered port unreachable (no receiver).");
   w.counter(s, "send_buffer_full", "vigil_send_buffer_full_total", "Sends refused for a full socket buffer.");
   w.counter(s, "events_dropped", "vigil_events_dropped_total", "Detector events lost to a full queue.");
+  w.counter(s, "clock_steps", "vigil_clock_steps_total", "Wall-clock steps the source's UTC time line followed.");
   w.counter(s, "deadline_misses", "vigil_deadline_misses_total", "Chunks finished after their deadline.");
   w.counter(s, "clipped_samples", "vigil_clipped_samples_total", "Input samples at full scale.");
   w.counter(s, "non_finite_samples", "vigil_non_finite_samples_total", "NaN/Inf input samples (replaced).");

@@ -368,6 +368,7 @@ nlohmann::json Service::status_json() const {
   j["clipped_samples"] = pc.clipped_samples.load(std::memory_order_relaxed);
   j["non_finite_samples"] = pc.non_finite_samples.load(std::memory_order_relaxed);
   j["events_dropped"] = pc.events_dropped.load(std::memory_order_relaxed);
+  j["clock_steps"] = pc.clock_steps.load(std::memory_order_relaxed);
   j["quiet_handoffs"] = pc.quiet_handoffs.load(std::memory_order_relaxed);
   if (const Graph::KeepWarmCounts kw = graph_->keep_warm_counts(); kw.on)
     j["gpu_keep_warm"] = {{"interval_us", kw.interval_ns / 1000}, {"rounds", kw.rounds}, {"errors", kw.errors}};

@@ -17,9 +17,14 @@ void StreamMonitor::on_packet(const vita49::Decoded& p) {
     s.first_ts_frac_ps = p.ts_frac;
   } else {
     s.gaps += uint8_t(p.packet_count - s.last_count - 1) & 0xF;
-    bool broken = ts <= s.last_ts_ps;
-    if (broken) ++s.timestamp_errors;
-    if (s.rate_hz > 0) {
+    const bool stepped = p.has_trailer && (p.trailer & vita49::kTrailerTimeStepEnable) &&
+                         (p.trailer & vita49::kTrailerTimeStep);
+    bool broken = stepped || ts <= s.last_ts_ps;
+    if (stepped)
+      ++s.time_steps;
+    else if (broken)
+      ++s.timestamp_errors;
+    if (s.rate_hz > 0 && !stepped) {
       // Samples between where the previous packet ended and where this one starts (timestamps
       // are exact picoseconds for integer rates; round to whole samples).
       const double gap = double(ts - s.last_ts_ps) * s.rate_hz / 1e12 - double(s.last_samples);

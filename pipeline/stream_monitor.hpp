@@ -29,6 +29,9 @@ struct StreamStats {
   // Places where the time line breaks (a hole, an overlap, or a timestamp not later than the one
   // before): a recording of the stream starts a new segment at each (vigil-listen --record).
   uint64_t breaks = 0;
+  // Packets whose trailer says the sender's time line starts anew there (vita49::kTrailerTimeStep:
+  // its wall clock stepped): a break, but no hole or overlap, since no sample was lost or repeated.
+  uint64_t time_steps = 0;
   uint64_t context_packets = 0;
   double rate_hz = 0;              // from context packets (0 until one arrives)
   bool have_first = false;

@@ -69,6 +69,7 @@ size_t encode_data(const DataPacket& p, const float* samples, size_t n, uint8_t*
   uint32_t trailer = kTrailerValidDataEnable | kTrailerValidData | kTrailerOverRangeEnable | kTrailerSampleLossEnable;
   if (p.over_range) trailer |= kTrailerOverRange;
   if (p.sample_loss) trailer |= kTrailerSampleLoss;
+  if (p.time_step) trailer |= kTrailerTimeStepEnable | kTrailerTimeStep;
   put32(w, trailer);
   return bytes;
 }

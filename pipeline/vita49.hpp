@@ -35,6 +35,10 @@ enum class PacketType : uint8_t { kSignalDataWithStreamId = 1, kContext = 4 };
 constexpr uint32_t kTrailerValidDataEnable = 1u << 30, kTrailerValidData = 1u << 18;
 constexpr uint32_t kTrailerOverRangeEnable = 1u << 25, kTrailerOverRange = 1u << 13;
 constexpr uint32_t kTrailerSampleLossEnable = 1u << 24, kTrailerSampleLoss = 1u << 12;
+// User-defined indicator 0 (bits 23 and 11), Vigil's: the time line starts anew at this packet
+// (the source's wall clock stepped; acquisition/wall_clock.hpp), so its timestamp is not the
+// previous packet's plus its samples, and no sample was lost for it. Set only on such packets.
+constexpr uint32_t kTrailerTimeStepEnable = 1u << 23, kTrailerTimeStep = 1u << 11;
 
 struct DataPacket {
   uint32_t stream_id = 0;
@@ -43,6 +47,7 @@ struct DataPacket {
   uint64_t ts_frac_ps = 0;   // picoseconds within the second, 0..999999999999
   bool sample_loss = false;  // samples were lost before this packet
   bool over_range = false;   // a sample in this packet's chunk was at full scale
+  bool time_step = false;    // the time line moved before this packet (kTrailerTimeStep)
 };
 
 struct ContextPacket {

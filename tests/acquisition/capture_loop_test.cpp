@@ -158,5 +158,58 @@ TEST(CaptureLoop, AnUnpacedSourceWaitsForThePipelineAndLosesNothing) {
   EXPECT_EQ(loop.counters().frames_dropped.load(), 0u);
 }
 
+// A paced source whose wall clock steps in chunk 2 (as WallClockWatch would flag it), with a pool
+// of two chunks that nobody frees until chunk 3 is being read: chunks 2 and 3 are dropped, and the
+// step goes on to chunk 4, the first handed over on the moved time line, with the loss.
+class SteppingSource : public Source {
+ public:
+  SteppingSource(SpscQueue<Chunk*>& free_q, SpscQueue<Chunk*>& full_q) : free_(free_q), full_(full_q) {}
+  SourceFormat format() const noexcept override { return {1000, 1, SampleFormat::kInt16, 10, 1.0f}; }
+  std::string_view kind() const noexcept override { return "stepping"; }
+  ReadStatus read(Chunk& chunk) noexcept override {
+    if (k_ == 6) return ReadStatus::kEnd;
+    ChunkHeader& h = chunk.header;
+    h.first_frame = k_ * 10;
+    h.frames = 10;
+    h.channels = 1;
+    if (k_ == 2) {
+      h.flags |= chunk_flags::kClockStepped;
+      h.clock_step_ns = -4'250'000'000;
+    }
+    if (k_ == 3) {  // the consumer frees one chunk: chunk 4 gets it
+      Chunk* c = nullptr;
+      if (full_.pop(c)) free_.push(c);
+    }
+    ++k_;
+    return ReadStatus::kOk;
+  }
+
+ private:
+  SpscQueue<Chunk*>& free_;
+  SpscQueue<Chunk*>& full_;
+  uint64_t k_ = 0;
+};
+
+TEST(CaptureLoop, AClockStepInADroppedChunkGoesOnTheNextChunkHandedOver) {
+  ChunkPool pool(2, 10 * 2);
+  SpscQueue<Chunk*> free_q(2), full_q(2);
+  for (uint32_t i = 0; i < 2; ++i) free_q.push(&pool.chunk(i));
+  SteppingSource source(free_q, full_q);
+  CaptureLoop loop(source, free_q, full_q, pool.bytes_per_chunk());
+  loop.run();
+  EXPECT_EQ(loop.counters().chunks_dropped.load(), 3u);  // 2, 3 (no chunk free yet), 5
+  Chunk* c = nullptr;
+  ASSERT_TRUE(full_q.pop(c));
+  EXPECT_EQ(c->header.first_frame, 10u);
+  EXPECT_EQ(c->header.flags & chunk_flags::kClockStepped, 0u);
+  EXPECT_EQ(c->header.clock_step_ns, 0);
+  ASSERT_TRUE(full_q.pop(c));
+  EXPECT_EQ(c->header.first_frame, 40u);
+  EXPECT_NE(c->header.flags & chunk_flags::kClockStepped, 0u);
+  EXPECT_EQ(c->header.clock_step_ns, -4'250'000'000);
+  EXPECT_EQ(c->header.frames_lost_before, 20u);
+  EXPECT_FALSE(full_q.pop(c));
+}
+
 }  // namespace
 }  // namespace vigil

@@ -1,5 +1,5 @@
 // SigmfWriter: what it writes replays through FileSource sample for sample, with the same frame
-// indices, times and loss flags (gaps become capture segments); a write error leaves a
+// indices, times, loss flags and clock steps (each becomes a capture segment); a write error leaves a
 // consistent, replayable recording of whole chunks.
 #include "acquisition/sigmf_writer.hpp"
 
@@ -55,6 +55,7 @@ TEST_F(SigmfWriterTest, GapsBecomeSegmentsThatReplayAsTheyWereLive) {
   SigmfGlobal g{48000, 3, SampleFormat::kInt16, "ab12", "test source"};
   std::vector<Written> in;
   uint64_t frame = 5000;  // a recording that starts mid-run
+  constexpr int64_t kStep = -2'500'000'000;  // the wall clock set 2.5 s back before chunk 10
   for (int k = 0; k < 12; ++k) {
     if (k == 4) frame += 777;  // frames lost (a dropped chunk and then some)
     in.push_back(chunk(frame, 256, 3, t0));
@@ -63,14 +64,19 @@ TEST_F(SigmfWriterTest, GapsBecomeSegmentsThatReplayAsTheyWereLive) {
       in.back().header.flags = chunk_flags::kOverrunBefore | chunk_flags::kSourceOverrun;
       in.back().header.t_first_utc_ns += frames_to_ns(100, 48000);
     }
+    if (k == 10) {  // the clock stepped: no frame lost, the time line moved
+      in.back().header.flags = chunk_flags::kClockStepped;
+      in.back().header.clock_step_ns = kStep;
+    }
     frame += 256;
   }
-  // Chunks after k = 8 keep the shifted time line.
+  // Chunks after k = 8 keep the shifted time line; from k = 10 on, the step too.
   for (size_t k = 9; k < in.size(); ++k) in[k].header.t_first_utc_ns += frames_to_ns(100, 48000);
+  for (size_t k = 10; k < in.size(); ++k) in[k].header.t_first_utc_ns += kStep;
   {
     SigmfWriter w((dir_ / "rec").string(), g);
     for (const Written& c : in) ASSERT_EQ(w.append(c.header, c.samples.data()), 0);
-    EXPECT_EQ(w.segments(), 3u);
+    EXPECT_EQ(w.segments(), 4u);
     EXPECT_EQ(w.frames(), 12u * 256);
     ASSERT_EQ(w.close(), 0);
   }
@@ -78,10 +84,12 @@ TEST_F(SigmfWriterTest, GapsBecomeSegmentsThatReplayAsTheyWereLive) {
   EXPECT_EQ(meta["global"]["core:datatype"], "ri16_le");
   EXPECT_EQ(meta["global"]["core:num_channels"], 3);
   EXPECT_EQ(meta["global"]["vigil:config_sha256"], "ab12");
-  ASSERT_EQ(meta["captures"].size(), 3u);
+  ASSERT_EQ(meta["captures"].size(), 4u);
   EXPECT_EQ(meta["captures"][1]["core:sample_start"], 4 * 256);
   EXPECT_EQ(meta["captures"][1]["core:global_index"], 5000 + 4 * 256 + 777);
   EXPECT_EQ(meta["captures"][2]["vigil:source_overrun"], true);
+  EXPECT_EQ(meta["captures"][3]["vigil:frames_lost_before"], 0);
+  EXPECT_EQ(meta["captures"][3]["vigil:clock_step_s"], -2.5);
   EXPECT_EQ(fs::file_size(dir_ / "rec.sigmf-data"), 12u * 256 * 3 * 2);
   EXPECT_EQ(fs::status(dir_ / "rec.sigmf-data").permissions() & fs::perms::others_all, fs::perms::none);
 
@@ -107,11 +115,14 @@ TEST_F(SigmfWriterTest, GapsBecomeSegmentsThatReplayAsTheyWereLive) {
     ASSERT_LE(pos + h.frames, live_frame.size());
     EXPECT_EQ(h.first_frame, live_frame[pos]);
     EXPECT_LE(std::abs(h.t_first_utc_ns - live_utc[pos]), 1) << pos;
-    for (size_t seg : {4u * 256, 8u * 256}) EXPECT_FALSE(pos < seg && pos + h.frames > seg) << "spans a gap at " << pos;
+    for (size_t seg : {4u * 256, 8u * 256, 10u * 256})
+      EXPECT_FALSE(pos < seg && pos + h.frames > seg) << "spans a gap at " << pos;
     const bool segment_start = pos == 4 * 256 || pos == 8 * 256;
     EXPECT_EQ(h.flags & chunk_flags::kOverrunBefore, segment_start ? chunk_flags::kOverrunBefore : 0u) << pos;
     EXPECT_EQ(h.frames_lost_before, pos == 4 * 256 ? 777u : pos == 8 * 256 ? 100u : 0u) << pos;
     EXPECT_EQ(bool(h.flags & chunk_flags::kSourceOverrun), pos == 8 * 256) << pos;
+    EXPECT_EQ(bool(h.flags & chunk_flags::kClockStepped), pos == 10 * 256) << pos;
+    EXPECT_EQ(h.clock_step_ns, pos == 10 * 256 ? kStep : 0) << pos;
     const auto* s = reinterpret_cast<const int16_t*>(c.data);
     for (uint32_t i = 0; i < h.frames * 3; ++i) ASSERT_EQ(s[i], live_samples[pos * 3 + i]) << pos;
     pos += h.frames;

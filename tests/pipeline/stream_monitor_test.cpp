@@ -71,6 +71,35 @@ TEST(StreamMonitor, HolesOverlapsAndBackwardsTimeEachBreakTheTimeLine) {
   EXPECT_EQ(s.holes, 1u);
 }
 
+// A packet whose trailer says the sender's time line starts anew (its wall clock stepped) breaks
+// the time line for a recording, but is no hole, overlap or timestamp error: nothing was lost.
+TEST(StreamMonitor, ATimeStepBreaksTheTimeLineWithoutAHoleOrAnOverlap) {
+  StreamMonitor m;
+  m.on_packet(context(3));
+  m.on_packet(data(3, 0, 0, 512));
+  vita49::Decoded forward = data(3, 1, 512 + 3600 * 51200, 512);  // an hour later
+  forward.has_trailer = true;
+  forward.trailer = vita49::kTrailerTimeStepEnable | vita49::kTrailerTimeStep;
+  m.on_packet(forward);
+  m.on_packet(data(3, 2, 1024 + 3600 * 51200, 512));
+  vita49::Decoded back = data(3, 3, 1536 + 3600 * 51200 - 2 * 51200, 512);  // then 2 s back
+  back.has_trailer = true;
+  back.trailer = vita49::kTrailerTimeStepEnable | vita49::kTrailerTimeStep;
+  m.on_packet(back);
+  const StreamStats& s = m.streams().at(3);
+  EXPECT_EQ(s.time_steps, 2u);
+  EXPECT_EQ(s.breaks, 2u);
+  EXPECT_EQ(s.holes + s.samples_missing + s.overlaps + s.samples_overlapping + s.timestamp_errors + s.gaps, 0u);
+  // The indicator bit without its enable bit means nothing: a hole as before.
+  vita49::Decoded unflagged = data(3, 4, 1536 + 3600 * 51200 - 2 * 51200 + 512 + 100, 512);
+  unflagged.has_trailer = true;
+  unflagged.trailer = vita49::kTrailerTimeStep;
+  m.on_packet(unflagged);
+  EXPECT_EQ(m.streams().at(3).holes, 1u);
+  EXPECT_EQ(m.streams().at(3).samples_missing, 100u);
+  EXPECT_EQ(m.streams().at(3).time_steps, 2u);
+}
+
 TEST(StreamMonitor, WithoutARateOnlyTimestampOrderIsJudged) {
   StreamMonitor m;  // no context packet: holes and overlaps cannot be measured
   m.on_packet(data(2, 0, 0, 512));

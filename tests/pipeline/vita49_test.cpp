@@ -56,6 +56,13 @@ TEST(Vita49, DataPacketRoundTrip) {
   EXPECT_TRUE(d.trailer & kTrailerSampleLoss);
   EXPECT_TRUE(d.trailer & kTrailerValidData);
   EXPECT_FALSE(d.trailer & kTrailerOverRange);
+  EXPECT_FALSE(d.trailer & (kTrailerTimeStepEnable | kTrailerTimeStep)) << "said only where the time line steps";
+
+  p.time_step = true;  // the first packet after a step of the sender's wall clock
+  ASSERT_EQ(encode_data(p, samples.data(), n, buf.data(), buf.size()), bytes);
+  ASSERT_TRUE(decode(buf.data(), bytes, d, &why)) << why;
+  EXPECT_EQ(d.trailer & (kTrailerTimeStepEnable | kTrailerTimeStep), kTrailerTimeStepEnable | kTrailerTimeStep);
+  EXPECT_TRUE(d.trailer & kTrailerSampleLoss);
 }
 
 // The payload is big-endian float32 whatever the count (the swap runs four words at a time, then
