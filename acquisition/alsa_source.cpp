@@ -217,13 +217,16 @@ ReadStatus AlsaSource::read(Chunk& chunk) noexcept {
     wall_clock_.anchor(offset);
     anchored_ = true;
   } else if (gap_pending_) {
-    // Frames the device dropped: how far the measured time is ahead of the frame-counted one.
-    const int64_t expected = start_mono_ns_ + frames_to_ns(next_frame_, format_.rate_hz);
+    // Frames the device dropped: how far the measured time is ahead of the frame-counted one,
+    // less the offset the device's own clock has built up (DeviceClockOffset).
+    const int64_t expected = start_mono_ns_ + frames_to_ns(next_frame_, format_.rate_hz) + offset_.median();
     const double behind = double(t_last - span - expected) * format_.rate_hz / 1e9;
     const uint64_t lost = behind > 0 ? uint64_t(std::llround(behind)) : 0;
     next_frame_ += lost;
     h.flags |= chunk_flags::kOverrunBefore | (overrun_pending_ ? chunk_flags::kSourceOverrun : chunk_flags::kSourceResumed);
     h.frames_lost_before += lost;
+  } else {
+    offset_.add(t_last - span - (start_mono_ns_ + frames_to_ns(next_frame_, format_.rate_hz)));
   }
   overrun_pending_ = gap_pending_ = false;
   follow_wall_clock(wall_clock_, now, start_utc_ns_, h);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "acquisition/alsa_spec.hpp"
+#include "acquisition/device_clock_offset.hpp"
 #include "acquisition/source.hpp"
 #include "acquisition/wall_clock.hpp"
 
@@ -50,6 +51,7 @@ class AlsaSource final : public Source {
   bool anchored_ = false;
   int64_t start_mono_ns_ = 0, start_utc_ns_ = 0;  // time of frame 0
   WallClockWatch wall_clock_;                     // steps of the UTC clock move start_utc_ns_
+  DeviceClockOffset offset_;                      // where chunks lately arrive against the frame count
   void open_and_configure();  // throws std::runtime_error
   void go_down() noexcept;
   bool try_reopen() noexcept;

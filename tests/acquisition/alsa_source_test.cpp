@@ -158,9 +158,10 @@ TEST(AlsaSource, ANegotiatedDeviceSaysWhatItGrantedAndErrorsNameTheDevice) {
 namespace vigil {
 namespace {
 
-// The paced test PCM (tests/support/alsa_test_pcm.cpp), fixed at 48 kHz.
-std::string paced_pcm_config() {
-  return std::string("pcm_type.vigiltest { lib \"") + VIGIL_ALSA_TEST_PCM + "\" }\npcm.paced { type vigiltest rate 48000 }\n";
+// The paced test PCM (tests/support/alsa_test_pcm.cpp), fixed at 48 kHz; its clock `ppm` off.
+std::string paced_pcm_config(int ppm = 0) {
+  return std::string("pcm_type.vigiltest { lib \"") + VIGIL_ALSA_TEST_PCM +
+         "\" }\npcm.paced { type vigiltest rate 48000 ppm " + std::to_string(ppm) + " }\n";
 }
 
 // Frame index a paced sample encodes (channel 0: the frame index mod 32768).
@@ -183,7 +184,8 @@ struct PacedCapture {
     s.buffer_frames = 1920;  // 40 ms
     return s;
   }
-  AlsaSource src{spec(), paced_pcm_config()};
+  explicit PacedCapture(int ppm = 0) : src(spec(), paced_pcm_config(ppm)) {}
+  AlsaSource src;
   std::vector<std::byte> mem = std::vector<std::byte>(480 * 2 * 2);
   Chunk chunk = [this] {
     Chunk c;
@@ -236,6 +238,32 @@ TEST(AlsaSource, AnOverrunIsRecoveredCountedAndItsGapFlagged) {
     next_value += 480;
   }
   EXPECT_EQ(src.overruns(), 1u);
+}
+
+// A device whose clock runs 2 % fast (a crystal's tens of ppm, over a long run, taken to seconds):
+// after 2 s its frame count is 40 ms ahead of the monotonic clock. An overrun's loss is still
+// measured within two periods of the truth, from where its chunks lately arrived; measured from
+// the start's anchor it would be 1 920 frames short.
+TEST(AlsaSource, AnOverrunsLossIsMeasuredPastTheDevicesClockDrift) {
+  PacedCapture cap(20000);
+  AlsaSource& src = cap.src;
+  Chunk& chunk = cap.chunk;
+  uint64_t expect_value = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) {
+    chunk.header = {};
+    ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
+    ASSERT_EQ(chunk.header.frames_lost_before, 0u) << "an overrun while keeping up";
+    ASSERT_EQ(uint16_t(cap.sample(0, 0)), uint16_t(expect_value % 32768));
+    expect_value += 480;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the device overruns
+  chunk.header = {};
+  ASSERT_EQ(src.read(chunk), ReadStatus::kOk);
+  ASSERT_EQ(src.overruns(), 1u);
+  const uint64_t truly_lost = unwrap(cap.sample(0, 0), expect_value + 7344) - expect_value;
+  EXPECT_GT(truly_lost, 1920u);
+  EXPECT_NEAR(double(chunk.header.frames_lost_before), double(truly_lost), 960.0);
 }
 
 // An overrun storm: a reader that stalls longer than the device buffer before every read, 20

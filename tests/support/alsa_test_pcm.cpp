@@ -7,7 +7,9 @@
 // (n + 1000 c) mod 32768, n counting frames since the first start, so a reader sees exactly which
 // frames it lost. When the reader falls more than a buffer behind, pointer() reports -EPIPE: a real
 // overrun, recovered by snd_pcm_recover like any device's. With `gone_file "/path"`, the device is
-// unplugged while that file exists: opening fails and a running capture gets -ENODEV.
+// unplugged while that file exists: opening fails and a running capture gets -ENODEV. With `ppm N`,
+// its clock runs N parts per million fast (negative: slow): it delivers rate x (1 + N/1e6) frames a
+// second while saying `rate`, as a real device's crystal does.
 #include <alsa/asoundlib.h>
 #include <alsa/pcm_external.h>
 #include <sys/timerfd.h>
@@ -25,6 +27,7 @@ struct Paced {
   snd_pcm_ioplug_t io{};
   int timer = -1;
   unsigned rate = 48000;
+  double ppm = 0;              // how far its clock is off
   int64_t first_start_ns = 0;  // the first start: frame 0 of the time line
   int64_t start_ns = 0;        // when the current run started
   uint64_t base_frame = 0;     // frame index (since the first start) at that start
@@ -40,14 +43,16 @@ int64_t now_ns() {
   return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
-uint64_t elapsed_frames(const Paced* p) { return uint64_t((now_ns() - p->start_ns) * int64_t(p->rate) / 1'000'000'000); }
+// Frames the device's clock makes in ns nanoseconds.
+uint64_t frames_in(const Paced* p, int64_t ns) { return uint64_t(double(ns) * p->rate * (1 + p->ppm * 1e-6) / 1e9); }
+uint64_t elapsed_frames(const Paced* p) { return frames_in(p, now_ns() - p->start_ns); }
 
 int paced_start(snd_pcm_ioplug_t* io) {
   auto* p = static_cast<Paced*>(io->private_data);
   p->start_ns = now_ns();
   if (p->first_start_ns == 0) p->first_start_ns = p->start_ns;
   // Frames keep their place on the time line: what passed while stopped (an overrun) is lost.
-  p->base_frame = uint64_t((p->start_ns - p->first_start_ns) * int64_t(p->rate) / 1'000'000'000);
+  p->base_frame = frames_in(p, p->start_ns - p->first_start_ns);
   p->delivered = 0;
   itimerspec its{};
   const int64_t period_ns = int64_t(io->period_size) * 1'000'000'000 / p->rate;
@@ -129,6 +134,7 @@ SND_PCM_PLUGIN_DEFINE_FUNC(vigiltest) {
     const char* str = nullptr;
     if (std::string_view(id) == "rate" && snd_config_get_integer(n, &v) == 0) p->rate = unsigned(v);
     if (std::string_view(id) == "gone_file" && snd_config_get_string(n, &str) == 0) p->gone_file = str;
+    if (std::string_view(id) == "ppm" && snd_config_get_integer(n, &v) == 0) p->ppm = double(v);
   }
   if (gone(p)) {
     delete p;
