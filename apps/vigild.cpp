@@ -226,7 +226,9 @@ void wait_for_the_network(const vigil::Settings& settings, vigil::SdNotifier& no
       if (!o.multicast.interface.empty())
         items.push_back({"the interface " + o.multicast.interface + " that output " +
                              vigil::format_endpoint(o.destination) + " sends from",
-                         [i = o.multicast.interface](std::string& why) { return vigil::look_up_interface(i, why); }});
+                         [i = o.multicast.interface, group = o.destination.host](std::string& why) {
+                           return vigil::look_up_interface(i, why, group);
+                         }});
     }
   };
   add_outputs(settings.data_outputs);

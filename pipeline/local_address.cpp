@@ -1,5 +1,7 @@
 #include "pipeline/local_address.hpp"
 
+#include "pipeline/udp_sender.hpp"
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -29,6 +31,54 @@ NameLookup try_bind(const sockaddr* address, socklen_t length, int type, std::st
   return err == EADDRNOTAVAIL ? NameLookup::kTryAgain : NameLookup::kNotFound;
 }
 
+// Whether the interface named, or holding the IPv4 address, `interface` is up (false if none is).
+bool interface_up(const std::string& interface) {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return true;  // cannot tell: the connect's error speaks
+  in_addr v4{};
+  const bool by_address = inet_pton(AF_INET, interface.c_str(), &v4) == 1;
+  bool up = false;
+  for (const ifaddrs* a = all; a && !up; a = a->ifa_next) {
+    const bool it = by_address ? a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+                                     reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.s_addr
+                               : interface == a->ifa_name;
+    up = it && (a->ifa_flags & IFF_UP);
+  }
+  freeifaddrs(all);
+  return up;
+}
+
+// Whether a datagram to `group` could leave by `interface` now: a throwaway UDP socket set as the
+// output's is (set_multicast_interface) and connected to the group, which picks the route and the
+// source address and sends nothing. Only "not yet" errors wait; any other is the start's to report.
+NameLookup probe_send(const std::string& interface, const std::string& group, std::string& why) {
+  sockaddr_in to4{};
+  sockaddr_in6 to6{};
+  const bool v4 = inet_pton(AF_INET, group.c_str(), &to4.sin_addr) == 1;
+  if (!v4 && inet_pton(AF_INET6, group.c_str(), &to6.sin6_addr) != 1) return NameLookup::kResolved;
+  to4.sin_family = AF_INET;
+  to6.sin6_family = AF_INET6;
+  to4.sin_port = to6.sin6_port = htons(9);
+  const int fd = socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return NameLookup::kResolved;
+  int err = 0;
+  if (!set_multicast_interface(fd, !v4, interface))
+    err = errno;
+  else if (v4 ? connect(fd, reinterpret_cast<const sockaddr*>(&to4), sizeof to4)
+              : connect(fd, reinterpret_cast<const sockaddr*>(&to6), sizeof to6))
+    err = errno;
+  close(fd);
+  if (err == ENODEV) {  // gone again since it was found
+    why = "no interface of that name here yet";
+    return NameLookup::kTryAgain;
+  }
+  if (err != ENETUNREACH && err != ENETDOWN && err != EADDRNOTAVAIL && err != EHOSTUNREACH) return NameLookup::kResolved;
+  why = !interface_up(interface)             ? "the interface is down"
+        : !v4 && err == EADDRNOTAVAIL ? "no IPv6 address ready on it yet"
+                                      : std::string("no route from it yet: ") + std::strerror(err);
+  return NameLookup::kTryAgain;
+}
+
 }  // namespace
 
 NameLookup look_up_listen_address(const std::string& host, std::string& why) {
@@ -47,7 +97,7 @@ NameLookup look_up_listen_address(const std::string& host, std::string& why) {
   return result;
 }
 
-NameLookup look_up_interface(const std::string& interface, std::string& why) {
+NameLookup look_up_interface(const std::string& interface, std::string& why, const std::string& group) {
   sockaddr_in v4{};
   if (inet_pton(AF_INET, interface.c_str(), &v4.sin_addr) == 1) {
     // IP_MULTICAST_IF wants a device that has the address (a bind test is not that: in a network
@@ -62,13 +112,15 @@ NameLookup look_up_interface(const std::string& interface, std::string& why) {
       here = a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
              reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.sin_addr.s_addr;
     freeifaddrs(all);
-    if (here) return NameLookup::kResolved;
-    why = "not an address of this machine yet";
+    if (!here) {
+      why = "not an address of this machine yet";
+      return NameLookup::kTryAgain;
+    }
+  } else if (if_nametoindex(interface.c_str()) == 0) {
+    why = "no interface of that name here yet";
     return NameLookup::kTryAgain;
   }
-  if (if_nametoindex(interface.c_str()) != 0) return NameLookup::kResolved;
-  why = "no interface of that name here yet";
-  return NameLookup::kTryAgain;
+  return group.empty() ? NameLookup::kResolved : probe_send(interface, group, why);
 }
 
 }  // namespace vigil

@@ -37,20 +37,25 @@ void set_multicast_options(int fd, bool v6, const MulticastSettings& m, const st
   if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MULTICAST_LOOP : IP_MULTICAST_LOOP, &loop, sizeof loop))
     fail("multicast_loop");
   if (m.interface.empty()) return;
-  ip_mreqn by{};
-  if (!v6 && inet_pton(AF_INET, m.interface.c_str(), &by.imr_address) == 1) {
-    if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &by, sizeof by)) fail("multicast_interface " + m.interface);
-    return;
-  }
-  const int index = int(if_nametoindex(m.interface.c_str()));
-  if (index == 0) fail("multicast_interface '" + m.interface + "'");
-  by.imr_ifindex = index;
-  if (v6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &index, sizeof index)
-         : setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &by, sizeof by))
-    fail("multicast_interface " + m.interface);
+  if (!set_multicast_interface(fd, v6, m.interface))
+    fail(errno == ENODEV ? "multicast_interface '" + m.interface + "'" : "multicast_interface " + m.interface);
 }
 
 }  // namespace
+
+bool set_multicast_interface(int fd, bool v6, const std::string& interface) noexcept {
+  ip_mreqn by{};
+  if (!v6 && inet_pton(AF_INET, interface.c_str(), &by.imr_address) == 1)
+    return setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &by, sizeof by) == 0;
+  const int index = int(if_nametoindex(interface.c_str()));
+  if (index == 0) {
+    errno = ENODEV;
+    return false;
+  }
+  by.imr_ifindex = index;
+  return (v6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &index, sizeof index)
+             : setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &by, sizeof by)) == 0;
+}
 
 UdpSender::UdpSender(asio::io_context& io, const Endpoint& destination, const MulticastSettings& multicast)
     : socket_(io) {

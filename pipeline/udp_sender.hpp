@@ -28,6 +28,11 @@ struct SendCounters {
   }
 };
 
+// Makes fd's multicast datagrams leave by `interface` (an IPv4 address for an IPv4 group, or an
+// interface's name), as a multicast output's socket is set. False with errno set when the kernel
+// refuses or no interface has that name (errno ENODEV).
+bool set_multicast_interface(int fd, bool v6, const std::string& interface) noexcept;
+
 class UdpSender {
  public:
   // Resolves the destination (numeric or a name) now. Throws std::runtime_error saying which

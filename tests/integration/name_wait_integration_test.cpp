@@ -158,5 +158,47 @@ TEST(VigildNameWait, AnAddressNotOnThisMachineYetIsWaitedFor) {
 }
 #endif  // VIGIL_TEST_IP
 
+#if defined(VIGIL_TEST_IP) && defined(VIGIL_TEST_VETH)
+// A multicast output's interface that exists at start but is down, as a link is at boot until the
+// network service brings it up: vigild waits for it, IPv4 and IPv6 alike, until a datagram can
+// leave by it (for IPv6 that is also the second or two in which the link-local address is
+// tentative), then sends everything with no send failing. Before, it started at once and its
+// sends failed (counted) until the link came up. A veth pair in a user + network namespace.
+TEST(VigildNameWait, AMulticastInterfaceThatIsDownYetIsWaitedFor) {
+  TempDir dir("down-interface");
+  const std::string config = dir.write(
+      "vigil.yaml",
+      "source: {kind: synthetic, rate_hz: 51200, channels: 1, chunk_frames: 1024}\n"
+      "outputs:\n"
+      "  - {kind: events, destination: \"239.255.0.9:4992\", multicast_interface: v0, status_interval_s: 0.2}\n"
+      "  - {kind: events, destination: \"[ff02::1:9]:4993\", multicast_interface: v0, status_interval_s: 0.2}\n");
+  const std::string vigild = std::string(VIGIL_BIN_DIR) + "/vigild";
+  const std::string log = dir.file("vigild.log");
+  const std::string script = VIGIL_TEST_IP " link add v0 type veth peer name v1; " + vigild + " --config " + config +
+                             " --seconds 1 --log-interval 0 & sleep 2; " VIGIL_TEST_IP " link set v1 up; " VIGIL_TEST_IP
+                             " link set v0 up; wait $!";
+  test::Process p({"/usr/bin/unshare", "-rn", "/bin/sh", "-c", "exec 2>&1; " + script}, log);
+  const int st = p.wait(std::chrono::seconds(60));
+  ASSERT_NE(st, -1) << test::read_text(log);
+  const std::string out = test::read_text(log);
+  EXPECT_EQ(WEXITSTATUS(st), 0) << out;
+  const size_t waiting4 = out.find(
+      "vigild: waiting for the interface v0 that output 239.255.0.9:4992 sends from (the interface is down), 0 of 120 s");
+  const size_t waiting6 =
+      out.find("vigild: waiting for the interface v0 that output [ff02::1:9]:4993 sends from (the interface is down)");
+  const size_t started = out.find("vigild: source synthetic 1 ch");
+  ASSERT_NE(waiting4, std::string::npos) << out;
+  ASSERT_NE(waiting6, std::string::npos) << out;
+  ASSERT_NE(started, std::string::npos) << out;
+  EXPECT_LT(waiting4, started) << out;
+  EXPECT_LT(waiting6, started) << out;
+  // The last status line: every event datagram (a status every 0.2 s to both groups) went out.
+  const size_t last = out.rfind("vigild: chunks in ");
+  ASSERT_NE(last, std::string::npos) << out;
+  EXPECT_NE(out.find("send errors 0 ", last), std::string::npos) << out.substr(last);
+  EXPECT_NE(out.find("vigild: stopped after"), std::string::npos) << out;
+}
+#endif  // VIGIL_TEST_IP && VIGIL_TEST_VETH
+
 }  // namespace
 }  // namespace vigil

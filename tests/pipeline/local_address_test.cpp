@@ -34,5 +34,17 @@ TEST(LocalAddress, AMulticastInterfaceIsHereByItsAddressOrItsName) {
   EXPECT_EQ(why, "no interface of that name here yet");
 }
 
+// With the group: a datagram to it can leave by that interface now (loopback is up and carries
+// IPv4 multicast). The down and not-yet-ready cases need a link of the test's own:
+// VigildNameWait.AMulticastInterfaceThatIsDownYetIsWaitedFor.
+TEST(LocalAddress, AnInterfaceADatagramToTheGroupCanLeaveByIsReady) {
+  std::string why;
+  EXPECT_EQ(look_up_interface("lo", why, "239.255.0.9"), NameLookup::kResolved) << why;
+  EXPECT_EQ(look_up_interface("127.0.0.1", why, "239.255.0.9"), NameLookup::kResolved) << why;
+  why.clear();
+  EXPECT_EQ(look_up_interface("vigil-none0", why, "239.255.0.9"), NameLookup::kTryAgain);
+  EXPECT_EQ(why, "no interface of that name here yet");
+}
+
 }  // namespace
 }  // namespace vigil
