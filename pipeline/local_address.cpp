@@ -31,21 +31,34 @@ NameLookup try_bind(const sockaddr* address, socklen_t length, int type, std::st
   return err == EADDRNOTAVAIL ? NameLookup::kTryAgain : NameLookup::kNotFound;
 }
 
-// Whether the interface named, or holding the IPv4 address, `interface` is up (false if none is).
-bool interface_up(const std::string& interface) {
+// The interface `interface` names (an IPv4 address: the one holding it; else its name), as
+// getifaddrs(3) lists it: kResolved when there, kTryAgain when not, kNotFound when the list cannot
+// be had (why: its error). `up`: whether it is up.
+NameLookup find_interface(const std::string& interface, bool& up, std::string& why) {
   ifaddrs* all = nullptr;
-  if (getifaddrs(&all) != 0) return true;  // cannot tell: the connect's error speaks
+  if (getifaddrs(&all) != 0) {
+    why = std::strerror(errno);
+    return NameLookup::kNotFound;
+  }
   in_addr v4{};
   const bool by_address = inet_pton(AF_INET, interface.c_str(), &v4) == 1;
-  bool up = false;
-  for (const ifaddrs* a = all; a && !up; a = a->ifa_next) {
-    const bool it = by_address ? a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
-                                     reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.s_addr
-                               : interface == a->ifa_name;
-    up = it && (a->ifa_flags & IFF_UP);
-  }
+  const ifaddrs* found = nullptr;
+  for (const ifaddrs* a = all; a && !found; a = a->ifa_next)
+    if (by_address ? a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+                         reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.s_addr
+                   : interface == a->ifa_name)
+      found = a;
+  up = found && (found->ifa_flags & IFF_UP);
   freeifaddrs(all);
-  return up;
+  return found ? NameLookup::kResolved : NameLookup::kTryAgain;
+}
+
+// Whether the interface named, or holding the IPv4 address, `interface` is up (false if none is).
+bool interface_up(const std::string& interface) {
+  bool up = false;
+  std::string why;
+  // Where the interfaces cannot be listed, say "up": the connect's error then speaks.
+  return find_interface(interface, up, why) == NameLookup::kNotFound || up;
 }
 
 // Whether a datagram to `group` could leave by `interface` now: a throwaway UDP socket set as the
@@ -102,19 +115,11 @@ NameLookup look_up_interface(const std::string& interface, std::string& why, con
   if (inet_pton(AF_INET, interface.c_str(), &v4.sin_addr) == 1) {
     // IP_MULTICAST_IF wants a device that has the address (a bind test is not that: in a network
     // namespace whose loopback is down, any address binds).
-    ifaddrs* all = nullptr;
-    if (getifaddrs(&all) != 0) {
-      why = std::strerror(errno);
-      return NameLookup::kNotFound;
-    }
-    bool here = false;
-    for (const ifaddrs* a = all; a && !here; a = a->ifa_next)
-      here = a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
-             reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == v4.sin_addr.s_addr;
-    freeifaddrs(all);
-    if (!here) {
-      why = "not an address of this machine yet";
-      return NameLookup::kTryAgain;
+    bool up = false;
+    const NameLookup here = find_interface(interface, up, why);
+    if (here != NameLookup::kResolved) {
+      if (here == NameLookup::kTryAgain) why = "not an address of this machine yet";
+      return here;
     }
   } else if (if_nametoindex(interface.c_str()) == 0) {
     why = "no interface of that name here yet";

@@ -251,16 +251,20 @@ void PipelineWorker::process(Chunk& chunk) noexcept {
   run_taken(taken, t0);
 }
 
+void PipelineWorker::push_source_event(EventKind kind, double value, const ChunkHeader& header) noexcept {
+  EventRecord ev;
+  ev.kind = kind;
+  ev.value = value;
+  ev.frame = header.first_frame;
+  ev.t_utc_ns = header.t_first_utc_ns;
+  if (!events_.push(ev)) counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
+}
+
 void PipelineWorker::note_clock_step(const ChunkHeader& header) noexcept {
   counters_.clock_steps.fetch_add(1, std::memory_order_relaxed);
   log_.printf(4, "capture: the wall clock stepped by %+.3f s; the time line follows it from frame %llu",
               double(header.clock_step_ns) * 1e-9, (unsigned long long)header.first_frame);
-  EventRecord ev;
-  ev.kind = EventKind::kClockStep;
-  ev.value = double(header.clock_step_ns) * 1e-9;
-  ev.frame = header.first_frame;
-  ev.t_utc_ns = header.t_first_utc_ns;
-  if (!events_.push(ev)) counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
+  push_source_event(EventKind::kClockStep, double(header.clock_step_ns) * 1e-9, header);
 }
 
 void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
@@ -272,14 +276,8 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
     acks_done_ = acks;
     graph_.acknowledge();
   }
-  if (header.flags & chunk_flags::kSourceOverrun) {  // the device itself overran: tell the operator
-    EventRecord ev;
-    ev.kind = EventKind::kSourceOverrun;
-    ev.value = double(header.frames_lost_before);
-    ev.frame = header.first_frame;
-    ev.t_utc_ns = header.t_first_utc_ns;
-    if (!events_.push(ev)) counters_.events_dropped.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (header.flags & chunk_flags::kSourceOverrun)  // the device itself overran: tell the operator
+    push_source_event(EventKind::kSourceOverrun, double(header.frames_lost_before), header);
   if (header.flags & chunk_flags::kClockStepped) note_clock_step(header);
   Exec exec;
   exec.chunk = {header.first_frame, header.t_first_utc_ns, header.sequence};

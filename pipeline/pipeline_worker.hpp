@@ -105,6 +105,8 @@ class PipelineWorker {
   void process(Chunk& chunk) noexcept;
   void take(Chunk& chunk, Block& in, Taken& taken) noexcept;  // converts it and gives the chunk back
   void run_taken(const Taken& taken, int64_t t0) noexcept;     // the graph, events and output slot
+  // An event about the source at the chunk's first frame (counted as dropped when the queue is full).
+  void push_source_event(EventKind kind, double value, const ChunkHeader& header) noexcept;
   void note_clock_step(const ChunkHeader& header) noexcept;  // counted, logged, an event
   static void on_gpu_wait(void* self) noexcept;
   void look_ahead() noexcept;
