@@ -5,13 +5,20 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 // A hot loop written as plain C++ that the vectoriser handles, built three times on x86-64: with
-// AVX-512 (x86-64-v4), AVX2 + FMA (x86-64-v3) and the SSE2 baseline; the dynamic loader picks the
-// best the CPU has (an ifunc). The default build stays portable (no -march), aarch64 builds once
-// (NEON is its baseline). The clones compute each element with the same operations in the same
-// order (no contraction into FMA: ISO C++ mode keeps -ffp-contract=off), so every clone gives the
-// same result to the bit, only more elements at a time.
+// AVX-512 (x86-64-v4), AVX2 (x86-64-v3) and the SSE2 baseline; the dynamic loader picks the best
+// the CPU has (an ifunc). The default build stays portable (no -march), aarch64 builds once (NEON
+// is its baseline). The clones compute each element with the same operations in the same order,
+// so every clone gives the same result to the bit, only more elements at a time: the build passes
+// -ffp-contract=off to every C++ compile (CMakeLists.txt), because GCC and clang otherwise fuse
+// a*b+c into one FMA wherever the target has it (aarch64 always, the x86-64-v3/v4 clones), in
+// some loops and not in others (docs/JETSON.md, "Same bits").
+// GCC 11 (JetPack 6's compiler) has no dispatcher for arch= clones: it builds the portable loop
+// once, as aarch64 does.
 // Sanitizer builds take one build of each loop: an ifunc's resolver runs while the dynamic loader
 // relocates, before the sanitizer's runtime is up (clang 14 + TSan: a segfault at start).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -22,7 +29,7 @@
 #define VIGIL_SANITIZED 1
 #endif
 #endif
-#if defined(__x86_64__) && defined(__ELF__) && !defined(VIGIL_SANITIZED)
+#if defined(__x86_64__) && defined(__ELF__) && !defined(VIGIL_SANITIZED) && (defined(__clang__) || __GNUC__ >= 12)
 #define VIGIL_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VIGIL_SIMD_CLONES
@@ -62,6 +69,18 @@ inline void transpose4(v4f& r0, v4f& r1, v4f& r2, v4f& r3) noexcept {
   r2 = shuffle<0, 1, 4, 5>(t1, t3);
   r3 = shuffle<2, 3, 6, 7>(t1, t3);
 }
+
+// Lanes 0-1 and lanes 2-3 of v as two doubles each: NEON's fcvtl and fcvtl2 on aarch64 (GCC 11
+// has no __builtin_shufflevector, and builds the generic form through the stack there); the
+// generic form elsewhere (SSE2: one unpack and one cvtps2pd each).
+typedef double v2d __attribute__((vector_size(16)));
+#if defined(__aarch64__)
+inline v2d low2_to_double(v4f v) noexcept { return v2d(vcvt_f64_f32(vget_low_f32(float32x4_t(v)))); }
+inline v2d high2_to_double(v4f v) noexcept { return v2d(vcvt_high_f64_f32(float32x4_t(v))); }
+#else
+inline v2d low2_to_double(v4f v) noexcept { return v2d{double(v[0]), double(v[1])}; }
+inline v2d high2_to_double(v4f v) noexcept { return v2d{double(v[2]), double(v[3])}; }
+#endif
 
 // Reverses the byte order of n 32-bit words from `in` to `out` (host <-> big-endian: VITA 49's
 // samples). Four words per step by shifts and masks, which SSE2 and NEON both have; GCC 12 leaves
