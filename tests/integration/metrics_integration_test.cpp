@@ -17,6 +17,8 @@
 
 #include "../support/ports.hpp"
 #include "../support/process.hpp"
+#include "../support/udp_receiver.hpp"
+#include "../support/vigild_run.hpp"
 
 namespace vigil {
 namespace {
@@ -139,19 +141,27 @@ record: {directory: )" << (dir / "rec").string() << R"(}
 }
 
 TEST(Metrics, NoListeningSocketUnlessConfigured) {
-  // The shipped default config has no `metrics:` key: nothing answers on the default port.
+  // A config with no `metrics:` key (as the shipped default): while vigild is seen to run (its
+  // start event arrived, and it exits cleanly when stopped), nothing answers on the default port
+  // or a free one, and it holds no listening TCP socket at all.
   const fs::path dir = fs::temp_directory_path() / ("vigil-nometrics-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const uint16_t port = test::free_tcp_port();
+  test::UdpSocket data, events;
   const fs::path config = dir / "vigil.yaml";
-  std::ofstream(config) << "source: {kind: synthetic, rate_hz: 8000, channels: 1, chunk_frames: 80}\n";
-  test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0", "--seconds", "1"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  std::ofstream(config) << "source: {kind: synthetic, rate_hz: 8000, channels: 1, chunk_frames: 80}\n"
+                        << "outputs:\n  - {kind: events, destination: \"127.0.0.1:" << events.port << "\"}\n";
+  test::VigildRun run(data, events, config.string(), (dir / "vigild.log").string());
+  run.run_for(300);
+  ASSERT_TRUE(run.received.started.load()) << "vigild sent no start event: " << test::read_text((dir / "vigild.log").string());
   EXPECT_EQ(http_get(9102, "/metrics"), "");
   EXPECT_EQ(http_get(port, "/metrics"), "");
-  // And the process holds no listening TCP socket at all.
-  EXPECT_NE(vigild.wait(std::chrono::seconds(10)), -1);
+  EXPECT_EQ(listening_sockets(run.pid()), 0);
+  const int status = run.finish();
   fs::remove_all(dir);
+  ASSERT_NE(status, -1) << "vigild did not stop";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << run.log;
 }
 
 }  // namespace
