@@ -9,6 +9,16 @@ import argparse, contextlib, json, os, re, signal, socket, statistics, subproces
 
 from host_load import HostLoad
 
+# A cross build's tests run the target's programs under an emulator (tests set VIGIL_EMULATOR,
+# e.g. qemu-aarch64): every program the runner starts goes through it.
+EMULATOR = os.environ.get("VIGIL_EMULATOR", "").split()
+
+
+def program(args, name):
+    """The command that runs the build's program `name` (apps/vigild, bench/host_jitter, ...)."""
+    return EMULATOR + [os.path.join(args.build, name)]
+
+
 RATES = {"s1": 10_000_000, "s2": 51_200, "s3": 48_000}
 NOMINAL_CHANNELS = {"s1": 16, "s2": 64, "s3": 2}
 FILES = {"s1": "s1-ae.yaml", "s2": "s2-vibration.yaml", "s3": "s3-crossover.yaml"}
@@ -108,7 +118,7 @@ def listening(args, listen_out, data_port, event_port, flags=()):
     # ~115 000 event lines a second; with vigil-listen's default 16 MiB one run in five lost 4 239
     # events to a stall of the receiver (H200 host, 2026-11-27), which a rig's receiver on its own
     # machine would not see. Granted as root (SO_RCVBUFFORCE), else up to net.core.rmem_max.
-    listen = subprocess.Popen([os.path.join(args.build, "apps/vigil-listen"), "--data-port", str(data_port),
+    listen = subprocess.Popen(program(args, "apps/vigil-listen") + ["--data-port", str(data_port),
                                "--event-port", str(event_port), "--json", "--buffer-kib", str(256 * 1024)]
                               + list(flags), stdout=open(listen_out, "w"), stderr=subprocess.DEVNULL)
     time.sleep(0.3)
@@ -145,7 +155,7 @@ def run_vigild(args, config, log):
     step cannot hold up the rest)."""
     with open(log, "w") as err:
         try:
-            return subprocess.run([os.path.join(args.build, "apps/vigild"), "--config", config, "--seconds",
+            return subprocess.run(program(args, "apps/vigild") + ["--config", config, "--seconds",
                                    str(args.seconds), "--log-interval", "0"], stderr=err,
                                   timeout=args.seconds + GRACE_S).returncode
         except subprocess.TimeoutExpired:
@@ -222,7 +232,7 @@ def probe_host(args):
     if not os.path.exists(probe):
         print(f"\n(No host probe: {probe} is not built.)", flush=True)
         return
-    text = subprocess.run([probe, "--seconds", f"{args.host_probe_s:g}"], capture_output=True, text=True,
+    text = subprocess.run(EMULATOR + [probe, "--seconds", f"{args.host_probe_s:g}"], capture_output=True, text=True,
                           timeout=args.host_probe_s + 60).stdout.strip()
     print("\n### The host, before the runs\n\n```\n" + text + "\n```", flush=True)
 
@@ -346,7 +356,7 @@ def compare_gnuradio(args, work, scen, best):
     taps = []
     for i, (kind, cut) in enumerate(GNURADIO_BANDS[scen]):
         taps.append(os.path.join(work, f"{scen}-taps{i}.f64"))
-        subprocess.check_call([dsp, "firdesign", "--type", kind, "--taps", "8191", "--cutoff", cut, "--rate", str(rate),
+        subprocess.check_call(EMULATOR + [dsp, "firdesign", "--type", kind, "--taps", "8191", "--cutoff", cut, "--rate", str(rate),
                                "--out", taps[-1]])
     # Rounds of GNU Radio, Vigil with vigil-listen, Vigil with no receiver, one after the other, so
     # that the machine's drift (a shared 2-vCPU guest moves 20-40 % over minutes) hits all three

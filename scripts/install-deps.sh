@@ -2,6 +2,8 @@
 # Installs Vigil's build and test dependencies on Debian 12 / Ubuntu 22.04+ (apt-get).
 # Skips apt entirely when every package is already installed. CUDA is optional: install the
 # CUDA Toolkit (nvcc) separately to build the GPU backend.
+# --aarch64: also what the aarch64 cross build needs (scripts/deps-debian-arm64.txt: the cross
+# compiler, qemu-user, the arm64 libraries), adding arm64 to dpkg's architectures (x86-64 Debian).
 # --tests: also, best effort, what only tests and the web view need when the machine lacks it:
 # npm (to fetch uPlot and playwright-core for the web view) and Chromium (the browser test). A
 # machine where they cannot be installed still builds and tests everything else (the web view is
@@ -11,6 +13,13 @@ cd "$(dirname "$0")/.."
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 mapfile -t pkgs < <(grep -v '^#' scripts/deps-debian.txt | sed '/^$/d')
+if [ "${1:-}" = "--aarch64" ]; then
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "install-deps: adding arm64 to dpkg's architectures (multiarch) for the cross build"
+    $sudo dpkg --add-architecture arm64
+  fi
+  mapfile -t -O ${#pkgs[@]} pkgs < <(grep -v '^#' scripts/deps-debian-arm64.txt | sed '/^$/d')
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
