@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string>
 
 #include "cuda/cuda_check.hpp"
 
@@ -16,9 +17,19 @@ namespace vigil::cuda {
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  // Throws CudaError when the memory cannot be had.
+  // Throws CudaError when the memory cannot be had, saying how much was asked for: page-locked
+  // memory comes out of the machine's RAM (on a Jetson the same RAM the GPU uses), and the driver
+  // refuses it long before the RAM is full when it is fragmented or held by other processes.
   PinnedBuffer(size_t bytes, bool mapped) : bytes_(bytes) {
-    VIGIL_CUDA_CHECK(cudaHostAlloc(&host_, bytes, mapped ? cudaHostAllocMapped : cudaHostAllocDefault));
+    const cudaError_t alloc = cudaHostAlloc(&host_, bytes, mapped ? cudaHostAllocMapped : cudaHostAllocDefault);
+    if (alloc != cudaSuccess) {
+      host_ = nullptr;
+      cudaGetLastError();  // not left for a later launch check to find
+      throw CudaError(alloc, "cannot lock " + std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB of host memory (" +
+                             (mapped ? "page-locked and mapped" : "page-locked") + ", cudaHostAlloc): " +
+                             cudaGetErrorName(alloc) + ": " + cudaGetErrorString(alloc) +
+                             " (fewer channels or shorter chunks need less)");
+    }
     if (mapped) {
       const cudaError_t e = cudaHostGetDevicePointer(&device_, host_, 0);
       if (e != cudaSuccess) {

@@ -134,7 +134,9 @@ Service::Service(const Settings& settings) : settings_(settings) {
   if (graph_backend.cuda) {
     try {
       pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes, page_locked_allocator());
-    } catch (const OutOfMemory&) {
+    } catch (const OutOfMemory& e) {
+      wisdom_notes_.push_back(std::string(e.what()) +
+                              ": the chunks are in plain memory (slower copies to the GPU; the same results)");
     }
   }
   if (!pool_) pool_ = std::make_unique<ChunkPool>(pool_chunks, chunk_bytes);

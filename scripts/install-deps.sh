@@ -44,3 +44,14 @@ if [ "${1:-}" = "--tests" ]; then
       echo "install-deps: could not install ${extra[*]}: the web view or its browser test will be left out (see the README)"
   fi
 fi
+# CUDA is not installed here (NVIDIA's packages; on a Jetson, JetPack's): say whether the GPU backend
+# will be built. CMake finds nvcc on PATH or in /usr/local/cuda/bin, where JetPack puts it.
+nvcc_path=$(command -v nvcc || true)
+[ -z "$nvcc_path" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_path=/usr/local/cuda/bin/nvcc
+if [ -n "$nvcc_path" ]; then
+  release=$("$nvcc_path" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+  echo "install-deps: CUDA $release ($nvcc_path): the GPU backend is built (CUDA 12.0 or later)"
+else
+  echo "install-deps: no CUDA Toolkit (nvcc on PATH or in /usr/local/cuda/bin): the CPU backend only" \
+       "(a Jetson: sudo apt-get install nvidia-jetpack; a desktop: NVIDIA's cuda-toolkit)"
+fi

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/gpu.hpp"
+#include "cuda/pinned_buffer.hpp"
+
 #include <new>
 #include <stdexcept>
 
@@ -25,6 +28,34 @@ TEST(CudaErrorOf, OutOfMemoryForBadAllocAndUnknownForAnythingElse) {
   EXPECT_EQ(cuda::error_of([] { throw std::bad_alloc(); }), cudaErrorMemoryAllocation);
   EXPECT_EQ(cuda::error_of([] { throw std::runtime_error("not CUDA"); }), cudaErrorUnknown);
   EXPECT_EQ(cuda::error_of([] { throw 7; }), cudaErrorUnknown);
+}
+
+// Page-locked memory the driver refuses: the error says how much was asked for and of what kind.
+TEST(PinnedBuffer, AnAllocationRefusedSaysHowMuchWasAsked) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  for (const bool mapped : {false, true}) {
+    try {
+      cuda::PinnedBuffer b(size_t(1) << 50, mapped);
+      FAIL() << "1 PiB of page-locked memory was granted";
+    } catch (const cuda::CudaError& e) {
+      const std::string want = std::string("cannot lock 1073741824 MiB of host memory (") +
+                               (mapped ? "page-locked and mapped" : "page-locked") + ", cudaHostAlloc): ";
+      EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+      EXPECT_NE(e.code(), cudaSuccess);
+    }
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // nothing sticky left for the next call
+  }
+}
+
+// memory: auto picks mapped staging where the GPU shares the host's memory (a Jetson): the
+// attribute it reads agrees with the device's properties.
+TEST(PinnedBuffer, TheIntegratedAttributeAgreesWithTheDeviceProperties) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  int dev = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, dev), cudaSuccess);
+  EXPECT_EQ(cuda::device_is_integrated(), prop.integrated != 0);
 }
 
 }  // namespace
