@@ -357,8 +357,9 @@ int main(int argc, char** argv) {
                            "lower pipeline.threads or leave busy_poll off");
   }
   for (const std::string& note : service->start())
-    vigil::log::line(note.find("not permitted") != std::string::npos ? vigil::log::Level::kWarning
-                                                                      : vigil::log::Level::kInfo,
+    vigil::log::line(note.find("not permitted") != std::string::npos || note.find("capped at") != std::string::npos
+                         ? vigil::log::Level::kWarning
+                         : vigil::log::Level::kInfo,
                      "vigild: " + note);
   // READY=1 once the first chunk has gone all the way through; WATCHDOG=1 every half period
   // only while chunks keep advancing, so a stalled pipeline gets the service restarted.

@@ -821,6 +821,27 @@ void read_metrics(Reader& r, const YAML::Node& n, Settings& s) {
                                     "on a network");
 }
 
+void read_health(Reader& r, const YAML::Node& n, Settings& s) {
+  if (!r.expect_map(n, "health")) return;
+  r.check_keys(n, "health", {"enabled", "sysfs_root", "interval_s", "temperature_alarm_c", "temperature_clear_c",
+                             "throttle_alarm", "throttle_reference", "throttle_clear_s"});
+  HealthSettings& h = s.health;
+  r.boolean(n, "health", "enabled", h.enabled);
+  r.string(n, "health", "sysfs_root", h.sysfs_root);
+  r.number(n, "health", "interval_s", 1.0, 3600.0, h.interval_s);
+  r.number(n, "health", "temperature_alarm_c", -40.0, 150.0, h.temperature_alarm_c);
+  const bool clear_given = r.number(n, "health", "temperature_clear_c", -50.0, 150.0, h.temperature_clear_c);
+  if (!clear_given) h.temperature_clear_c = h.temperature_alarm_c - 5;  // follows a given alarm level
+  if (h.temperature_clear_c >= h.temperature_alarm_c) {
+    const YAML::Node at = n["temperature_clear_c"] ? n["temperature_clear_c"] : n["temperature_alarm_c"];
+    r.error(at.Mark(), "health.temperature_clear_c (" + num_str(h.temperature_clear_c) +
+                           ") must be below temperature_alarm_c (" + num_str(h.temperature_alarm_c) + ")");
+  }
+  r.boolean(n, "health", "throttle_alarm", h.throttle_alarm);
+  r.choice(n, "health", "throttle_reference", {"auto", "hardware", "start"}, h.throttle_reference);
+  r.number(n, "health", "throttle_clear_s", 0.0, 3600.0, h.throttle_clear_s);
+}
+
 void read_record(Reader& r, const YAML::Node& n, Settings& s) {
   if (!r.expect_map(n, "record")) return;
   r.check_keys(n, "record", {"directory", "prefix", "max_file_mib", "max_file_s", "max_total_mib", "when_full",
@@ -1079,7 +1100,7 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
   if (!root || root.IsNull()) {
     r.error(YAML::Mark(), "the file is empty (expected a mapping with source, stages and outputs)");
   } else if (r.expect_map(root, "top level")) {
-    r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs", "metrics", "record"});
+    r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs", "metrics", "record", "health"});
     if (root["source"]) read_source(r, root["source"], s);
     if (root["pipeline"]) read_pipeline(r, root["pipeline"], s);
     if (const YAML::Node stages = root["stages"]) {
@@ -1096,6 +1117,7 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
     if (root["outputs"]) read_outputs(r, root["outputs"], s);
     if (root["metrics"]) read_metrics(r, root["metrics"], s);
     if (root["record"]) read_record(r, root["record"], s);
+    if (root["health"]) read_health(r, root["health"], s);
     if (r.errors.empty()) check_graph(r, root, s);
   }
   result.errors = std::move(r.errors);

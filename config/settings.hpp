@@ -152,6 +152,23 @@ struct MetricsSettings {
   bool operator==(const MetricsSettings&) const = default;
 };
 
+// `health:`: the SoC's temperatures and clock throttling, read from sysfs off the real-time threads
+// (docs/JETSON.md, "Field health"); alarms as `health` events.
+struct HealthSettings {
+  bool enabled = true;
+  std::string sysfs_root = "/sys";   // tests point it at a tree of their own
+  double interval_s = 1;             // between readings (1 .. 3600 s)
+  double temperature_alarm_c = 90;   // a thermal zone at or above raises an alarm ...
+  double temperature_clear_c = 85;   // ... that clears below this
+  bool throttle_alarm = true;        // a throttled clock raises an alarm
+  // What a clock's cap is compared with: hardware (its highest frequency: any cap below it counts,
+  // a power mode's included), start (its cap when vigild started), auto (hardware on a Jetson,
+  // else start).
+  std::string throttle_reference = "auto";
+  double throttle_clear_s = 10;      // not throttled this long before its alarm clears
+  bool operator==(const HealthSettings&) const = default;
+};
+
 // `record:`: the raw input chunks to SigMF files in `directory`.
 struct RecordSettings {
   bool enabled = false;
@@ -178,6 +195,7 @@ struct Settings {
   std::vector<EventOutputSettings> event_outputs;
   MetricsSettings metrics;
   RecordSettings record;
+  HealthSettings health;
   bool operator==(const Settings&) const = default;
 };
 

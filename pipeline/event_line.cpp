@@ -73,15 +73,48 @@ std::string reload_line(const json& ev, uint64_t seq) {
                 result.c_str(), first.c_str(), more.c_str());
 }
 
+// The status's `health` in brief: the hottest zone and the clocks throttled ("" without one).
+std::string health_part(const json& ev) {
+  const auto h = ev.find("health");
+  if (h == ev.end() || !h->is_object()) return "";
+  std::string out;
+  const auto zones = h->find("zones");
+  const json* hottest = nullptr;
+  if (zones != h->end() && zones->is_array())
+    for (const json& z : *zones)
+      if (z.is_object() && z.contains("temp_c") && z["temp_c"].is_number() &&
+          (!hottest || z["temp_c"].get<double>() > (*hottest)["temp_c"].get<double>()))
+        hottest = &z;
+  if (hottest) out += format(", hottest %s %.1f C", text(*hottest, "zone").c_str(), number(*hottest, "temp_c"));
+  std::string throttled;
+  const auto clocks = h->find("clocks");
+  if (clocks != h->end() && clocks->is_array())
+    for (const json& c : *clocks)
+      if (c.is_object() && c.contains("throttled") && c["throttled"].is_boolean() && c["throttled"].get<bool>())
+        throttled += (throttled.empty() ? "" : ", ") + text(c, "clock");
+  if (!throttled.empty()) out += ", throttled: " + throttled;
+  return out;
+}
+
 std::string status_line(const json& ev) {
   const auto it = ev.find("latency_us");
   const json& l = it != ev.end() && it->is_object() ? *it : json::object();
   return format("event status seq %" PRIu64 ": chunks in %" PRIu64 " out %" PRIu64 ", dropped frames %" PRIu64
                 ", deadline misses %" PRIu64 ", latency p50/p99/max %" PRIu64 "/%" PRIu64 "/%" PRIu64
-                " us, send errors %" PRIu64,
+                " us, send errors %" PRIu64 "%s",
                 count(ev, "seq"), count(ev, "chunks_in"), count(ev, "chunks_out"), count(ev, "dropped_frames"),
                 count(ev, "deadline_misses"), count(l, "p50"), count(l, "p99"), count(l, "max"),
-                count(ev, "send_errors"));
+                count(ev, "send_errors"), health_part(ev).c_str());
+}
+
+// A `health` alarm: a thermal zone's temperature against its limit, or a clock's throttling.
+std::string health_line(const json& ev, uint64_t seq) {
+  if (text(ev, "rule") == "temperature")
+    return format("event health seq %" PRIu64 ": temperature %s: %s at %.1f C (limit %.1f C)", seq,
+                  text(ev, "state").c_str(), text(ev, "zone").c_str(), number(ev, "temp_c"), number(ev, "limit_c"));
+  return format("event health seq %" PRIu64 ": throttling %s: %s (%s) at %.0f MHz, cap %.0f of %.0f MHz", seq,
+                text(ev, "state").c_str(), text(ev, "clock").c_str(), text(ev, "kind").c_str(), number(ev, "cur_mhz"),
+                number(ev, "cap_mhz"), number(ev, "max_mhz"));
 }
 
 }  // namespace
@@ -183,6 +216,7 @@ std::string event_line(const json& ev) {
                   level.c_str(), number(ev, "interval_s"), text(ev, "sample_time").c_str());
   }
   if (type == "reload") return reload_line(ev, seq);
+  if (type == "health") return health_line(ev, seq);
   if (type == "source")
     return format("event source seq %" PRIu64 ": %s, %" PRIu64 " frames lost, resumed at frame %" PRIu64 " (%s)", seq,
                   text(ev, "state").c_str(), count(ev, "frames_lost"), count(ev, "frame"),

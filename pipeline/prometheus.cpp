@@ -1,6 +1,9 @@
 #include "pipeline/prometheus.hpp"
 
+#include <charconv>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
 namespace vigil {
 namespace {
@@ -14,7 +17,11 @@ class Writer {
   void sample(const std::string& name, const std::string& labels, double v) {
     out_ << name;
     if (!labels.empty()) out_ << '{' << labels << '}';
-    out_ << ' ' << v << '\n';
+    // Shortest text that reads back as the same double: a stream's default 6 digits made a
+    // counter of 12 345 678 frames "1.23457e+07".
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, v).ptr;
+    out_ << ' ' << std::string_view(text, size_t(end - text)) << '\n';
   }
   void counter(const nlohmann::json& s, const char* key, const std::string& name, const char* help) {
     if (!s.contains(key)) return;
@@ -128,6 +135,32 @@ std::string prometheus_text(const nlohmann::json& s) {
     w.counter(rec, "write_errors", "vigil_record_write_errors_total", "Recording write errors (each stops the recording).");
     w.family("vigil_recording", "gauge", "1 while recording, 0 once stopped.");
     w.sample("vigil_recording", "", rec.value("state", "") == "recording" ? 1.0 : 0.0);
+  }
+  if (s.contains("health")) {
+    const nlohmann::json& h = s["health"];
+    w.counter(h, "readings", "vigil_health_readings_total", "Readings of the SoC's temperatures and clocks.");
+    w.counter(h, "read_errors", "vigil_health_read_errors_total", "Sensor files that could not be read or parsed.");
+    w.counter(h, "alarms_raised", "vigil_health_alarms_raised_total", "Health alarms raised (temperature, throttling).");
+    w.family("vigil_health_alarms_active", "gauge", "Health alarms raised and not cleared.");
+    w.sample("vigil_health_alarms_active", "", h.value("alarms_active", 0.0));
+    if (!h.value("zones", nlohmann::json::array()).empty())
+      w.family("vigil_temperature_celsius", "gauge", "Temperature of each thermal zone.");
+    for (const nlohmann::json& z : h.value("zones", nlohmann::json::array()))
+      w.sample("vigil_temperature_celsius", "zone=\"" + escape(z.value("zone", "")) + "\"", z.value("temp_c", 0.0));
+    const nlohmann::json clocks = h.value("clocks", nlohmann::json::array());
+    for (const auto& [key, name, help] :
+         {std::tuple{"cur_hz", "vigil_clock_hertz", "Each CPU policy's and devfreq device's clock now."},
+          {"cap_hz", "vigil_clock_cap_hertz", "The highest each clock may run now (thermal or power limits lower it)."},
+          {"max_hz", "vigil_clock_max_hertz", "The highest each clock's hardware has."}}) {
+      if (clocks.empty()) break;
+      w.family(name, "gauge", help);
+      for (const nlohmann::json& c : clocks)
+        w.sample(name, "clock=\"" + escape(c.value("clock", "")) + "\",kind=\"" + escape(c.value("kind", "")) + "\"",
+                 c.value(key, 0.0));
+    }
+    if (!clocks.empty()) w.family("vigil_clock_throttled", "gauge", "1 while a clock is throttled.");
+    for (const nlohmann::json& c : clocks)
+      w.sample("vigil_clock_throttled", "clock=\"" + escape(c.value("clock", "")) + "\"", c.value("throttled", false) ? 1 : 0);
   }
   return w.str();
 }

@@ -221,6 +221,10 @@ Service::Service(const Settings& settings) : settings_(settings) {
                                            });
     pipeline_->set_recorder(recorder_.get());
   }
+  if (settings_.health.enabled)
+    health_ = std::make_unique<HealthMonitor>(settings_.health, [this](const std::string& type, nlohmann::json body) {
+      output_->post_event(type, std::move(body));
+    });
 }
 
 Service::~Service() {
@@ -230,6 +234,11 @@ Service::~Service() {
 }
 
 std::vector<std::string> Service::start() {
+  std::vector<std::string> notes = wisdom_notes_;
+  if (health_) {
+    health_->start();
+    notes.insert(notes.end(), health_->start_notes().begin(), health_->start_notes().end());
+  }
   // Named for top -H, perf and gdb (the pools name their helpers likewise: vigil-work-N, ...).
   output_thread_ = std::thread([this] {
     name_this_thread("vigil-output");
@@ -249,7 +258,6 @@ std::vector<std::string> Service::start() {
     name_this_thread("vigil-capture");
     capture_->run();
   });
-  std::vector<std::string> notes = wisdom_notes_;
   const PipelineSettings& p = settings_.pipeline;
   if (p.realtime_priority > 0) {
     sched_param sp{};
@@ -328,6 +336,7 @@ void Service::post_event(const std::string& type, nlohmann::json body) { output_
 void Service::join() {
   for (std::thread* t : {&capture_thread_, &pipeline_thread_, &recorder_thread_, &output_thread_})
     if (t->joinable()) t->join();
+  if (health_) health_->stop();
 }
 
 nlohmann::json Service::status_json() const {
@@ -342,6 +351,7 @@ nlohmann::json Service::status_json() const {
                  {"late_chunks", source_->late_chunks()}};
   j["backend"] = backend_;
   if (recorder_) j["record"] = recorder_->status_json();
+  if (health_) j["health"] = health_->status_json();
   for (size_t i = 0; i < graph_->stage_count(); ++i) {  // detector counters, under the stage's name
     nlohmann::json st = nlohmann::json::object();
     graph_->stage(i).add_status(st);

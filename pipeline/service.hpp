@@ -13,6 +13,7 @@
 #include "acquisition/source.hpp"
 #include "config/settings.hpp"
 #include "pipeline/graph.hpp"
+#include "pipeline/health_monitor.hpp"
 #include "pipeline/output_worker.hpp"
 #include "pipeline/pipeline_worker.hpp"
 #include "pipeline/recorder.hpp"
@@ -30,7 +31,8 @@ class Service {
   ~Service();
 
   // Starts the threads; returns one line per real-time setting that could not be applied
-  // (SCHED_FIFO, CPU affinity) — the service runs on without it.
+  // (SCHED_FIFO, CPU affinity) — the service runs on without it — and per clock capped below its
+  // maximum at start (HealthMonitor::start_notes).
   std::vector<std::string> start();
   // Stops capture; the pipeline and output threads drain what is in flight and finish.
   void request_stop() noexcept;
@@ -88,6 +90,7 @@ class Service {
   std::unique_ptr<PipelineWorker> pipeline_;
   std::unique_ptr<OutputWorker> output_;
   std::unique_ptr<Recorder> recorder_;  // only with `record:`
+  std::unique_ptr<HealthMonitor> health_;  // unless health.enabled is false
   std::thread capture_thread_, pipeline_thread_, output_thread_, recorder_thread_;
   std::atomic<bool> output_done_{false};
   std::vector<std::unique_ptr<Graph::Update>> unapplied_;  // posted but never taken (stalled pipeline)

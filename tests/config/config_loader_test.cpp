@@ -461,6 +461,41 @@ TEST(ConfigLoader, MetricsListenOnLoopbackUnlessAllowed) {
   EXPECT_TRUE(r.settings);
 }
 
+TEST(ConfigLoader, HealthSection) {
+  const std::string base = "source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\n";
+  ConfigResult r = parse_config(base, "h.yaml");
+  ASSERT_TRUE(r.settings);
+  const HealthSettings defaults;
+  EXPECT_TRUE(r.settings->health.enabled);  // on by default
+  EXPECT_EQ(r.settings->health, defaults);
+  EXPECT_EQ(defaults.sysfs_root, "/sys");
+  EXPECT_EQ(defaults.temperature_alarm_c, 90);
+  EXPECT_EQ(defaults.temperature_clear_c, 85);
+  EXPECT_EQ(defaults.throttle_reference, "auto");
+  r = parse_config(base + "health: {enabled: false, sysfs_root: /tmp/sys, interval_s: 5, temperature_alarm_c: 80,\n"
+                          "         throttle_alarm: false, throttle_reference: start, throttle_clear_s: 30}\n", "h.yaml");
+  ASSERT_TRUE(r.settings) << format_error("h.yaml", r.errors[0]);
+  const HealthSettings& h = r.settings->health;
+  EXPECT_FALSE(h.enabled);
+  EXPECT_EQ(h.sysfs_root, "/tmp/sys");
+  EXPECT_EQ(h.interval_s, 5);
+  EXPECT_EQ(h.temperature_alarm_c, 80);
+  EXPECT_EQ(h.temperature_clear_c, 75);  // follows the alarm level it was not given with
+  EXPECT_FALSE(h.throttle_alarm);
+  EXPECT_EQ(h.throttle_reference, "start");
+  EXPECT_EQ(h.throttle_clear_s, 30);
+  r = parse_config(base + "health: {temperature_alarm_c: 70, temperature_clear_c: 60}\n", "h.yaml");
+  ASSERT_TRUE(r.settings);
+  EXPECT_EQ(r.settings->health.temperature_clear_c, 60);
+  expect_one_error(base + "health: {temperature_alarm_c: 70, temperature_clear_c: 70}\n", 2, 56,
+                   "health.temperature_clear_c (70) must be below temperature_alarm_c (70)");
+  expect_one_error(base + "health: {interval_s: 0.5}\n", 2, 22, "health.interval_s must be 1..3600, got 0.5");
+  expect_one_error(base + "health: {throttle_reference: hardwere}\n", 2, 30,
+                   "health.throttle_reference must be one of auto, hardware, start, got 'hardwere' (did you mean 'hardware'?)");
+  expect_one_error(base + "health: {sysfs: /x}\n", 2, 10, "unknown key 'sysfs' in health");
+  expect_one_error(base + "health: [1]\n", 2, 9, "health: expected a mapping");
+}
+
 // The hosts the config names, where it names them: what `vigild --check-config` looks up.
 TEST(ConfigLoader, HostsAreListedWithTheirPlaces) {
   const ConfigResult r = parse_config("source: {rate_hz: 8000, channels: 1, chunk_frames: 80}\n"

@@ -82,7 +82,18 @@ outputs:
   - {kind: events, destination: "127.0.0.1:9"}
 metrics: {listen: "127.0.0.1:)" << port << R"("}
 record: {directory: )" << (dir / "rec").string() << R"(}
+health: {sysfs_root: )" << (dir / "sys").string() << R"(}
 )";
+  // The SoC as sysfs shows it: one thermal zone, one GPU clock capped below its hardware maximum.
+  for (const auto& [file, text] : {std::pair{"class/thermal/thermal_zone0/type", "GPU-therm"},
+                                   {"class/thermal/thermal_zone0/temp", "47250"},
+                                   {"class/devfreq/gpu/cur_freq", "612000000"},
+                                   {"class/devfreq/gpu/min_freq", "306000000"},
+                                   {"class/devfreq/gpu/max_freq", "612000000"},
+                                   {"class/devfreq/gpu/available_frequencies", "306000000 612000000 1300000000"}}) {
+    fs::create_directories((dir / "sys" / file).parent_path());
+    std::ofstream(dir / "sys" / file) << text << "\n";
+  }
   test::Process vigild({kVigild, "--config", config.string(), "--log-interval", "0"});
   std::string resp;
   for (int i = 0; i < 50 && resp.find("vigil_chunks_out_total") == std::string::npos; ++i) {
@@ -133,6 +144,14 @@ record: {directory: )" << (dir / "rec").string() << R"(}
   EXPECT_GT(values["vigil_record_bytes_total"], 0);
   EXPECT_EQ(values["vigil_record_write_errors_total"], 0);
   EXPECT_EQ(values["vigil_record_dropped_chunks_total"], 0);
+  EXPECT_EQ(values[R"(vigil_temperature_celsius{zone="GPU-therm"})"], 47.25);
+  EXPECT_EQ(values[R"(vigil_clock_hertz{clock="devfreq/gpu",kind="gpu"})"], 612e6);
+  EXPECT_EQ(values[R"(vigil_clock_cap_hertz{clock="devfreq/gpu",kind="gpu"})"], 612e6);
+  EXPECT_EQ(values[R"(vigil_clock_max_hertz{clock="devfreq/gpu",kind="gpu"})"], 1300e6);
+  EXPECT_EQ(values[R"(vigil_clock_throttled{clock="devfreq/gpu"})"], 0);  // capped from the start: reference "start"
+  EXPECT_GE(values["vigil_health_readings_total"], 1);
+  EXPECT_EQ(values["vigil_health_read_errors_total"], 0);
+  EXPECT_EQ(values["vigil_health_alarms_active"], 0);
   // On the CUDA backend (a GPU machine) the fir_bank's GPU time and error count are there too.
   if (values.count(R"(vigil_cuda_errors_total{stage="bands"})")) {
     EXPECT_EQ(values[R"(vigil_cuda_errors_total{stage="bands"})"], 0);

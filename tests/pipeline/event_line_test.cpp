@@ -87,6 +87,18 @@ TEST(EventLine, EveryTypeVigildSendsIsLaidOut) {
   EXPECT_EQ(event_line(parse(R"({"type":"ae_hit","seq":18,"stage":"ae","band":"hf","channel":0,"amplitude_db":60,
       "rise_time_us":1,"duration_us":2,"counts":3,"energy_eu":4,"sample_time":"T"})")),
             "event ae_hit seq 18: ae band 'hf' channel 0: 60.0 dB_AE, rise 1 us, duration 2 us, 3 counts, energy 4 eu at T");
+  EXPECT_EQ(event_line(parse(R"({"type":"health","seq":19,"state":"raised","rule":"temperature","zone":"GPU-therm",
+      "temp_c":91.25,"limit_c":90})")),
+            "event health seq 19: temperature raised: GPU-therm at 91.2 C (limit 90.0 C)");
+  EXPECT_EQ(event_line(parse(R"({"type":"health","seq":20,"state":"cleared","rule":"throttling","clock":"devfreq/gpu",
+      "kind":"gpu","cur_mhz":1300.5,"cap_mhz":1300.5,"max_mhz":1300.5})")),
+            "event health seq 20: throttling cleared: devfreq/gpu (gpu) at 1300 MHz, cap 1300 of 1300 MHz");
+  // A status with a health reading names the hottest zone and the clocks throttled.
+  EXPECT_EQ(event_line(parse(R"({"type":"status","seq":21,"health":{"zones":[{"zone":"cpu","temp_c":48.5},
+      {"zone":"GPU-therm","temp_c":61.0},{"zone":"x","temp_c":"hot"}],"clocks":[{"clock":"cpufreq/policy0",
+      "throttled":true},{"clock":"devfreq/gpu","throttled":false},{"clock":"y","throttled":"yes"}]}})")),
+            "event status seq 21: chunks in 0 out 0, dropped frames 0, deadline misses 0, latency p50/p99/max 0/0/0 us, "
+            "send errors 0, hottest GPU-therm 61.0 C, throttled: cpufreq/policy0");
 }
 
 // The listener aborted on these before (json::value() throws on a type mismatch).
@@ -104,6 +116,11 @@ TEST(EventLine, WrongTypesPrintDefaultsInsteadOfThrowing) {
             "event overload seq 5:  optional stages [a], from frame 0 ()");
   EXPECT_EQ(event_line(parse(R"({"type":"ae_level","seq":6,"asl_db":"loud"})")),
             "event ae_level seq 6:  channel 0: rms 0 V, ASL none (silent) over 0 s to ");
+  EXPECT_EQ(event_line(parse(R"({"type":"health","seq":7,"rule":3,"zone":[1]})")),
+            "event health seq 7: throttling :  () at 0 MHz, cap 0 of 0 MHz");
+  EXPECT_EQ(event_line(parse(R"({"type":"status","seq":8,"health":{"zones":"x","clocks":[3]}})")),
+            "event status seq 8: chunks in 0 out 0, dropped frames 0, deadline misses 0, latency p50/p99/max 0/0/0 us, "
+            "send errors 0");
   EXPECT_EQ(event_line(parse(R"({"type":7,"seq":9})")), R"(event {"seq":9,"type":7})");
 }
 

@@ -1,0 +1,36 @@
+// The Prometheus text exposition of a status report: values exact, families declared once.
+#include "pipeline/prometheus.hpp"
+
+#include <gtest/gtest.h>
+
+namespace vigil {
+namespace {
+
+// A stream's default 6 significant digits printed 12345678 as 1.23457e+07: a counter that
+// Prometheus then saw stand still for up to 100 increments.
+TEST(Prometheus, CountersAreWrittenExactly) {
+  const std::string text = prometheus_text({{"frames_in", 12345678901ull}, {"chunks_in", 7}});
+  EXPECT_NE(text.find("\nvigil_frames_in_total 12345678901\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nvigil_chunks_in_total 7\n"), std::string::npos) << text;
+}
+
+TEST(Prometheus, HealthReadingsBecomeGaugesPerZoneAndClock) {
+  const nlohmann::json status = {
+      {"health",
+       {{"readings", 3}, {"read_errors", 1}, {"alarms_raised", 2}, {"alarms_active", 1},
+        {"zones", {{{"zone", "GPU-therm"}, {"temp_c", 91.5}}}},
+        {"clocks", {{{"clock", "cpufreq/policy0"}, {"kind", "cpu"}, {"cur_hz", 1497600000}, {"cap_hz", 1497600000},
+                     {"max_hz", 2201600000}, {"throttled", true}}}}}}};
+  const std::string text = prometheus_text(status);
+  for (const char* line :
+       {"vigil_health_readings_total 3\n", "vigil_health_read_errors_total 1\n", "vigil_health_alarms_active 1\n",
+        "vigil_temperature_celsius{zone=\"GPU-therm\"} 91.5\n",
+        "vigil_clock_hertz{clock=\"cpufreq/policy0\",kind=\"cpu\"} 1497600000\n",
+        "vigil_clock_max_hertz{clock=\"cpufreq/policy0\",kind=\"cpu\"} 2201600000\n",
+        "vigil_clock_throttled{clock=\"cpufreq/policy0\"} 1\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
+  EXPECT_EQ(text.find("# TYPE vigil_clock_hertz"), text.rfind("# TYPE vigil_clock_hertz"));
+}
+
+}  // namespace
+}  // namespace vigil
