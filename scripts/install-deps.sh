@@ -46,6 +46,7 @@ if [ "${1:-}" = "--tests" ]; then
 fi
 # CUDA is not installed here (NVIDIA's packages; on a Jetson, JetPack's): say whether the GPU backend
 # will be built. CMake finds nvcc on PATH or in /usr/local/cuda/bin, where JetPack puts it.
+[ "${1:-}" = "--aarch64" ] && exit 0  # the cross build is the CPU backend's: no aarch64 CUDA toolkit here
 nvcc_path=$(command -v nvcc || true)
 [ -z "$nvcc_path" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_path=/usr/local/cuda/bin/nvcc
 if [ -n "$nvcc_path" ]; then
