@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
 namespace vigil {
 namespace {

@@ -33,7 +33,7 @@ void CaptureLoop::run() noexcept {
       // ... until a quarter of the pool is free, then fill it at once. Polling every 50 us, this
       // thread took turns on the cores the pipeline and output threads need (woken for every
       // freed chunk, it would cost the pipeline a system call a chunk): S3 unpaced on two cores,
-      // median 305x then, 351x now (docs/PERFORMANCE.md §11). The timeout looks at stop_, and
+      // median 305x then, 351x now (bench/results/LOG.md §11). The timeout looks at stop_, and
       // takes what is free where fewer chunks come back (some held elsewhere).
       while (!held && !stop_.load(std::memory_order_relaxed)) {
         free_.wait_for_items(batch, 1'000'000);

@@ -9,9 +9,9 @@
 
 #include "acquisition/capture_progress.hpp"
 #include "acquisition/chunk.hpp"
-#include "acquisition/rt_log.hpp"
+#include "core/rt_log.hpp"
 #include "acquisition/source.hpp"
-#include "acquisition/spsc_queue.hpp"
+#include "core/spsc_queue.hpp"
 
 namespace vigil {
 

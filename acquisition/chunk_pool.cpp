@@ -1,7 +1,7 @@
 // One allocation for all chunks, each chunk 64-byte aligned so no two share a cache line.
 #include "acquisition/chunk_pool.hpp"
 
-#include "acquisition/out_of_memory.hpp"
+#include "core/out_of_memory.hpp"
 
 #include <cstdlib>
 #include <new>

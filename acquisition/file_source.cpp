@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 #include "acquisition/input_file.hpp"
-#include "acquisition/rfc3339.hpp"
+#include "core/rfc3339.hpp"
 #include "acquisition/wav_header.hpp"
 
 #if VIGIL_HAVE_SNDFILE

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
 namespace vigil {
 

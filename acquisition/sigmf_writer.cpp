@@ -9,8 +9,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "acquisition/clock.hpp"
-#include "acquisition/rfc3339.hpp"
+#include "core/clock.hpp"
+#include "core/rfc3339.hpp"
 
 namespace vigil {
 namespace {

@@ -11,7 +11,7 @@
 #include "acquisition/random.hpp"
 #include "acquisition/source.hpp"
 #include "acquisition/wall_clock.hpp"
-#include "dsp/worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
 namespace vigil {
 

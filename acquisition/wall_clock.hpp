@@ -11,7 +11,7 @@
 #include <cstdlib>
 
 #include "acquisition/chunk.hpp"
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
 namespace vigil {
 

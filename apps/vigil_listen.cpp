@@ -25,15 +25,15 @@
 #include <string_view>
 #include <vector>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 #include "apps/cli_args.hpp"
-#include "config/config_loader.hpp"
-#include "pipeline/event_json.hpp"
-#include "pipeline/event_line.hpp"
-#include "pipeline/stream_monitor.hpp"
-#include "pipeline/udp_gro.hpp"
-#include "pipeline/vita49.hpp"
-#include "pipeline/vrl_frame.hpp"
+#include "wire/endpoint.hpp"
+#include "wire/event_json.hpp"
+#include "wire/event_line.hpp"
+#include "wire/stream_monitor.hpp"
+#include "wire/udp_gro.hpp"
+#include "wire/vita49.hpp"
+#include "wire/vrl_frame.hpp"
 #if VIGIL_HAVE_WEB
 #include <boost/asio/ip/address.hpp>
 

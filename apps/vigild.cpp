@@ -15,15 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "acquisition/clock.hpp"
-#include "acquisition/out_of_memory.hpp"
+#include "core/clock.hpp"
+#include "core/out_of_memory.hpp"
 #include "apps/cli_args.hpp"
 #include "apps/log.hpp"
 #include "config/config_loader.hpp"
-#include "dsp/worker_pool.hpp"
-#include "pipeline/local_address.hpp"
+#include "core/worker_pool.hpp"
+#include "wire/local_address.hpp"
 #include "pipeline/metrics_server.hpp"
-#include "pipeline/name_wait.hpp"
+#include "wire/name_wait.hpp"
 #include "pipeline/prometheus.hpp"
 #include "pipeline/service.hpp"
 #include "systemd/sd_notifier.hpp"

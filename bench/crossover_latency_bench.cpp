@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/fir_bank_stage.hpp"
+#include "stages/fir_bank_stage.hpp"
 #if VIGIL_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
-#include "pipeline/fir_bank_cuda_stage.hpp"
+#include "stages/fir_bank_cuda_stage.hpp"
 #endif
 
 namespace {

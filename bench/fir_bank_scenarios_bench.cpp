@@ -11,12 +11,12 @@
 #include <random>
 #include <vector>
 
-#include "dsp/block_worker.hpp"
+#include "core/block_worker.hpp"
 #include "dsp/fir_design.hpp"
 #include "dsp/nonuniform_fir_bank.hpp"
 #include "dsp/partitioned_fir_bank.hpp"
 #include "dsp/streaming_fir_bank.hpp"
-#include "dsp/worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
 namespace {
 

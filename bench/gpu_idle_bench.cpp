@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/gpu_keep_warm.hpp"

@@ -7,7 +7,7 @@
 //
 // Usage: host_jitter [--seconds S] [--spinners N] [--sleepers N] [--sleep-us U]
 // Defaults: 5 s, spinners = sleepers = half the cores (at least 1), 100 us.
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/udp_gro.hpp"
+#include "wire/udp_gro.hpp"
 
 namespace vigil::bench {
 

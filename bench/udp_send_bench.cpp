@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "dsp/worker_pool.hpp"
-#include "pipeline/udp_sender.hpp"
+#include "core/worker_pool.hpp"
+#include "wire/udp_sender.hpp"
 #include "loopback_receiver.hpp"
 
 namespace {

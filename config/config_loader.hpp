@@ -49,14 +49,4 @@ std::string format_error(const std::string& path, const ConfigError& e);
 // The nearest of `candidates` to `word` by edit distance, or "" when none is close.
 std::string nearest_key(const std::string& word, const std::vector<std::string>& candidates);
 
-// Splits "host:port" or "[v6]:port". Returns false with a reason when malformed. Port 0 (a
-// listener's "any free port") only when allowed.
-bool parse_endpoint(const std::string& text, Endpoint& out, std::string& why, bool allow_port_zero = false);
-
-// "HOST:PORT", an IPv6 address in brackets ("[::1]:4991"): what parse_endpoint reads.
-std::string format_endpoint(const Endpoint& ep);
-
-// Whether `host` is a multicast address (224.0.0.0/4, ff00::/8); a name is not.
-bool is_multicast_address(const std::string& host);
-
 }  // namespace vigil

@@ -12,6 +12,7 @@
 #include "dsp/ae_hit_detector.hpp"
 #include "dsp/fir_form.hpp"
 #include "dsp/alarm_rule.hpp"
+#include "wire/endpoint.hpp"
 #include "dsp/vibration_analyzer.hpp"
 #include "dsp/fir_design.hpp"
 #include "dsp/wavelet_denoiser.hpp"
@@ -78,20 +79,6 @@ struct StageSettings {
   bool optional = false;  // may be shed under overload (detectors only)
   std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings, DenoiseStageSettings> params;
   bool operator==(const StageSettings&) const = default;
-};
-
-struct Endpoint {
-  std::string host = "127.0.0.1";
-  uint16_t port = 0;
-  bool operator==(const Endpoint&) const = default;
-};
-
-// For a multicast destination (224.0.0.0/4, ff00::/8): how far its datagrams go and where from.
-struct MulticastSettings {
-  std::string interface;  // "" (the route's), an interface's IPv4 address, or its name ("eth1")
-  uint32_t ttl = 1;       // hops: 1 = this network only
-  bool loop = true;       // receivers on this host get them too
-  bool operator==(const MulticastSettings&) const = default;
 };
 
 struct DataOutputSettings {

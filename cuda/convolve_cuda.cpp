@@ -14,7 +14,7 @@ namespace vigil::cuda {
 
 namespace {
 // Up to here the tiled direct kernel beats FFT overlap-save at every size measured on the H100
-// but one: 512 taps x 10^6 samples, where FFT is 8 % faster (docs/PERFORMANCE.md §7).
+// but one: 512 taps x 10^6 samples, where FFT is 8 % faster (bench/results/LOG.md §7).
 constexpr size_t kDirectMaxTaps = 512;
 }  // namespace
 

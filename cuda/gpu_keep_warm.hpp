@@ -5,7 +5,7 @@
 // (S2's chunk period), the round trip with a copy out 36 against 91 us; with a kernel and a 4-byte
 // copy each way every 0.5 ms on a stream of their own, 8 and 36 us. A kernel alone left the
 // enqueue at 10-31 us. On another host the idle cost showed in the tail: round trip p90 77-93 ->
-// 41-47 us (bench/gpu_idle_bench; docs/PERFORMANCE.md §11, session of 2026-11-27).
+// 41-47 us (bench/gpu_idle_bench; bench/results/LOG.md §11, session of 2026-11-27).
 // The cost: a core's few microseconds per interval on the thread that waits anyway, and a GPU
 // that draws its awake power between chunks. Host C++ only; pipeline thread.
 #pragma once

@@ -1,7 +1,7 @@
 // Lanes into a ring, by a kernel: the newest frames of each lane of a device block written into a
 // ring of `ring_frames` frames per lane (lane l at ring + l * ring_frames) from the position a
 // cell holds, wrapping at the ring's end. The ring and the cell may be page-locked host memory
-// mapped into the device: a CUDA stage's input history (pipeline/staged_input_history.hpp)
+// mapped into the device: a CUDA stage's input history (stages/staged_input_history.hpp)
 // written this way needs no copy whose destination changes from chunk to chunk, so it can be
 // part of a replayed CUDA graph; the host sets the cell before each launch. POD parameters and
 // the launcher; no framework types.

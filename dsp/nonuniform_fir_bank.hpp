@@ -63,7 +63,7 @@ class NonUniformFirBank {
   // A bin's complex multiply-accumulate against one N log2 N unit of a real FFT: ~12 when the
   // accumulation read 32 bytes a bin two floats at a time (perf on S3's and S2's banks, 2-core
   // Xeon, FFTW 3.3.10); ~7.6 since it reads split arrays vectorised (four level plans of S3's
-  // crossover timed on the 2-core EPYC, fitted: docs/PERFORMANCE.md §11). With it S3's 8191 taps
+  // crossover timed on the 2-core EPYC, fitted: bench/results/LOG.md §11). With it S3's 8191 taps
   // at 256 frames plan as 3 x 256, 8 x 1024 (5.2 us a chunk and channel) instead of
   // 3 x 256, 3 x 1024, 2 x 4096 (5.6 us, and a 4096-block's FFTs in every 16th chunk).
   static constexpr double kMacWeight = 7.6;

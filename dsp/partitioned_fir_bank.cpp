@@ -1,7 +1,7 @@
 // RT: process() on the pipeline thread.
 #include "dsp/partitioned_fir_bank.hpp"
 
-#include "dsp/block_worker.hpp"
+#include "core/block_worker.hpp"
 #include "dsp/simd.hpp"
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 // merges it back for the inverse). FFTW's own r2c/c2r plans end in a scalar radix-2 pass of the
 // same kind (Debian's FFTW 3.3.10): against them this is 1.2-2.4x as fast in most pairings of
 // bench/real_fft_bench (512 to 65536 points, estimated and measured plans), and within noise of
-// them in the rest (docs/PERFORMANCE.md, section 11, sixth session of 27 Nov). An FFTW built with
+// them in the rest (bench/results/LOG.md §11, sixth session of 27 Nov). An FFTW built with
 // AVX2 and AVX-512 codelets (scripts/build-fftw.sh) has vectorised r2c/c2r plans: there the two
 // forms run alike (third session of 28 Nov).
 #pragma once

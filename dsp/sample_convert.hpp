@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dsp/sample_format.hpp"
+#include "core/sample_format.hpp"
 
 namespace vigil {
 

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "dsp/block_worker.hpp"
+#include "core/block_worker.hpp"
 #include "dsp/complementary_band.hpp"
 #include "dsp/fir_bank.hpp"
 #include "dsp/fir_form.hpp"
 #include "dsp/nonuniform_fir_bank.hpp"
-#include "dsp/worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
 namespace vigil {
 
@@ -33,7 +33,7 @@ class StreamingFirBank {
   static constexpr size_t kDirectMaxTaps = 48;
   // Few channels at a short latency, split two ways: the larger levels on a BlockWorker rather than
   // the channels over the pool (S3's bank on two threads, 2 to 16 channels x 256 frames: 1.05-1.3x
-  // the split; at 32 channels a tie: docs/PERFORMANCE.md §11).
+  // the split; at 32 channels a tie: bench/results/LOG.md §11).
   static constexpr uint64_t kBackgroundMaxSamples = 4096;
 
   enum class Form { kDirect, kSingleBlock, kUniform, kNonUniform };

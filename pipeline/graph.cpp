@@ -3,105 +3,40 @@
 #include <stdexcept>
 #include <utility>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
-#include "pipeline/ae_hits_stage.hpp"
-#include "pipeline/band_rms_stage.hpp"
-#include "pipeline/denoise_stage.hpp"
-#include "pipeline/fir_bank_stage.hpp"
+#include "stages/stage_factory.hpp"
 #if VIGIL_HAVE_CUDA
-#include "pipeline/ae_hits_cuda_stage.hpp"
-#include "pipeline/denoise_cuda_stage.hpp"
-#include "pipeline/fir_bank_cuda_stage.hpp"
-#include "pipeline/moments_cuda_stage.hpp"
 #include "cuda/gpu_keep_warm.hpp"
 #else
 namespace vigil::cuda {
 class GpuKeepWarm {};  // never made without CUDA; defined so that the graph's pointer to one can be destroyed
 }  // namespace vigil::cuda
 #endif
-#include "pipeline/vibration_stage.hpp"
 
 namespace vigil {
-namespace {
-
-// Whether a stage runs as its CUDA twin on this backend (the rest run on the CPU).
-bool runs_on_gpu(const StageSettings& s, const GraphBackend& backend) {
-#if VIGIL_HAVE_CUDA
-  if (!backend.cuda) return false;
-  if (s.kind == "fir_bank") return true;
-  if (s.kind == "wavelet_denoise") return DenoiseCudaStage::fits(std::get<DenoiseStageSettings>(s.params));
-  if (s.kind == "ae_hits") return backend.gpu_resident && AeHitsCudaStage::fits(std::get<AeHitSettings>(s.params));
-  if (s.kind == "vibration")
-    return backend.gpu_resident && VibrationCudaStage::fits(std::get<VibrationStageSettings>(s.params));
-  // band_rms: chosen at prepare(), where the outputs are known (Graph::prepare).
-#else
-  (void)s;
-  (void)backend;  // every stage runs on the CPU in a build without CUDA
-#endif
-  return false;
-}
-
-// The CPU stages that split their lanes over the worker pool.
-bool splits_lanes_on_cpu(const StageSettings& s, const GraphBackend& backend) {
-  return !runs_on_gpu(s, backend) &&
-         (s.kind == "fir_bank" || s.kind == "wavelet_denoise" || s.kind == "vibration" || s.kind == "ae_hits");
-}
-
-}  // namespace
 
 Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     : gpu_resident_(backend.cuda && backend.gpu_resident), mapped_(backend.mapped), cpu_threads_(backend.cpu_threads),
       busy_poll_(backend.busy_poll), keep_gpu_warm_(backend.keep_gpu_warm) {
+  StageBackend made{backend.cuda, backend.gpu_resident, backend.mapped, backend.fail_at_chunk,
+                    backend.graphs, backend.detector_graphs, nullptr};
   // The worker pool, when some stage will split its lanes over it on the CPU.
   for (const StageSettings& s : stages)
-    if (splits_lanes_on_cpu(s, backend) && backend.cpu_threads > 1 && !pool_)
+    if (stage_splits_lanes_on_cpu(s, made) && backend.cpu_threads > 1 && !pool_)
       pool_ = std::make_unique<WorkerPool>(backend.cpu_threads, backend.busy_poll, "vigil-work");
+  made.pool = pool_.get();
   for (size_t i = 0; i < stages.size(); ++i) {
     const StageSettings& s = stages[i];
     Node n;
     n.name = s.name;
     n.input = s.input;
     n.optional = s.optional;
-#if VIGIL_HAVE_CUDA
-    const CudaStageOptions cuda_options{backend.mapped, backend.fail_at_chunk, backend.graphs, backend.detector_graphs};
-    const bool gpu = runs_on_gpu(s, backend);
-    if (gpu && s.kind == "fir_bank")
-      n.stage = std::make_unique<FirBankCudaStage>(std::get<FirBankSettings>(s.params), uint16_t(i),
-                                                   cuda_options);
-    else if (gpu && s.kind == "wavelet_denoise")
-      n.stage = std::make_unique<DenoiseCudaStage>(std::get<DenoiseStageSettings>(s.params), uint16_t(i),
-                                                   cuda_options);
-    else if (gpu && s.kind == "ae_hits")
-      n.stage = std::make_unique<AeHitsCudaStage>(std::get<AeHitSettings>(s.params), uint16_t(i),
-                                                  cuda_options);
-    else if (gpu && s.kind == "vibration")
-      n.stage = std::make_unique<VibrationCudaStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i),
-                                                     cuda_options, pool_.get());
-    else if (s.kind == "band_rms" && backend.cuda && backend.gpu_resident && !backend.mapped)
-      n.remake = [settings = std::get<BandRmsSettings>(s.params), index = uint16_t(i),
-                  options = cuda_options](bool on_gpu) -> std::unique_ptr<Stage> {
-        if (on_gpu) return std::make_unique<BandRmsCudaStage>(settings, index, options);
-        return std::make_unique<BandRmsStage>(settings, index);
-      };
-    n.on_gpu = gpu;
-#endif
-    if (!n.stage) {  // not a CUDA stage (made above)
-      if (n.remake)
-        n.stage = n.remake(false);  // band_rms: the CPU stage until prepare() chooses
-      else if (s.kind == "fir_bank")
-        n.stage = std::make_unique<FirBankStage>(std::get<FirBankSettings>(s.params), pool_.get());
-      else if (s.kind == "wavelet_denoise")
-        n.stage = std::make_unique<DenoiseStage>(std::get<DenoiseStageSettings>(s.params), pool_.get());
-      else if (s.kind == "band_rms")
-        n.stage = std::make_unique<BandRmsStage>(std::get<BandRmsSettings>(s.params), uint16_t(i));
-      else if (s.kind == "ae_hits")
-        n.stage = std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), uint16_t(i), pool_.get());
-      else if (s.kind == "vibration")
-        n.stage = std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), uint16_t(i), pool_.get());
-      else
-        throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
-    }
+    n.on_gpu = stage_runs_on_gpu(s, made);
+    if (stage_chooses_backend_at_prepare(s, made))
+      n.remake = [s, index = uint16_t(i), made](bool on_gpu) { return make_stage(s, index, on_gpu, made); };
+    n.stage = make_stage(s, uint16_t(i), n.on_gpu, made);  // band_rms: the CPU stage until prepare() chooses
+    n.gpu = gpu_part(*n.stage);
     nodes_.push_back(std::move(n));
   }
 }
@@ -113,6 +48,7 @@ Graph::Graph(std::vector<Made> stages, GraphBackend backend)
     n.name = m.name;
     n.input = m.input;
     n.stage = std::move(m.stage);
+    n.gpu = gpu_part(*n.stage);
     nodes_.push_back(std::move(n));
   }
 }
@@ -184,6 +120,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
                      output_stays_on_device(size_t(p), host_streams, true);
     if (gpu != n.on_gpu) {
       n.stage = n.remake(gpu);
+      n.gpu = gpu_part(*n.stage);
       n.on_gpu = gpu;
     }
   }
@@ -193,13 +130,15 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
     if (n.input_stream < 0)
       throw std::invalid_argument("stage '" + n.name + "': input '" + n.input + "' is not an earlier sample stream");
     const Stream& input_stream = streams_[size_t(n.input_stream)];
-    if (input_stream.stage_owned) n.stage->bind_input(input_stream.block.data);
     n.producer = input_stream.producer;
-    if (n.producer >= 0 && gpu_resident_) n.stage->bind_producer(nodes_[size_t(n.producer)].stage.get());
     const bool keep = output_stays_on_device(i, host_streams, false);
-    n.stage->keep_output_on_device(keep);
+    if (n.gpu) {
+      if (input_stream.stage_owned) n.gpu->bind_input(input_stream.block.data);
+      if (n.producer >= 0 && gpu_resident_) n.gpu->bind_producer(nodes_[size_t(n.producer)].gpu);
+      n.gpu->keep_output_on_device(keep);
+    }
     const StreamFormat out = n.stage->prepare(input_stream.format, max_frames);
-    n.output_stream = out.bands > 0 ? add_stream(n.name, out, n.stage->output_buffer()) : -1;
+    n.output_stream = out.bands > 0 ? add_stream(n.name, out, n.gpu ? n.gpu->output_buffer() : nullptr) : -1;
     if (n.output_stream >= 0) {
       streams_[size_t(n.output_stream)].producer = int(i);
       streams_[size_t(n.output_stream)].on_device_only = keep;
@@ -212,9 +151,9 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   input_slot_ = 0;
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].input_stream == 0)
-      if (float* staged = nodes_[i].stage->input_buffer()) {
+      if (float* staged = nodes_[i].gpu ? nodes_[i].gpu->input_buffer() : nullptr) {
         streams_[0].block.data = staged;
-        if (float* second = nodes_[i].stage->input_slot(1)) {
+        if (float* second = nodes_[i].gpu->input_slot(1)) {
           look_ahead_stage_ = int(i);
           next_input_ = streams_[0].block;
           next_input_.data = second;
@@ -234,32 +173,32 @@ bool Graph::output_stays_on_device(size_t i, const std::vector<std::string>* hos
   for (const std::string& name : *host_streams)
     if (name == nodes_[i].name) return false;
   for (size_t j = i + 1; j < nodes_.size(); ++j)
-    if (nodes_[j].input == nodes_[i].name && !(choosing && nodes_[j].remake) && nodes_[j].stage->needs_host_input())
+    if (nodes_[j].input == nodes_[i].name && !(choosing && nodes_[j].remake) && needs_host_input(nodes_[j]))
       return false;
   return true;
 }
 
 bool Graph::upload_next_input(const void* raw, uint32_t frames_up) noexcept {
   if (look_ahead_stage_ < 0) return false;
-  return nodes_[size_t(look_ahead_stage_)].stage->upload_input(input_slot_ ^ 1u, next_input_.frames, raw, frames_up);
+  return nodes_[size_t(look_ahead_stage_)].gpu->upload_input(input_slot_ ^ 1u, next_input_.frames, raw, frames_up);
 }
 
 bool Graph::upload_next_input_part(const void* raw, uint32_t first, uint32_t frames) noexcept {
   if (look_ahead_stage_ < 0 || !raw_input_) return false;
-  return nodes_[size_t(look_ahead_stage_)].stage->upload_input_part(input_slot_ ^ 1u, raw, first, frames);
+  return nodes_[size_t(look_ahead_stage_)].gpu->upload_input_part(input_slot_ ^ 1u, raw, first, frames);
 }
 
 bool Graph::take_raw_input(SampleFormat format, float scale) {
   if (look_ahead_stage_ < 0 || input_on_host_ || mapped_) return false;
   for (size_t i = 0; i < nodes_.size(); ++i)
     if (nodes_[i].input_stream == 0 && int(i) != look_ahead_stage_) return false;  // another reads it on the host
-  raw_input_ = nodes_[size_t(look_ahead_stage_)].stage->accept_raw_input(format, scale);
+  raw_input_ = nodes_[size_t(look_ahead_stage_)].gpu->accept_raw_input(format, scale);
   return raw_input_;
 }
 
 void Graph::input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept {
   clipped = non_finite = 0;
-  if (raw_input_) nodes_[size_t(look_ahead_stage_)].stage->input_counts(clipped, non_finite);
+  if (raw_input_) nodes_[size_t(look_ahead_stage_)].gpu->input_counts(clipped, non_finite);
 }
 
 void Graph::advance_input() noexcept {
@@ -283,8 +222,8 @@ StageStatus Graph::run(const Exec& exec) noexcept {
     // A reader on the host of a stream kept on the device (a CUDA stage now on its CPU twin):
     // the copy back first. Failing that, the chunk is lost to this stage: a failure.
     bool ok = true;
-    if (n.producer >= 0 && n.stage->needs_host_input())
-      ok = nodes_[size_t(n.producer)].stage->make_output_host_valid(frames);
+    if (n.producer >= 0 && needs_host_input(n) && nodes_[size_t(n.producer)].gpu)
+      ok = nodes_[size_t(n.producer)].gpu->make_output_host_valid(frames);
     if (!ok || n.stage->process(in, out, exec) != StageStatus::kOk) result = StageStatus::kFailed;
     const int64_t t1 = mono_now_ns();
     n.time->record_ns(t1 - t);
@@ -292,13 +231,6 @@ StageStatus Graph::run(const Exec& exec) noexcept {
     t = t1;
   }
   return result;
-}
-
-StageUpdatePlan Stage::plan_update(const StageSettings&) const {
-  StageUpdatePlan plan;
-  plan.structural = true;
-  plan.why = "its settings changed";
-  return plan;
 }
 
 std::unique_ptr<Graph::Update> Graph::plan_update(const std::vector<StageSettings>& current,

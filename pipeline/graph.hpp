@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "config/settings.hpp"
-#include "pipeline/latency_histogram.hpp"
-#include "dsp/worker_pool.hpp"
-#include "pipeline/stage.hpp"
+#include "core/latency_histogram.hpp"
+#include "core/worker_pool.hpp"
+#include "stages/stage.hpp"
 
 namespace vigil {
 
@@ -24,7 +24,7 @@ struct GraphBackend {
   uint32_t cpu_threads = 1;    // threads for the CPU stages that split their lanes (fir_bank,
                                // wavelet_denoise, vibration, ae_hits)
   // pipeline.gpu_resident (the service's default; off here unless asked): ae_hits on the GPU too,
-  // and CUDA stages read each other's output on the device (Stage::bind_producer,
+  // and CUDA stages read each other's output on the device (GpuStage::bind_producer,
   // keep_output_on_device).
   bool gpu_resident = false;
   // pipeline.cuda_graphs: the FIR stages replay full chunks as CUDA graphs; the detector stages
@@ -55,14 +55,14 @@ class Graph {
   // Prepares every stage for `input` and allocates all buffers. Off the real-time path.
   // host_streams: the streams something outside the graph reads on the host (the data outputs);
   // a CUDA stage whose stream is not among them and whose readers all take it on the device keeps
-  // it there (Stage::keep_output_on_device), and that stream's block is then not kept up to date
+  // it there (GpuStage::keep_output_on_device), and that stream's block is then not kept up to date
   // on the host. Null: every stream is kept on the host.
   void prepare(const StreamFormat& input, uint32_t max_frames, const std::vector<std::string>* host_streams = nullptr);
 
   // The block the pipeline converts each chunk into (stream "input").
   Block& input_block() noexcept { return streams_[0].block; }
   // The look-ahead, where the stage reading the input offers a second staged input
-  // (Stage::input_slot): while a chunk runs, the pipeline may convert the next one into
+  // (GpuStage::input_slot): while a chunk runs, the pipeline may convert the next one into
   // next_input_block() and start its upload (upload_next_input()); advance_input() then makes that
   // block the input for the next run(). Off the path of run(); pipeline thread.
   bool look_ahead() const noexcept { return look_ahead_stage_ >= 0; }
@@ -71,12 +71,12 @@ class Graph {
   // its frame count), else null. frames_up: its first frames already on their way (below).
   bool upload_next_input(const void* raw = nullptr, uint32_t frames_up = 0) noexcept;
   // Raw input, while the next chunk is still being captured: its complete frames [first, first +
-  // frames) start their way to the device (Stage::upload_input_part); false: they did not.
+  // frames) start their way to the device (GpuStage::upload_input_part); false: they did not.
   bool upload_next_input_part(const void* raw, uint32_t first, uint32_t frames) noexcept;
   void advance_input() noexcept;
   unsigned next_input_slot() const noexcept { return input_slot_ ^ 1u; }  // the staged input next_input_block() is
   // Raw input (main thread, after prepare): where the only reader of the input is a CUDA stage
-  // that converts on the device (Stage::accept_raw_input), no output sends the input and the
+  // that converts on the device (GpuStage::accept_raw_input), no output sends the input and the
   // memory is copy mode, each chunk goes to the graph as captured (Exec::raw_input): no conversion
   // on the host, half the bytes over the bus for int16. Returns whether it is on.
   bool take_raw_input(SampleFormat format, float scale);
@@ -163,6 +163,7 @@ class Graph {
     std::string name;
     std::string input;
     std::unique_ptr<Stage> stage;
+    GpuStage* gpu = nullptr;  // the stage's GpuStage part (a CUDA stage), found when it is made
     int input_stream = -1;
     int output_stream = -1;  // -1 for detectors
     int producer = -1;       // the node whose output is this node's input (-1: the input stream)
@@ -178,6 +179,8 @@ class Graph {
   // stage that reads it takes it on the device (choosing: a stage whose device prepare() is still
   // choosing counts as one that would).
   bool output_stays_on_device(size_t i, const std::vector<std::string>* host_streams, bool choosing) const noexcept;
+  // Whether a node's stage reads its input on the host (every stage but a CUDA one that says not).
+  static bool needs_host_input(const Node& n) noexcept { return !n.gpu || n.gpu->needs_host_input(); }
   std::unique_ptr<WorkerPool> pool_;  // before nodes_: the stages hold it, so it must outlive them
   bool shed_ = false;
   bool gpu_resident_ = false, mapped_ = false;

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "acquisition/clock.hpp"
-#include "dsp/thread_name.hpp"
+#include "core/clock.hpp"
+#include "core/thread_name.hpp"
 
 namespace vigil {
 namespace {

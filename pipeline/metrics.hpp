@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "pipeline/latency_histogram.hpp"
+#include "core/latency_histogram.hpp"
 
 namespace vigil {
 

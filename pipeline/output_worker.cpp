@@ -2,17 +2,17 @@
 // allocate, which is acceptable here: they are rare and this thread never holds up capture.
 #include "pipeline/output_worker.hpp"
 
-#include "dsp/cpu_relax.hpp"
+#include "core/cpu_relax.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <thread>
 
-#include "acquisition/clock.hpp"
-#include "acquisition/spsc_queue.hpp"
+#include "core/clock.hpp"
+#include "core/spsc_queue.hpp"
 #include "pipeline/stream_layout.hpp"
-#include "pipeline/vita49.hpp"
-#include "pipeline/waveform_channel.hpp"
+#include "wire/vita49.hpp"
+#include "stages/waveform_channel.hpp"
 
 namespace vigil {
 
@@ -23,6 +23,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
       batch_(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram),
       event_batch_(UdpSender::kMaxBatch, kEventBatchBytes),
       start_mono_ns_(mono_now_ns()) {
+  for (size_t i = 0; i < graph_.stage_count(); ++i) text_writers_.push_back(text_writer(graph_.stage(i)));
   for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
     DataOutput d;
     d.settings = settings.data_outputs[o];
@@ -33,7 +34,7 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
       d.format = &graph_.stream(size_t(d.stream)).format;
     } else {
       const int st = graph_.find_stage(d.settings.stream);
-      d.waveforms = graph_.stage(size_t(st)).waveforms();
+      d.waveforms = waveforms_of(graph_.stage(size_t(st)));
       d.format = &graph_.stage_input_format(size_t(st));
     }
     const StreamFormat& f = *d.format;
@@ -419,7 +420,8 @@ std::string_view OutputWorker::stage_event_text(const EventRecord& ev, EventText
   };
   const Stage& stage = graph_.stage(ev.stage);
   text.begin();
-  if (stage.write_event(ev, text)) {
+  const EventTextWriter* writer = ev.stage < text_writers_.size() ? text_writers_[ev.stage] : nullptr;
+  if (writer && writer->write_event(ev, text)) {
     common(text);
     return EventEncoder::finish_with(type, text, utc_now_ns(), seq);
   }

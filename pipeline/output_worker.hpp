@@ -13,15 +13,15 @@
 #include <vector>
 
 #include "config/settings.hpp"
-#include "acquisition/rt_log.hpp"
-#include "dsp/worker_pool.hpp"
-#include "pipeline/event_json.hpp"
-#include "pipeline/event_record.hpp"
+#include "core/rt_log.hpp"
+#include "core/worker_pool.hpp"
+#include "wire/event_json.hpp"
+#include "stages/event_record.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/metrics.hpp"
 #include "pipeline/output_slot.hpp"
-#include "pipeline/udp_sender.hpp"
-#include "pipeline/vrl_frame.hpp"
+#include "wire/udp_sender.hpp"
+#include "wire/vrl_frame.hpp"
 
 namespace vigil {
 
@@ -152,7 +152,8 @@ class OutputWorker {
   std::string_view stage_event_text(const EventRecord& ev, EventText& text, std::string& json, uint64_t seq) const;
   static bool pipeline_event(EventKind kind) noexcept;
   void count_event(const EventRecord& ev) noexcept;  // events_by_type
-  EventText event_text_;  // a stage event written as text (Stage::write_event), reused
+  EventText event_text_;  // a stage event written as text (EventTextWriter::write_event), reused
+  std::vector<const EventTextWriter*> text_writers_;  // per stage: its EventTextWriter part, or null
   std::string event_json_;  // or through a JSON body
   static constexpr uint32_t kEventsPerPass = 4096, kEventsPerPart = 32;
   std::vector<EventRecord> pass_events_;  // kEventsPerPass

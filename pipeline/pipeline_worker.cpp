@@ -1,12 +1,12 @@
 // RT: pipeline thread.
 #include "pipeline/pipeline_worker.hpp"
 
-#include "dsp/cpu_relax.hpp"
+#include "core/cpu_relax.hpp"
 
 #include <algorithm>
 #include <thread>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
 namespace vigil {
 

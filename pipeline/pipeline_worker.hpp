@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "acquisition/capture_loop.hpp"
-#include "acquisition/rt_log.hpp"
+#include "core/rt_log.hpp"
 #include "dsp/sample_convert.hpp"
-#include "pipeline/event_record.hpp"
+#include "stages/event_record.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/metrics.hpp"
 #include "pipeline/output_slot.hpp"

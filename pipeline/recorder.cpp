@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
 namespace vigil {
 namespace fs = std::filesystem;

@@ -19,10 +19,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "acquisition/rt_log.hpp"
+#include "core/rt_log.hpp"
 #include "acquisition/sigmf_writer.hpp"
 #include "acquisition/source.hpp"
-#include "acquisition/spsc_queue.hpp"
+#include "core/spsc_queue.hpp"
 #include "config/settings.hpp"
 
 namespace vigil {

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 
 #include <chrono>
 #include <thread>
@@ -19,7 +19,7 @@
 #include <stdexcept>
 
 #include "acquisition/file_source.hpp"
-#include "acquisition/out_of_memory.hpp"
+#include "core/out_of_memory.hpp"
 #if VIGIL_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
 #include "cuda/pinned_buffer.hpp"
@@ -27,7 +27,7 @@
 #include "acquisition/synthetic_source.hpp"
 #include "config/config_loader.hpp"
 #include "dsp/real_fft.hpp"
-#include "dsp/thread_name.hpp"
+#include "core/thread_name.hpp"
 
 namespace vigil {
 namespace {
@@ -154,7 +154,7 @@ Service::Service(const Settings& settings) : settings_(settings) {
     decimation_of_output.push_back(d.decimation);
     const int s = graph_->find_stream(d.stream);
     const int st = graph_->find_stage(d.stream);
-    if (s < 0 && (st < 0 || !graph_->stage(size_t(st)).waveforms()))
+    if (s < 0 && (st < 0 || !waveforms_of(graph_->stage(size_t(st)))))
       throw std::runtime_error("outputs: stream '" + d.stream + "' does not exist");
     stream_of_output.push_back(s);  // -1: a detector's hit waveforms
   }

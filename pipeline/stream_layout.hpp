@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/settings.hpp"
-#include "pipeline/block.hpp"
+#include "stages/block.hpp"
 
 namespace vigil {
 

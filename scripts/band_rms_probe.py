@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""band_rms on the GPU (its bands kept there) against the CPU stage (docs/PERFORMANCE.md §10c): vigild
+"""band_rms on the GPU (its bands kept there) against the CPU stage (bench/results/LOG.md §10c): vigild
 for 3 s per line on 51.2 kS/s int16 in 1024-frame chunks, a 255-tap 4-band fir_bank -> band_rms, in
 three variants (only events sent: band_rms on the GPU; gpu_resident false; the bands sent over VITA 49),
 at 64 and 256 channels, unpaced and at real time. Prints one line each from vigild's final status.

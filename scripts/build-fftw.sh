@@ -3,7 +3,7 @@
 # has for this architecture, into PREFIX (default /opt/vigil-fftw). Debian's and Ubuntu's amd64
 # libfftw3f carry SSE and AVX codelets only, none for AVX2, FMA or AVX-512. On a 2-vCPU Xeon guest
 # (AVX-512) vigild ran S3 1.13x as fast with this build and S2 alike (within 5 %; its FIR bank
-# alone 1.2-1.3x; docs/PERFORMANCE.md §11, third session of 28 Nov). FFTW picks its codelets by
+# alone 1.2-1.3x; bench/results/LOG.md §11, third session of 28 Nov). FFTW picks its codelets by
 # CPUID at run time, so the library still runs on any x86-64 CPU. (arm64's packages are built
 # with NEON already; this builds the same there.)
 #

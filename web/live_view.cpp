@@ -7,8 +7,8 @@
 #include <string>
 #include <type_traits>
 
-#include "acquisition/rfc3339.hpp"
-#include "pipeline/event_line.hpp"
+#include "core/rfc3339.hpp"
+#include "wire/event_line.hpp"
 
 namespace vigil::web {
 

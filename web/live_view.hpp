@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "pipeline/stream_monitor.hpp"
-#include "pipeline/vita49.hpp"
+#include "wire/stream_monitor.hpp"
+#include "wire/vita49.hpp"
 #include "web/stream_summary.hpp"
 
 namespace vigil::web {

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "config/config_loader.hpp"
-#include "dsp/thread_name.hpp"
+#include "wire/endpoint.hpp"
+#include "core/thread_name.hpp"
 
 namespace vigil::web {
 

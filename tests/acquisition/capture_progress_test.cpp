@@ -12,7 +12,7 @@
 
 #include "acquisition/capture_loop.hpp"
 #include "acquisition/chunk_pool.hpp"
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 #include "acquisition/synthetic_source.hpp"
 
 namespace vigil {

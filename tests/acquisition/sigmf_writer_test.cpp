@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 #include "acquisition/file_source.hpp"
 
 namespace vigil {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 #include "../support/gpu.hpp"
 
 namespace vigil {

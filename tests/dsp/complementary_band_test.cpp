@@ -16,7 +16,7 @@
 #include "dsp/fir_bank.hpp"
 #include "dsp/fir_design.hpp"
 #include "dsp/streaming_fir_bank.hpp"
-#include "dsp/worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
 namespace vigil {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "../support/signals.hpp"
 #include "../support/tolerances.hpp"
-#include "dsp/block_worker.hpp"
+#include "core/block_worker.hpp"
 #include "dsp/streaming_fir_bank.hpp"
-#include "dsp/worker_pool.hpp"
+#include "core/worker_pool.hpp"
 
 namespace vigil {
 namespace {

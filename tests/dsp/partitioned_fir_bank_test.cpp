@@ -11,7 +11,7 @@
 
 #include "../support/reference_data.hpp"
 #include "../support/tolerances.hpp"
-#include "dsp/block_worker.hpp"
+#include "core/block_worker.hpp"
 #include "dsp/fir_bank.hpp"
 
 namespace vigil {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "pipeline/event_json.hpp"
+#include "wire/event_json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/event_line.hpp"
-#include "pipeline/stream_monitor.hpp"
+#include "wire/event_line.hpp"
+#include "wire/stream_monitor.hpp"
 #include "web/live_view.hpp"
 
 namespace {

@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "pipeline/stream_monitor.hpp"
-#include "pipeline/vita49.hpp"
-#include "pipeline/vrl_frame.hpp"
+#include "wire/stream_monitor.hpp"
+#include "wire/vita49.hpp"
+#include "wire/vrl_frame.hpp"
 #include "web/live_view.hpp"
 
 namespace {

@@ -16,7 +16,7 @@
 
 #include "../support/process.hpp"
 #include "../support/ports.hpp"
-#include "acquisition/rfc3339.hpp"
+#include "core/rfc3339.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"
 

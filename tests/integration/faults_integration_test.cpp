@@ -23,7 +23,7 @@
 #include "../support/vigild_run.hpp"
 #include "acquisition/chunk_pool.hpp"
 #include "acquisition/file_source.hpp"
-#include "pipeline/vita49.hpp"
+#include "wire/vita49.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define VIGIL_UNDER_SANITIZER 1

@@ -29,10 +29,10 @@
 #include "acquisition/sha256.hpp"
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"
-#include "pipeline/stream_monitor.hpp"
+#include "wire/stream_monitor.hpp"
 #include "pipeline/output_worker.hpp"
 #include "pipeline/service.hpp"
-#include "pipeline/vita49.hpp"
+#include "wire/vita49.hpp"
 #if VIGIL_HAVE_CUDA
 #include "../support/gpu.hpp"
 #endif

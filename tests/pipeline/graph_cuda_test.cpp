@@ -19,13 +19,13 @@
 #include "../support/gpu.hpp"
 #include "../support/signals.hpp"
 #include "../support/stage_run.hpp"
-#include "acquisition/spsc_queue.hpp"
+#include "core/spsc_queue.hpp"
 #include "cuda/pinned_buffer.hpp"
 #include "dsp/sample_convert.hpp"
-#include "pipeline/denoise_cuda_stage.hpp"
-#include "pipeline/event_record.hpp"
-#include "pipeline/fir_bank_cuda_stage.hpp"
-#include "pipeline/moments_cuda_stage.hpp"
+#include "stages/denoise_cuda_stage.hpp"
+#include "stages/event_record.hpp"
+#include "stages/fir_bank_cuda_stage.hpp"
+#include "stages/moments_cuda_stage.hpp"
 
 namespace vigil {
 namespace {
@@ -114,16 +114,16 @@ void run_graph_vs_stages(bool mapped, bool resident = false, bool look_ahead = f
   Graph graph(stages(50e3), GraphBackend{true, mapped, 0, false, 1, resident});
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames);
   ASSERT_EQ(graph.stream_count(), 3u);
-  EXPECT_EQ(graph.input_block().data, graph.stage(0).input_buffer()) << "the chunk is not converted into the staging";
+  EXPECT_EQ(graph.input_block().data, gpu_part(graph.stage(0))->input_buffer()) << "the chunk is not converted into the staging";
   ASSERT_TRUE(graph.look_ahead()) << "the FIR stage offers no second staged input";
-  EXPECT_EQ(graph.next_input_block().data, graph.stage(0).input_slot(1));
+  EXPECT_EQ(graph.next_input_block().data, gpu_part(graph.stage(0))->input_slot(1));
   LookAhead ahead;
   ahead.graph = &graph;
   ahead.x = &x;
   ahead.total = total;
   ahead.skip_at = kReloadAt;
-  EXPECT_EQ(graph.stream(1).block.data, graph.stage(0).output_buffer());
-  EXPECT_EQ(graph.stream(2).block.data, graph.stage(1).output_buffer());
+  EXPECT_EQ(graph.stream(1).block.data, gpu_part(graph.stage(0))->output_buffer());
+  EXPECT_EQ(graph.stream(2).block.data, gpu_part(graph.stage(1))->output_buffer());
   std::string why;
   const std::unique_ptr<Graph::Update> update = graph.plan_update(stages(50e3), stages(80e3), why);
   ASSERT_TRUE(update) << why;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/block.hpp"
+#include "stages/block.hpp"
 
 namespace vigil {
 namespace {
@@ -19,7 +19,7 @@ constexpr uint32_t kFrames = 64, kChannels = 2;
 
 // Output = input + 1 on every lane, written to its "device" buffer, and to the host block unless
 // kept on the device; make_output_host_valid() copies it over (counted).
-class FakeProducer final : public Stage {
+class FakeProducer final : public Stage, public GpuStage {
  public:
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override {
     max_frames_ = max_frames;
@@ -61,7 +61,7 @@ class FakeProducer final : public Stage {
 
 // A detector that sums its input each chunk, from the producer's "device" copy while it may
 // (needs_host_input() false), else from the host block.
-class FakeReader final : public Stage {
+class FakeReader final : public Stage, public GpuStage {
  public:
   explicit FakeReader(bool on_device) : on_device_(on_device) {}
   StreamFormat prepare(const StreamFormat& in, uint32_t) override {
@@ -78,15 +78,15 @@ class FakeReader final : public Stage {
     return StageStatus::kOk;
   }
   void reset() noexcept override {}
-  void bind_producer(Stage* p) noexcept override { producer_ = p; }
+  void bind_producer(GpuStage* p) noexcept override { producer_ = p; }
   bool needs_host_input() const noexcept override { return !on_device_; }
   void fall_back() { on_device_ = false; }  // as a CUDA stage moving to its CPU twin
-  Stage* producer() const { return producer_; }
+  GpuStage* producer() const { return producer_; }
   std::vector<double> sums;
 
  private:
   bool on_device_;
-  Stage* producer_ = nullptr;
+  GpuStage* producer_ = nullptr;
 };
 
 struct Built {

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <numbers>
 
-#include "acquisition/spsc_queue.hpp"
+#include "core/spsc_queue.hpp"
 #include "config/config_loader.hpp"
-#include "pipeline/event_record.hpp"
+#include "stages/event_record.hpp"
 
 namespace vigil {
 namespace {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "pipeline/block.hpp"
+#include "stages/block.hpp"
 
 namespace vigil {
 namespace {

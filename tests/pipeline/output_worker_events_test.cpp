@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "acquisition/clock.hpp"
-#include "acquisition/spsc_queue.hpp"
+#include "core/clock.hpp"
+#include "core/spsc_queue.hpp"
 #include "config/config_loader.hpp"
-#include "pipeline/event_record.hpp"
+#include "stages/event_record.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/output_slot.hpp"
 #include "pipeline/output_worker.hpp"

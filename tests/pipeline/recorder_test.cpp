@@ -16,7 +16,7 @@
 #include <random>
 #include <thread>
 
-#include "acquisition/clock.hpp"
+#include "core/clock.hpp"
 #include "acquisition/file_source.hpp"
 
 namespace vigil {

@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "acquisition/spsc_queue.hpp"
+#include "core/spsc_queue.hpp"
 #include "dsp/window_moments.hpp"
-#include "pipeline/event_record.hpp"
-#include "pipeline/stage.hpp"
+#include "stages/event_record.hpp"
+#include "stages/stage.hpp"
 
 namespace vigil::test {
 

@@ -14,9 +14,9 @@
 #include <limits>
 #include <vector>
 
-#include "acquisition/spsc_queue.hpp"
-#include "pipeline/event_record.hpp"
-#include "pipeline/stage.hpp"
+#include "core/spsc_queue.hpp"
+#include "stages/event_record.hpp"
+#include "stages/stage.hpp"
 
 namespace vigil::test {
 

@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/event_line.hpp"
-#include "pipeline/stream_monitor.hpp"
-#include "pipeline/vita49.hpp"
-#include "pipeline/vrl_frame.hpp"
+#include "wire/event_line.hpp"
+#include "wire/stream_monitor.hpp"
+#include "wire/vita49.hpp"
+#include "wire/vrl_frame.hpp"
 
 namespace vigil::test {
 
