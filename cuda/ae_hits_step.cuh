@@ -214,52 +214,20 @@ __device__ __forceinline__ void ae_step(const AeSampleParams& p, const AeSink& k
           break;
         }
       }
-      // Lane `end` is above threshold: the CPU's per-sample logic, verbatim.
+      // Lane `end` is above threshold: the CPU's per-sample steps (dsp/ae_hit_detector.hpp), shared.
       const unsigned j = end;
       const float vj = __shfl_sync(kFull, v, j);
       const float aj = fabsf(vj);
       const uint64_t nj = n0 + j;
       const bool rj = (rmask >> j) & 1u;
       const float thr_j = __shfl_sync(kFull, thr, j);
-      if (s.phase == AeChannelState::kHit) {
-        if (nj - s.hit.end_frame > p.hdt) {
-          emit_hit(k, s.hit, lane);
-          s.phase = AeChannelState::kLockout;
-          s.lockout_end = s.hit.end_frame + p.hdt + 1 + p.hlt;
-        } else if (nj - s.hit.arrival_frame >= p.max_duration) {
-          s.hit.truncated = true;
-          emit_hit(k, s.hit, lane);
-          s.phase = AeChannelState::kLockout;
-          s.lockout_end = nj + p.hlt;
-        }
-      }
-      if (s.phase == AeChannelState::kLockout && nj >= s.lockout_end) s.phase = AeChannelState::kIdle;
+      ae_close_if_due(p, s, nj, [&](const AeHit& h) { emit_hit(k, h, lane); });
       if (s.phase == AeChannelState::kIdle) {
-        s.phase = AeChannelState::kHit;
-        s.hit = AeHit{};
-        s.hit.channel = channel;
-        s.hit.arrival_frame = s.hit.peak_frame = s.hit.end_frame = nj;
-        s.hit.peak = aj;
-        s.hit.threshold = thr_j;
-        s.hit.counts = s.hit.counts_to_peak = rj ? 1 : 0;
-        s.peak_locked = false;
-        s.run_sq = double(vj) * vj;
-        s.run_abs = aj;
-        s.hit.sum_sq = s.run_sq;
-        s.hit.sum_abs = s.run_abs;
+        ae_open_hit(s, channel, nj, vj, aj, thr_j, rj);
       } else if (s.phase == AeChannelState::kHit) {
         s.run_sq += double(vj) * vj;
         s.run_abs += aj;
-        if (rj) ++s.hit.counts;
-        s.hit.end_frame = nj;
-        s.hit.sum_sq = s.run_sq;
-        s.hit.sum_abs = s.run_abs;
-        if (!s.peak_locked && nj - s.hit.peak_frame > p.pdt) s.peak_locked = true;
-        if (!s.peak_locked && aj > s.hit.peak) {
-          s.hit.peak = aj;
-          s.hit.peak_frame = nj;
-          s.hit.counts_to_peak = s.hit.counts;
-        }
+        ae_hit_takes_above(p, s, nj, aj, rj);
       }
       pos = j + 1;
       mask &= mask - 1;

@@ -112,6 +112,64 @@ struct AeChannelState {
   double level_sq = 0, level_abs = 0;  // current level interval
 };
 
+// The hit state machine's steps at one sample n, shared by the CPU engine below and the CUDA
+// kernels (cuda/ae_hits_step.cuh), so that both take the same decisions by the same code.
+//
+// Before a sample is taken: an open hit whose HDT passed with no crossing, or that reached the
+// maximum duration, closes (emit(const AeHit&)) into the lockout; a lockout that ended frees the
+// channel.
+template <typename Emit>
+VIGIL_HOST_DEVICE inline void ae_close_if_due(const AeSampleParams& p, AeChannelState& s, uint64_t n, Emit&& emit) {
+  if (s.phase == AeChannelState::kHit) {
+    if (n - s.hit.end_frame > p.hdt) {  // HDT passed with no crossing
+      emit(s.hit);
+      s.phase = AeChannelState::kLockout;
+      s.lockout_end = s.hit.end_frame + p.hdt + 1 + p.hlt;
+    } else if (n - s.hit.arrival_frame >= p.max_duration) {
+      s.hit.truncated = true;
+      emit(s.hit);
+      s.phase = AeChannelState::kLockout;
+      s.lockout_end = n + p.hlt;
+    }
+  }
+  if (s.phase == AeChannelState::kLockout && n >= s.lockout_end) s.phase = AeChannelState::kIdle;
+}
+
+// A free channel's sample v (|v| = a) at or above the threshold thr opens a hit; rising: it
+// crossed +thr upward.
+VIGIL_HOST_DEVICE inline void ae_open_hit(AeChannelState& s, uint32_t channel, uint64_t n, float v, float a, float thr,
+                                          bool rising) {
+  s.phase = AeChannelState::kHit;
+  s.hit = AeHit{};
+  s.hit.channel = channel;
+  s.hit.arrival_frame = s.hit.peak_frame = s.hit.end_frame = n;
+  s.hit.peak = a;
+  s.hit.threshold = thr;
+  s.hit.counts = s.hit.counts_to_peak = rising ? 1 : 0;
+  s.peak_locked = false;
+  s.run_sq = double(v) * v;
+  s.run_abs = a;
+  s.hit.sum_sq = s.run_sq;
+  s.hit.sum_abs = s.run_abs;
+}
+
+// An open hit takes a sample at or above the threshold (|v| = a), its own x^2 and |x| already in
+// run_sq and run_abs: a crossing counted, the end and sums moved to it, the peak taken while
+// PDT has not locked it.
+VIGIL_HOST_DEVICE inline void ae_hit_takes_above(const AeSampleParams& p, AeChannelState& s, uint64_t n, float a,
+                                                 bool rising) {
+  if (rising) ++s.hit.counts;
+  s.hit.end_frame = n;
+  s.hit.sum_sq = s.run_sq;
+  s.hit.sum_abs = s.run_abs;
+  if (!s.peak_locked && n - s.hit.peak_frame > p.pdt) s.peak_locked = true;
+  if (!s.peak_locked && a > s.hit.peak) {
+    s.hit.peak = a;
+    s.hit.peak_frame = n;
+    s.hit.counts_to_peak = s.hit.counts;
+  }
+}
+
 class AeHitDetector {
  public:
   AeHitDetector(const AeSampleParams& params, uint32_t channels);
@@ -184,50 +242,16 @@ void AeHitDetector::push(uint32_t c, const float* x, uint32_t frames, uint64_t f
     const uint64_t n = first_frame + i;
     const float v = x[i];
     const float a = v < 0 ? -v : v;
-    if (s.phase == AeChannelState::kHit) {
-      if (n - s.hit.end_frame > p_.hdt) {  // HDT passed with no crossing
-        on_hit(s.hit);
-        s.phase = AeChannelState::kLockout;
-        s.lockout_end = s.hit.end_frame + p_.hdt + 1 + p_.hlt;
-      } else if (n - s.hit.arrival_frame >= p_.max_duration) {
-        s.hit.truncated = true;
-        on_hit(s.hit);
-        s.phase = AeChannelState::kLockout;
-        s.lockout_end = n + p_.hlt;
-      }
-    }
-    if (s.phase == AeChannelState::kLockout && n >= s.lockout_end) s.phase = AeChannelState::kIdle;
+    ae_close_if_due(p_, s, n, on_hit);
     const bool above = a >= s.threshold;
     const bool rising = v >= s.threshold && s.prev < s.threshold;
     if (s.phase == AeChannelState::kIdle && above) {
-      s.phase = AeChannelState::kHit;
-      s.hit = AeHit{};
-      s.hit.channel = c;
-      s.hit.arrival_frame = s.hit.peak_frame = s.hit.end_frame = n;
-      s.hit.peak = a;
-      s.hit.threshold = s.threshold;
-      s.hit.counts = s.hit.counts_to_peak = rising ? 1 : 0;
-      s.peak_locked = false;
-      s.run_sq = double(v) * v;
-      s.run_abs = a;
-      s.hit.sum_sq = s.run_sq;
-      s.hit.sum_abs = s.run_abs;
+      ae_open_hit(s, c, n, v, a, s.threshold, rising);
       on_open(s.hit);
     } else if (s.phase == AeChannelState::kHit) {
       s.run_sq += double(v) * v;
       s.run_abs += a;
-      if (above) {
-        if (rising) ++s.hit.counts;
-        s.hit.end_frame = n;
-        s.hit.sum_sq = s.run_sq;
-        s.hit.sum_abs = s.run_abs;
-        if (!s.peak_locked && n - s.hit.peak_frame > p_.pdt) s.peak_locked = true;
-        if (!s.peak_locked && a > s.hit.peak) {
-          s.hit.peak = a;
-          s.hit.peak_frame = n;
-          s.hit.counts_to_peak = s.hit.counts;
-        }
-      }
+      if (above) ae_hit_takes_above(p_, s, n, a, rising);
     }
     s.prev = v;
     if (p_.floating_window) {
