@@ -16,7 +16,7 @@ scripts/install-deps.sh
 scripts/build.sh
 build_dir="${BUILD_DIR:-build}"
 if [ ${#web[@]} -gt 0 ] && ! "$build_dir/apps/vigil-listen" --help | grep -q -- --web; then
-  echo "demo: this build has no web view (VIGIL_WEB: it needs npm to fetch uPlot, see the README)" >&2
+  echo "demo: this build has no web view (VIGIL_WEB: it needs npm to fetch uPlot, see docs/TOOLS.md)" >&2
   exit 2
 fi
 "$build_dir/apps/vigil-listen" --seconds "$((seconds + 2))" "${web[@]}" &

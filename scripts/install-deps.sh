@@ -41,7 +41,7 @@ if [ "${1:-}" = "--tests" ]; then
     echo "install-deps: installing for the web view and its browser test: ${extra[*]}"
     [ $updated -eq 1 ] || $sudo apt-get update -qq || true
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${extra[@]}" ||
-      echo "install-deps: could not install ${extra[*]}: the web view or its browser test will be left out (see the README)"
+      echo "install-deps: could not install ${extra[*]}: the web view or its browser test will be left out (see docs/TOOLS.md)"
   fi
 fi
 # CUDA is not installed here (NVIDIA's packages; on a Jetson, JetPack's): say whether the GPU backend
