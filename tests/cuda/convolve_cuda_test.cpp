@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/tolerances.hpp"
+
 #include <cmath>
 #include <random>
 
@@ -32,7 +34,7 @@ TEST(ConvolveCuda, EqualsTheCpuConvolution) {
       num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
       den += double(want[i]) * want[i];
     }
-    EXPECT_LE(std::sqrt(num / den), 1e-5) << n << "x" << m;
+    EXPECT_LE(std::sqrt(num / den), test::kGpuVsCpuRelL2) << n << "x" << m;
   }
 }
 
@@ -72,7 +74,7 @@ TEST(ConvolveCuda, DirectKernelsEqualTheCpuConvolution) {
         num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
         den += double(want[i]) * want[i];
       }
-      EXPECT_LE(std::sqrt(num / den), 1e-5) << n << "x" << m << (tiled ? " tiled" : " naive");
+      EXPECT_LE(std::sqrt(num / den), test::kGpuVsCpuRelL2) << n << "x" << m << (tiled ? " tiled" : " naive");
     }
     cudaFree(d_x);
     cudaFree(d_h);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 
 #include <cmath>
 #include <random>
@@ -70,7 +71,7 @@ TEST_F(FirBankCudaTest, MatchesTheCpuTwinForEveryLengthAndChunking) {
       const std::vector<float> got = run_cuda(gpu, x, channels, total, 3 * block + 7, rng);
       for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "an output was never written (NaN poison)";
       const double err = rel_l2(got, want);
-      EXPECT_LE(err, 1e-5) << "block " << block << " taps " << len;
+      EXPECT_LE(err, test::kGpuVsCpuRelL2) << "block " << block << " taps " << len;
     }
 }
 
@@ -90,7 +91,7 @@ TEST_F(FirBankCudaTest, EqualsTheDirectFormDelayedByOneBlock) {
       a.push_back(got[size_t(c) * total + i]);
       b.push_back(ref[size_t(c) * total + i - block]);
     }
-  EXPECT_LE(rel_l2(a, b), 1e-5);
+  EXPECT_LE(rel_l2(a, b), test::kGpuVsCpuRelL2);
   for (uint32_t c = 0; c < channels; ++c)
     for (uint32_t i = 0; i < block; ++i) EXPECT_EQ(got[size_t(c) * total + i], 0.0f);
 }
@@ -134,7 +135,7 @@ TEST_F(FirBankCudaTest, BatchedChunksMatchTheCpuTwinMixedWithOthers) {
     cudaFree(d_out);
     EXPECT_GE(batched, 5u) << "too few chunks took the batch for the test to mean anything";
     for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "an output was never written (NaN poison)";
-    EXPECT_LE(rel_l2(got, want), 1e-5) << "taps " << len;
+    EXPECT_LE(rel_l2(got, want), test::kGpuVsCpuRelL2) << "taps " << len;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 #include "cuda/cuda_check.hpp"
 #include "dsp/fir_bank.hpp"
 
@@ -104,7 +105,7 @@ TEST_F(FirDirectCudaTest, MatchesTheCpuTwinForEveryLengthAndChunking) {
     for (size_t lane = 0; lane < taps.size() * c.channels; ++lane) {
       const std::vector<float> g(got.begin() + lane * total, got.begin() + (lane + 1) * total);
       const std::vector<float> w(want.begin() + lane * total, want.begin() + (lane + 1) * total);
-      EXPECT_LE(rel_l2(g, w), 1e-5) << "lane " << lane;
+      EXPECT_LE(rel_l2(g, w), test::kGpuVsCpuRelL2) << "lane " << lane;
     }
   }
 }
@@ -132,10 +133,10 @@ TEST_F(FirDirectCudaTest, ATapSwapTakesEffectFromTheNextCall) {
   const auto before = bands_of({255, 31}, 21), after = bands_of({200, 255}, 40);
   const std::vector<float> x = randn(size_t(channels) * total, 8);
   const auto [got, want] = run_both(before, after, channels, x, total, {1000, 333}, 7);
-  EXPECT_LE(rel_l2(got, want), 1e-5);
+  EXPECT_LE(rel_l2(got, want), test::kGpuVsCpuRelL2);
   const auto long_before = bands_of({5000, 31}, 22), long_after = bands_of({4500, 5000}, 41);
   const auto [got_split, want_split] = run_both(long_before, long_after, channels, x, total, {256, 77}, 9, 256, true);
-  EXPECT_LE(rel_l2(got_split, want_split), 1e-5);
+  EXPECT_LE(rel_l2(got_split, want_split), test::kGpuVsCpuRelL2);
 }
 
 TEST_F(FirDirectCudaTest, RejectsWhatDoesNotFit) {

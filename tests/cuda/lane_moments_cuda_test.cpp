@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/pinned_buffer.hpp"
@@ -23,7 +24,7 @@ namespace vigil {
 namespace {
 
 // Both sum in double, in different orders: agreement to 1e-9 relative (of the sum's scale).
-bool near(double got, double want, double scale) { return std::fabs(got - want) <= 1e-9 * std::max(scale, 1e-300); }
+bool near(double got, double want, double scale) { return std::fabs(got - want) <= test::kMergedMomentsRel * std::max(scale, 1e-300); }
 
 TEST(LaneMomentsCuda, EqualMomentsOfEveryRunOfEveryLane) {
   std::string why;

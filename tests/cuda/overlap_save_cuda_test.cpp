@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 
 #include <cmath>
 #include <random>
@@ -58,7 +59,7 @@ TEST(OverlapSaveCuda, MatchesTheCpuSingleBlockLayout) {
       num += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
       den += double(want[i]) * want[i];
     }
-    EXPECT_LE(std::sqrt(num / den), 1e-5) << "taps " << len << " fft " << fft;
+    EXPECT_LE(std::sqrt(num / den), test::kGpuVsCpuRelL2) << "taps " << len << " fft " << fft;
   }
 }
 

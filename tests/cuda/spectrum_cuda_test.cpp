@@ -13,6 +13,7 @@
 #include "../support/reference_data.hpp"
 #include "../support/gpu.hpp"
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 #include "cuda/cuda_check.hpp"
 #include "dsp/real_fft.hpp"
 #include "dsp/welch_psd.hpp"
@@ -66,7 +67,7 @@ TEST(SpectrumCuda, MagnitudesEqualFftwForEverySizeAndRowCount) {
     const std::vector<float> got = d_mag.get();
     test::expect_all_finite(got, "n " + std::to_string(c.n));
     // float32 FFTs on both sides, each with error ~ eps * log2(n): 1e-5 holds to 2^22.
-    EXPECT_LE(rel_l2(got, cpu_magnitudes(x, c.n, c.rows, {c.window})), 1e-5) << "n " << c.n << " rows " << c.rows;
+    EXPECT_LE(rel_l2(got, cpu_magnitudes(x, c.n, c.rows, {c.window})), test::kGpuVsCpuRelL2) << "n " << c.n << " rows " << c.rows;
   }
 }
 
@@ -100,7 +101,7 @@ TEST(SpectrumCuda, WelchEqualsTheCpuTwinAcrossBatches) {
       for (double v : got) EXPECT_EQ(v, 0.0);
       continue;
     }
-    EXPECT_LE(rel_l2(got, want), 1e-5) << c.nperseg << " " << c.n;
+    EXPECT_LE(rel_l2(got, want), test::kGpuVsCpuRelL2) << c.nperseg << " " << c.n;
     // Band energies from the GPU's PSD, as the CPU twin computes them from its own.
     const double bin_hz = gpu.bin_hz(1);
     for (const auto& [lo, hi] : std::vector<std::pair<double, double>>{{0, 1000}, {100, 300}, {250, 250}})
@@ -127,7 +128,7 @@ TEST(SpectrumCuda, WelchEqualsScipy) {
     ASSERT_EQ(ref.size(), psd.size());
     double max_ref = 0;
     for (double v : ref) max_ref = std::max(max_ref, v);
-    for (size_t k = 0; k < ref.size(); ++k) ASSERT_NEAR(psd[k], ref[k], 1e-5 * max_ref) << name << " " << n << " bin " << k;
+    for (size_t k = 0; k < ref.size(); ++k) ASSERT_NEAR(psd[k], ref[k], test::kReferenceRelMax * max_ref) << name << " " << n << " bin " << k;
   }
 }
 

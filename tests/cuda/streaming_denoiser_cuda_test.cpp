@@ -15,6 +15,7 @@
 
 #include "../support/gpu.hpp"
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 
 namespace vigil {
 namespace {
@@ -118,7 +119,7 @@ TEST(StreamingDenoiserCuda, EqualsTheCpuTwinForEveryWindowWaveletAndMode) {
                              (c.mode == ThresholdMode::kSoft ? " soft" : " hard") +
                              (c.noise == NoiseEstimate::kFinest ? " finest" : " per level") + " levels " +
                              std::to_string(c.levels) + " seed " + std::to_string(seed);
-    EXPECT_LE(test::rel_l2(got, want), 1e-5) << what;
+    EXPECT_LE(test::rel_l2(got, want), test::kGpuVsCpuRelL2) << what;
     // Output is the input's denoised version delayed by one window: the first window is silent.
     for (uint32_t l = 0; l < c.lanes; ++l) EXPECT_EQ(got[size_t(l) * total], 0.0f) << what;
     // Other chunkings, and after a reset: the very same samples.

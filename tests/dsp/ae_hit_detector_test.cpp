@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/tolerances.hpp"
+
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -209,8 +211,8 @@ TEST(AeHitDetector, QuietStretchesInOneStepEqualTheSampleBySampleRun) {
       for (size_t i = 0; i < got.levels.size(); ++i) {
         EXPECT_EQ(got.levels[i].end_frame, want.levels[i].end_frame) << i;
         EXPECT_EQ(got.levels[i].samples, want.levels[i].samples) << i;
-        EXPECT_NEAR(got.levels[i].sum_sq, want.levels[i].sum_sq, 1e-12 * want.levels[i].sum_sq) << i;
-        EXPECT_NEAR(got.levels[i].sum_abs, want.levels[i].sum_abs, 1e-12 * want.levels[i].sum_abs) << i;
+        EXPECT_NEAR(got.levels[i].sum_sq, want.levels[i].sum_sq, test::kDoubleSumRel * want.levels[i].sum_sq) << i;
+        EXPECT_NEAR(got.levels[i].sum_abs, want.levels[i].sum_abs, test::kDoubleSumRel * want.levels[i].sum_abs) << i;
       }
     }
   }

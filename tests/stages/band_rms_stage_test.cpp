@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../support/moments_run.hpp"
+#include "../support/tolerances.hpp"
 #include "core/spsc_queue.hpp"
 #include "dsp/window_moments.hpp"
 #include "dsp/windowed_rms.hpp"
@@ -50,7 +51,7 @@ TEST(WindowedRms, MatchesALongDoubleReferenceInAnyChunking) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < want.size(); ++k) {
       ASSERT_EQ(got[k].second, want[k].second) << k;
-      EXPECT_NEAR(got[k].first, want[k].first, 1e-12 * want[k].first) << k;
+      EXPECT_NEAR(got[k].first, want[k].first, test::kDoubleSumRel * want[k].first) << k;
     }
   }
 }
@@ -96,12 +97,12 @@ TEST(BandRmsStage, ProcessMomentsOfTheCutRunsGivesProcessesAlarms) {
     ASSERT_EQ(got[i].band, want[i].band);
     ASSERT_EQ(got[i].channel, want[i].channel);
     ASSERT_EQ(got[i].frame, want[i].frame);
-    EXPECT_NEAR(got[i].value, want[i].value, 1e-12 * want[i].value);
+    EXPECT_NEAR(got[i].value, want[i].value, test::kDoubleSumRel * want[i].value);
     EXPECT_EQ(got[i].threshold, want[i].threshold);
   }
   for (uint32_t b = 0; b < bands; ++b)
     for (uint32_t c = 0; c < channels; ++c)
-      EXPECT_NEAR(by_moments.last_rms(b, c), plain.last_rms(b, c), 1e-12 * plain.last_rms(b, c));
+      EXPECT_NEAR(by_moments.last_rms(b, c), plain.last_rms(b, c), test::kDoubleSumRel * plain.last_rms(b, c));
 }
 
 }  // namespace

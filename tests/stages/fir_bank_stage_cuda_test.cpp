@@ -16,6 +16,7 @@
 
 #include "../support/signals.hpp"
 #include "../support/stage_run.hpp"
+#include "../support/tolerances.hpp"
 #include "core/spsc_queue.hpp"
 #include "cuda/cuda_check.hpp"
 #include "stages/event_record.hpp"
@@ -119,7 +120,7 @@ TEST_F(FirBankCudaStageTest, MatchesTheCpuTwinInBothMemoryModes) {
       EXPECT_EQ(out.bands, 2u);
       StageRun r = run(stage, x, total, sizes);
       const double err = rel_l2(r.out, reference(s, x, total, block));
-      EXPECT_LE(err, 1e-5) << taps << " taps, direct " << c.direct << ", mapped " << mapped;
+      EXPECT_LE(err, test::kGpuVsCpuRelL2) << taps << " taps, direct " << c.direct << ", mapped " << mapped;
       EXPECT_TRUE(r.events.empty());
       EXPECT_FALSE(stage.on_cpu());
       nlohmann::json st;
@@ -149,12 +150,12 @@ TEST_F(FirBankCudaStageTest, ALaunchFailureMovesToTheCpuTwinWithoutLosingAChunk)
     EXPECT_TRUE(stage.on_cpu());
     // Every output sample, before, at and after the failure, is the filter's: nothing lost, no seam.
     const std::vector<float> want = reference(s, x, total, block);
-    EXPECT_LE(rel_l2(r.out, want), 1e-5) << taps << " taps";
+    EXPECT_LE(rel_l2(r.out, want), test::kGpuVsCpuRelL2) << taps << " taps";
     // Around the handover in particular (the 9th chunk starts at 700+1000+333 times 2 + 700 + 1000).
     const uint32_t at = 2 * (700 + 1000 + 333) + 700 + 1000;
     for (uint32_t lane = 0; lane < 2 * kChannels; ++lane)
       for (uint32_t i = at - 600; i < at + 1400; ++i)
-        ASSERT_NEAR(r.out[size_t(lane) * total + i], want[size_t(lane) * total + i], 1e-4)
+        ASSERT_NEAR(r.out[size_t(lane) * total + i], want[size_t(lane) * total + i], test::kHandOverSampleAbs)
             << taps << " taps, lane " << lane << " at " << i;
     test::expect_one_fallback(stage, r, 4, at);
   }
@@ -184,12 +185,12 @@ TEST_F(FirBankCudaStageTest, AReloadCrossfadesToTheNewTapsOverOneChunk) {
       for (uint32_t i = 0; i < total; ++i) {
         const float got = r.out[base + i];
         if (i < swap_chunk * chunk) {
-          ASSERT_NEAR(got, old_y[base + i], 1e-4) << taps << " taps, before, lane " << lane << " at " << i;
+          ASSERT_NEAR(got, old_y[base + i], test::kHandOverSampleAbs) << taps << " taps, before, lane " << lane << " at " << i;
         } else if (i >= (swap_chunk + 1) * chunk) {
-          ASSERT_NEAR(got, new_y[base + i], 1e-4) << taps << " taps, after, lane " << lane << " at " << i;
+          ASSERT_NEAR(got, new_y[base + i], test::kHandOverSampleAbs) << taps << " taps, after, lane " << lane << " at " << i;
         } else {  // between the two filters' outputs, weighted linearly
           const float w = float(i - swap_chunk * chunk + 1) / float(chunk);
-          ASSERT_NEAR(got, (1 - w) * old_y[base + i] + w * new_y[base + i], 1e-4) << taps << " taps, crossfade at " << i;
+          ASSERT_NEAR(got, (1 - w) * old_y[base + i] + w * new_y[base + i], test::kHandOverSampleAbs) << taps << " taps, crossfade at " << i;
         }
       }
     }
@@ -218,7 +219,7 @@ TEST_F(FirBankCudaStageTest, ALaunchFailureAfterAReloadLeavesTheCpuTwinOnTheNewT
     const std::vector<float> new_y = reference(after, x, total, stage.block());
     for (uint32_t lane = 0; lane < 2 * kChannels; ++lane)
       for (uint32_t i = 11 * chunk; i < total; ++i)
-        ASSERT_NEAR(r.out[size_t(lane) * total + i], new_y[size_t(lane) * total + i], 1e-4)
+        ASSERT_NEAR(r.out[size_t(lane) * total + i], new_y[size_t(lane) * total + i], test::kHandOverSampleAbs)
             << taps << " taps, lane " << lane << " at " << i;
   }
 }
@@ -273,7 +274,7 @@ void run_graph_case(uint32_t taps, FirForm form) {
         got_head.insert(got_head.end(), r.out.begin() + long(lane) * total, r.out.begin() + long(lane) * total + swap_frame);
         want_head.insert(want_head.end(), want.begin() + long(lane) * total, want.begin() + long(lane) * total + swap_frame);
       }
-      EXPECT_LE(rel_l2(got_head, want_head), 1e-5) << taps << " taps, graphs " << graphs << ", mapped " << mapped;
+      EXPECT_LE(rel_l2(got_head, want_head), test::kGpuVsCpuRelL2) << taps << " taps, graphs " << graphs << ", mapped " << mapped;
       outs[graphs] = std::move(r.out);
     }
     EXPECT_EQ(graph_chunks[0], 0u);

@@ -17,6 +17,7 @@
 #include "../support/gpu.hpp"
 #include "../support/signals.hpp"
 #include "../support/stage_run.hpp"
+#include "../support/tolerances.hpp"
 #include "core/spsc_queue.hpp"
 #include "config/settings.hpp"
 #include "stages/fir_bank_cuda_stage.hpp"
@@ -69,7 +70,7 @@ size_t fallbacks(const std::vector<EventRecord>& events) {
 
 bool near(double got, double want) {
   if (std::isnan(want)) return std::isnan(got);
-  return std::fabs(got - want) <= 1e-9 * std::max(1.0, std::fabs(want));
+  return std::fabs(got - want) <= test::kMergedMomentsRel * std::max(1.0, std::fabs(want));
 }
 
 // got (less its fallback events) against want, event by event.

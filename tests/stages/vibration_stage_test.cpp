@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../support/moments_run.hpp"
+#include "../support/tolerances.hpp"
 #include "core/spsc_queue.hpp"
 #include "config/config_loader.hpp"
 #include "stages/event_record.hpp"
@@ -214,7 +215,7 @@ void check_windows_against_the_analyzer(const std::string& stage, bool stats_by_
       const bool summed = metric == VibrationMetric::kRms || metric == VibrationMetric::kCrestFactor ||
                           metric == VibrationMetric::kKurtosis;
       if (summed && stats_by_segments)
-        ASSERT_NEAR(e.vibration.value[m], want.value[m], 1e-12 * std::fabs(want.value[m]))
+        ASSERT_NEAR(e.vibration.value[m], want.value[m], test::kDoubleSumRel * std::fabs(want.value[m]))
             << to_string(metric) << ", channel " << e.channel << " frame " << e.frame;
       else
         ASSERT_EQ(e.vibration.value[m], want.value[m])

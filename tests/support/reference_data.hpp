@@ -1,6 +1,8 @@
 // Reads the raw float64 reference files in tests/data (see tests/data/README.md).
 #pragma once
 
+#include "tolerances.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,7 +32,7 @@ inline void expect_close_to_reference(const std::vector<float>& got, const std::
   ASSERT_EQ(got.size(), ref.size()) << what;
   double max_ref = 1.0;
   for (double v : ref) max_ref = std::max(max_ref, std::fabs(v));
-  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-5 * max_ref) << what << " index " << i;
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], test::kReferenceRelMax * max_ref) << what << " index " << i;
 }
 
 }  // namespace vigil::test
