@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/latency_histogram.hpp"
+#include "sinks/sink.hpp"
 
 namespace vigil {
 
@@ -30,14 +31,10 @@ struct PipelineCounters {
   LatencyHistogram look_ahead_work;  // a GPU wait's offer that took a chunk ahead or uploaded a part: its time
 };
 
-struct OutputCounters {
+// The output thread's: the sinks' (packets, bytes, events, errors) and the chunks'.
+struct OutputCounters : SinkCounters {
   std::atomic<uint64_t> chunks_sent{0};
   std::atomic<uint64_t> frames_sent{0};
-  std::atomic<uint64_t> packets_sent{0};
-  std::atomic<uint64_t> context_packets_sent{0};
-  std::atomic<uint64_t> bytes_sent{0};
-  std::atomic<uint64_t> send_errors{0};            // includes a full socket buffer (EAGAIN)
-  std::atomic<uint64_t> events_sent{0};
   std::atomic<uint64_t> deadline_misses{0};
   std::atomic<uint64_t> chunks_sent_together{0};   // sent in one call with the chunk after them (send_slots)
   LatencyHistogram end_to_end;                     // last frame captured -> chunk's packets sent

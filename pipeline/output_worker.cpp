@@ -1,4 +1,4 @@
-// RT-adjacent: output thread. Data packets are built in one preallocated buffer; JSON events
+// RT-adjacent: output thread. The sinks build data packets in preallocated batches; JSON events
 // allocate, which is acceptable here: they are rare and this thread never holds up capture.
 #include "pipeline/output_worker.hpp"
 
@@ -11,8 +11,8 @@
 #include "core/clock.hpp"
 #include "core/spsc_queue.hpp"
 #include "pipeline/stream_layout.hpp"
-#include "wire/vita49.hpp"
-#include "stages/waveform_channel.hpp"
+#include "sinks/event_udp_sink.hpp"
+#include "sinks/vita49_udp_sink.hpp"
 
 namespace vigil {
 
@@ -20,232 +20,67 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
                            SpscQueue<OutputSlot*>& full_slots, SpscQueue<OutputSlot*>& free_slots,
                            SpscQueue<EventRecord>& events, Options options)
     : graph_(graph), full_slots_(full_slots), free_slots_(free_slots), events_(events), options_(std::move(options)),
-      batch_(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram),
       event_batch_(UdpSender::kMaxBatch, kEventBatchBytes),
       start_mono_ns_(mono_now_ns()) {
   for (size_t i = 0; i < graph_.stage_count(); ++i) text_writers_.push_back(text_writer(graph_.stage(i)));
-  for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
-    DataOutput d;
-    d.settings = settings.data_outputs[o];
-    d.sender = std::make_unique<UdpSender>(io_, d.settings.destination, d.settings.multicast);
-    d.stream = stream_of_output[o];
-    d.output_index = uint32_t(o);
-    if (d.stream >= 0) {
-      d.format = &graph_.stream(size_t(d.stream)).format;
-    } else {
-      const int st = graph_.find_stage(d.settings.stream);
-      d.waveforms = waveforms_of(graph_.stage(size_t(st)));
-      d.format = &graph_.stage_input_format(size_t(st));
-    }
-    const StreamFormat& f = *d.format;
-    if (d.stream >= 0)
-      for (uint32_t p = 1; p < options_.send_threads; ++p)
-        d.helpers.push_back(std::make_unique<UdpSender>(io_, d.settings.destination, d.settings.multicast));
-    d.vrl = d.settings.framing == "vrl";
-    d.datagram_bytes = vita49::max_datagram(d.settings.jumbo, d.sender->ipv6());
-    d.frame_counts.assign(std::max<uint32_t>(options_.send_threads, 1), 0);
-    d.packet_counts.assign(size_t(f.bands) * f.channels, 0);
-    d.context_counts.assign(size_t(f.bands) * f.channels, 0);
-    data_.push_back(std::move(d));
-  }
   pass_events_.resize(kEventsPerPass);
+  event_types_.reserve(UdpSender::kMaxBatch);
   if (options_.send_threads > 1) {
     send_pool_ = std::make_unique<WorkerPool>(options_.send_threads, options_.busy_poll, "vigil-send");
     formatted_.resize(options_.send_threads);
-    for (uint32_t p = 1; p < options_.send_threads; ++p)
-      helper_batches_.push_back(std::make_unique<DatagramBatch>(UdpSender::kMaxBatch, vita49::kMaxJumboDatagram));
   }
-  frames_.resize(std::max<uint32_t>(options_.send_threads, 1));
+  for (size_t o = 0; o < settings.data_outputs.size(); ++o) {
+    Vita49UdpSink::Params p;
+    p.settings = settings.data_outputs[o];
+    p.output_index = uint32_t(o);
+    p.input_rate_hz = options_.rate_hz;
+    if (stream_of_output[o] >= 0) {
+      p.format = &graph_.stream(size_t(stream_of_output[o])).format;
+    } else {  // hit waveforms, of the detector's input lanes
+      const int st = graph_.find_stage(p.settings.stream);
+      p.waveforms = waveforms_of(graph_.stage(size_t(st)));
+      p.format = &graph_.stage_input_format(size_t(st));
+    }
+    data_formats_.push_back(p.format);
+    data_hits_.push_back(p.waveforms != nullptr);
+    sinks_.push_back(std::make_unique<Vita49UdpSink>(io_, std::move(p), send_pool_.get(), counters_, log_));
+  }
+  if (sinks_.size() == 1 && sinks_[0]->batches_chunks()) batching_sink_ = sinks_[0].get();
   for (const EventOutputSettings& e : settings.event_outputs) {
-    event_outputs_.push_back({e, std::make_unique<UdpSender>(io_, e.destination, e.multicast), 0, {}, nullptr});
-    if (e.framing == "lines")
-      event_outputs_.back().lines = std::make_unique<DatagramBatch>(
-          UdpSender::kMaxBatch, std::max(kEventBatchBytes, e.jumbo ? vita49::kMaxJumboDatagram : vita49::kMaxDatagram));
+    sinks_.push_back(std::make_unique<EventUdpSink>(io_, e, kEventBatchBytes, counters_, log_));
+    ++event_sinks_;
   }
-  packet_.resize(vita49::kMaxJumboDatagram);
   misses_by_ = std::make_unique<std::atomic<uint64_t>[]>(graph_.stage_count() + 2);
   update_layout(settings);
 }
 
 void OutputWorker::update_layout(const Settings& settings) {
-  std::vector<const StreamFormat*> formats;
-  std::vector<bool> hits;
-  for (const DataOutput& d : data_) {
-    formats.push_back(d.format);
-    hits.push_back(d.waveforms != nullptr);
-  }
-  nlohmann::json layout = stream_layout(settings, formats, hits);
+  nlohmann::json layout = stream_layout(settings, data_formats_, data_hits_);
   const std::lock_guard<std::mutex> lock(layout_mutex_);
   layout_ = std::move(layout);
 }
 
 OutputWorker::~OutputWorker() = default;
 
-void OutputWorker::send_context(DataOutput& out, bool changed) noexcept {
-  const StreamFormat& f = *out.format;
-  vita49::ContextPacket p;
-  vita49::split_ps(__int128(last_utc_ns_) * 1000, p.ts_int, p.ts_frac_ps);
-  p.changed = changed;
-  p.sample_rate_hz = f.rate_hz / out.settings.decimation;
-  for (uint32_t b = 0; b < f.bands; ++b) {
-    for (uint32_t c = 0; c < f.channels; ++c) {
-      const size_t lane = size_t(b) * f.channels + c;
-      p.stream_id = stream_id(out.output_index, b, c);
-      p.packet_count = out.context_counts[lane];
-      out.context_counts[lane] = uint8_t((out.context_counts[lane] + 1) & 0xF);
-      if (out.vrl) {  // into frames with the others, sent together below
-        size_t room = 0;
-        uint8_t* at = frame_room(out, 0, vita49::kContextBytes, room);
-        frames_[0].add(vita49::encode_context(p, at, room));
-        continue;
-      }
-      const size_t n = vita49::encode_context(p, packet_.data(), packet_.size());
-      if (out.sender->send(packet_.data(), n)) {
-        counters_.context_packets_sent.fetch_add(1, std::memory_order_relaxed);
-        counters_.bytes_sent.fetch_add(n, std::memory_order_relaxed);
-      } else {
-        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-  }
-  if (out.vrl) flush(out, 0, true);
-}
-
-uint8_t* OutputWorker::frame_room(DataOutput& out, uint32_t part, size_t bytes, size_t& room) noexcept {
-  vrl::FrameWriter& fw = frames_[part];
-  if (fw.is_open() && fw.room() < bytes) {
-    end_frame(out, part);
-    if (batch_of(part).full()) flush(out, part);
-  }
-  if (!fw.is_open()) fw.open(batch_of(part).next(), out.datagram_bytes);
-  room = fw.room();
-  return fw.cursor();
-}
-
-void OutputWorker::end_frame(DataOutput& out, uint32_t part) noexcept {
-  vrl::FrameWriter& fw = frames_[part];
-  if (!fw.is_open()) return;
-  const uint32_t packets = fw.packets();
-  batch_of(part).commit(fw.close(out.frame_counts[part]), packets);
-  out.frame_counts[part] = uint16_t((out.frame_counts[part] + 1) & 0xFFF);
-}
-
-void OutputWorker::send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n_total,
-                             __int128 t_first_ps, uint32_t first_flags, bool over_range, double rate_hz,
-                             uint32_t part) noexcept {
-  DatagramBatch& batch = batch_of(part);
-  // In a VRL frame, a packet has the datagram's room less the frame's header and trailer.
-  const size_t per_packet =
-      vita49::max_samples_per_packet(out.datagram_bytes - (out.vrl ? vrl::kOverheadBytes : 0));
-  const size_t lane = size_t(band) * out.format->channels + channel;
-  vita49::DataPacket p;
-  p.stream_id = stream_id(out.output_index, band, channel);
-  p.over_range = over_range;
-  for (size_t k = 0; k < n_total; k += per_packet) {
-    const size_t n = std::min(per_packet, n_total - k);
-    // Timestamp of the packet's first sample: exact picoseconds for integer rates.
-    vita49::split_ps(t_first_ps + frames_to_ps(k, rate_hz), p.ts_int, p.ts_frac_ps);
-    p.sample_loss = k == 0 && (first_flags & chunk_flags::kOverrunBefore);
-    p.time_step = k == 0 && (first_flags & chunk_flags::kClockStepped);
-    p.packet_count = out.packet_counts[lane];
-    out.packet_counts[lane] = uint8_t((out.packet_counts[lane] + 1) & 0xF);
-    if (out.vrl) {
-      size_t room = 0;
-      uint8_t* at = frame_room(out, part, vita49::kDataOverheadBytes + 4 * n, room);
-      frames_[part].add(vita49::encode_data(p, samples + k, n, at, room));
-      continue;
-    }
-    batch.commit(vita49::encode_data(p, samples + k, n, batch.next(), batch.max_bytes()));
-    if (batch.full()) flush(out, part);
-  }
-}
-
-void OutputWorker::flush(DataOutput& out, uint32_t part, bool context) noexcept {
-  end_frame(out, part);
-  DatagramBatch& batch = batch_of(part);
-  if (batch.size() == 0) return;
-  const UdpSender::BatchResult r = (part ? *out.helpers[part - 1] : *out.sender).send_batch(batch);
-  (context ? counters_.context_packets_sent : counters_.packets_sent).fetch_add(r.items, std::memory_order_relaxed);
-  counters_.bytes_sent.fetch_add(r.bytes, std::memory_order_relaxed);
-  counters_.send_errors.fetch_add(batch.size() - r.sent, std::memory_order_relaxed);
-  batch.clear();
-}
-
-void OutputWorker::send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps,
-                              uint32_t first_flags, bool clipped, double rate_hz, bool flush_now) noexcept {
-  const StreamFormat& f = *out.format;
-  const uint32_t lanes = f.bands * f.channels;
-  const uint32_t parts = send_pool_ ? std::min(send_pool_->threads(), lanes) : 1;
-  auto send_part = [&](uint32_t part) {
-    const WorkerPool::Range r = WorkerPool::range(lanes, parts, part);
-    for (uint32_t lane = r.first; lane < r.end; ++lane)
-      send_lane(out, lane / f.channels, lane % f.channels, slot.data[o].data() + size_t(lane) * slot.stride, n,
-                t_first_ps, first_flags, clipped, rate_hz, part);
-    if (flush_now || parts > 1) flush(out, part);
-  };
-  if (parts > 1)
-    send_pool_->run(parts, send_part);
-  else
-    send_part(0);
-}
-
-bool OutputWorker::sends_together() const noexcept {
-  return data_.size() == 1 && data_[0].stream >= 0 && !send_pool_;
-}
-
 void OutputWorker::send_slots(OutputSlot* first) noexcept {
   std::array<OutputSlot*, kMaxTogether> slots{};
   std::array<int64_t, kMaxTogether> started{};
-  const bool together = sends_together();
+  const bool together = batching_sink_ != nullptr;
   size_t n = 0;
   for (OutputSlot* slot = first; slot;) {
     slots[n] = slot;
     started[n] = mono_now_ns();
-    send_slot(*slot, !together);
+    for (auto& sink : sinks_) sink->send_chunk(*slot, !together);
     ++n;
     if (!together || n == kMaxTogether || !full_slots_.pop(slot)) slot = nullptr;
   }
-  if (together) flush(data_[0]);  // what the chunks left in the batch, in one call
+  if (together) batching_sink_->flush();  // what the chunks left in the batch, in one call
   const int64_t done = mono_now_ns();
   for (size_t i = 0; i < n; ++i) {
     account_sent(*slots[i], started[i], done);
     free_slots_.push(slots[i]);  // cannot fail: the free queue holds every slot
   }
   if (n > 1) counters_.chunks_sent_together.fetch_add(n - 1, std::memory_order_relaxed);
-}
-
-void OutputWorker::send_slot(const OutputSlot& slot, bool flush_now) noexcept {
-  const ChunkHeader& h = slot.header;
-  last_utc_ns_ = h.t_first_utc_ns;
-  const int64_t now = mono_now_ns();
-  for (size_t o = 0; o < data_.size(); ++o) {
-    DataOutput& out = data_[o];
-    if (now >= out.next_context_mono_ns) {
-      flush(out);  // the data of chunks before it (send_slots) go first, as they were captured first
-      send_context(out, out.next_context_mono_ns == 0);
-      out.next_context_mono_ns = now + int64_t(out.settings.context_interval_s * 1e9);
-    }
-    if (out.stream < 0) continue;  // hit waveforms: send_waveforms()
-    const StreamFormat& f = *out.format;
-    // Stamp each sample with the time of the input frame it belongs to.
-    const __int128 delay_ps = frames_to_ps(f.delay_frames, options_.rate_hz);
-    // A loss, or a step of the time line, goes on each lane's first packet.
-    const uint32_t first_flags = h.flags & (chunk_flags::kOverrunBefore | chunk_flags::kClockStepped);
-    const bool clipped = (h.flags & chunk_flags::kClipped) != 0;
-    const __int128 t_first_ps = __int128(h.t_first_utc_ns) * 1000 - delay_ps;
-    const uint32_t dec = out.settings.decimation;
-    if (dec == 1) {
-      send_lanes(out, slot, o, slot.frames, t_first_ps, first_flags, clipped, options_.rate_hz, flush_now);
-      continue;
-    }
-    // The pipeline put only the kept samples in the slot (kept_samples(): every Nth of the stream).
-    const KeptSamples kept = kept_samples(h.first_frame, slot.frames, dec);
-    out.flags_pending |= first_flags;
-    if (kept.count == 0) continue;
-    const __int128 t_kept_ps = t_first_ps + frames_to_ps(kept.first, options_.rate_hz);
-    send_lanes(out, slot, o, kept.count, t_kept_ps, out.flags_pending, clipped, options_.rate_hz / dec, flush_now);
-    out.flags_pending = 0;
-  }
 }
 
 void OutputWorker::account_sent(const OutputSlot& slot, int64_t started, int64_t done) noexcept {
@@ -271,86 +106,35 @@ void OutputWorker::account_sent(const OutputSlot& slot, int64_t started, int64_t
   counters_.frames_sent.fetch_add(slot.frames, std::memory_order_relaxed);
 }
 
-bool OutputWorker::send_waveforms(DataOutput& out) noexcept {
-  bool did = false;
-  while (Waveform* w = out.waveforms->next()) {
-    // Each waveform's first packet is stamped with the time of its first (pretrigger) sample.
-    send_lane(out, w->band, w->channel, w->data.data(), w->samples, __int128(w->t_first_utc_ns) * 1000, 0, false,
-              options_.rate_hz);
-    out.waveforms->release(w);
-    did = true;
-  }
-  flush(out);
-  return did;
-}
-
-void OutputWorker::send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept {
-  if (event_outputs_.empty()) return;
+void OutputWorker::send_event(std::string_view type, nlohmann::json body, int64_t utc_ns) noexcept {
+  if (event_sinks_ == 0) return;
   try {
-    send_event_text(encoder_.encode(type, std::move(body), utc_ns));
+    send_event_text(type, encoder_.encode(std::string(type), std::move(body), utc_ns));
   } catch (...) {  // out of memory while formatting: the event is lost, and counted
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-void OutputWorker::send_event_text(std::string_view text) noexcept {
-  if (event_outputs_.empty()) return;
+void OutputWorker::send_event_text(std::string_view type, std::string_view text) noexcept {
+  if (event_sinks_ == 0) return;
   if (batching_events_ && text.size() <= event_batch_.max_bytes()) {
     if (event_batch_.full()) flush_events();
     std::memcpy(event_batch_.next(), text.data(), text.size());
     event_batch_.commit(text.size());
+    event_types_.push_back(type);  // cannot allocate: reserved for a full batch
     return;
   }
   flush_events();  // what was queued goes first
-  for (EventOutput& e : event_outputs_) {
-    if (e.sender->send(text.data(), text.size())) {
-      counters_.events_sent.fetch_add(1, std::memory_order_relaxed);
-      counters_.bytes_sent.fetch_add(text.size(), std::memory_order_relaxed);
-    } else {
-      counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
+  for (auto& sink : sinks_) sink->send_event(type, text);
 }
 
 void OutputWorker::flush_events() noexcept {
-  const size_t n = event_batch_.size();
-  if (n == 0) return;
+  if (event_batch_.size() == 0) return;
   const int64_t t0 = mono_now_ns();
-  for (EventOutput& e : event_outputs_) {
-    if (e.lines) pack_lines(e);
-    DatagramBatch& batch = e.lines ? *e.lines : event_batch_;
-    const UdpSender::BatchResult r = e.sender->send_batch(batch);
-    counters_.events_sent.fetch_add(r.items, std::memory_order_relaxed);
-    counters_.bytes_sent.fetch_add(r.bytes, std::memory_order_relaxed);
-    if (r.sent < batch.size()) counters_.send_errors.fetch_add(batch.size() - r.sent, std::memory_order_relaxed);
-  }
+  for (auto& sink : sinks_) sink->send_events({event_batch_, event_types_});
   event_batch_.clear();
+  event_types_.clear();
   pass_send_ns_ += mono_now_ns() - t0;
-}
-
-void OutputWorker::pack_lines(EventOutput& out) noexcept {
-  DatagramBatch& packed = *out.lines;
-  const size_t limit = vita49::max_datagram(out.settings.jumbo, out.sender->ipv6());
-  packed.clear();
-  size_t used = 0;
-  uint32_t items = 0;
-  uint8_t* at = nullptr;
-  // As many whole events as fit the limit (an event longer than it goes alone, as unframed);
-  // never more datagrams than events, so the batch (as large as the queue) never fills.
-  for (size_t i = 0; i < event_batch_.size(); ++i) {
-    const size_t len = event_batch_.bytes(i);
-    if (items && used + 1 + len > limit) {
-      packed.commit(used, items);
-      used = 0;
-      items = 0;
-    }
-    if (items == 0) at = packed.next();
-    else at[used++] = '\n';
-    std::memcpy(at + used, event_batch_.iov(i)->iov_base, len);
-    used += len;
-    ++items;
-  }
-  if (items) packed.commit(used, items);
 }
 
 void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
@@ -388,7 +172,7 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
       send_event("backend", std::move(body), utc_now_ns());
       return;
     }
-    if (!event_outputs_.empty()) send_event_text(stage_event_text(ev, event_text_, event_json_, encoder_.reserve(1)));
+    if (event_sinks_) send_event_text(stage_event_type(ev.kind), stage_event_text(ev, event_text_, event_json_, encoder_.reserve(1)));
     count_event(ev);
   } catch (...) {
     counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
@@ -397,18 +181,7 @@ void OutputWorker::send_event_record(const EventRecord& ev) noexcept {
 
 std::string_view OutputWorker::stage_event_text(const EventRecord& ev, EventText& text, std::string& json,
                                                 uint64_t seq) const {
-  const char* type = "alarm";
-  switch (ev.kind) {
-    case EventKind::kAlarmRaised:
-    case EventKind::kAlarmCleared: break;  // the stage adds state, rule and level
-    case EventKind::kAeHit: type = "ae_hit"; break;
-    case EventKind::kAeLevel: type = "ae_level"; break;
-    case EventKind::kVibration: type = "vibration"; break;
-    case EventKind::kOverload:
-    case EventKind::kSourceOverrun:
-    case EventKind::kBackendFallback:
-    case EventKind::kClockStep: break;  // the pipeline's own: send_event_record
-  }
+  const char* type = stage_event_type(ev.kind);
   // The stage's own fields and those every stage event has: as text where the stage writes it
   // so (AE hits and levels, thousands a second), else through a JSON body.
   auto common = [&](auto& out) {
@@ -431,6 +204,21 @@ std::string_view OutputWorker::stage_event_text(const EventRecord& ev, EventText
   stage.describe_event(ev, body);
   json = EventEncoder::encode_with(type, std::move(body), utc_now_ns(), seq);
   return json;
+}
+
+const char* OutputWorker::stage_event_type(EventKind kind) noexcept {
+  switch (kind) {
+    case EventKind::kAlarmRaised:
+    case EventKind::kAlarmCleared: break;  // the stage adds state, rule and level
+    case EventKind::kAeHit: return "ae_hit";
+    case EventKind::kAeLevel: return "ae_level";
+    case EventKind::kVibration: return "vibration";
+    case EventKind::kOverload:
+    case EventKind::kSourceOverrun:
+    case EventKind::kBackendFallback:
+    case EventKind::kClockStep: break;  // the pipeline's own: send_event_record
+  }
+  return "alarm";
 }
 
 void OutputWorker::count_event(const EventRecord& ev) noexcept {
@@ -464,10 +252,11 @@ void OutputWorker::send_stage_events_in_parallel(const EventRecord* ev, uint32_t
   send_pool_->run(parts, format_part);
   for (uint32_t part = 0; part < parts; ++part) {  // in their order, as one thread would have sent them
     const FormattedEvents& f = formatted_[part];
-    uint32_t start = 0;
+    uint32_t start = 0, i = WorkerPool::range(n, parts, part).first;
     for (const uint32_t end : f.ends) {
-      if (end > start) send_event_text(std::string_view(f.bytes.data() + start, end - start));
+      if (end > start) send_event_text(stage_event_type(ev[i].kind), std::string_view(f.bytes.data() + start, end - start));
       start = end;
+      ++i;
     }
   }
   for (uint32_t i = 0; i < n; ++i) count_event(ev[i]);
@@ -482,7 +271,7 @@ bool OutputWorker::drain_events() noexcept {
       // A run of stage events long enough to share: formatted on the send pool, sent in order.
       uint32_t j = i;
       while (j < n && !pipeline_event(pass_events_[j].kind)) ++j;
-      if (send_pool_ && !event_outputs_.empty() && j - i >= kEventsPerPart * 2) {
+      if (send_pool_ && event_sinks_ && j - i >= kEventsPerPart * 2) {
         send_stage_events_in_parallel(&pass_events_[i], j - i);
         i = j;
         continue;
@@ -519,33 +308,19 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   // Per destination, by cause (send_errors above is their sum over every destination).
   uint64_t refused = 0, buffer_full = 0;
   nlohmann::json outputs = nlohmann::json::array();
-  // An output's counters: its sender's, and its send helpers' (Options::send_threads) with them.
-  auto describe = [&](const char* kind, const std::string& stream, const UdpSender& s,
-                      const std::vector<std::unique_ptr<UdpSender>>& helpers) {
-    uint64_t datagrams = 0, out_refused = 0, out_full = 0, other = 0;
-    auto add = [&](const UdpSender& u) {
-      const SendCounters& c = u.counters();
-      datagrams += c.datagrams.load(std::memory_order_relaxed);
-      out_refused += c.refused.load(std::memory_order_relaxed);
-      out_full += c.buffer_full.load(std::memory_order_relaxed);
-      other += c.other.load(std::memory_order_relaxed);
-    };
-    add(s);
-    for (const auto& h : helpers) add(*h);
-    refused += out_refused;
-    buffer_full += out_full;
-    nlohmann::json o{{"kind", kind},
-                     {"destination", s.destination()},
-                     {"datagrams", datagrams},
-                     {"refused", out_refused},
-                     {"buffer_full", out_full},
-                     {"other_errors", other}};
-    if (!stream.empty()) o["stream"] = stream;
+  for (const auto& sink : sinks_) {
+    const SinkStatus st = sink->describe();
+    refused += st.refused;
+    buffer_full += st.buffer_full;
+    nlohmann::json o{{"kind", st.kind},
+                     {"destination", st.destination},
+                     {"datagrams", st.datagrams},
+                     {"refused", st.refused},
+                     {"buffer_full", st.buffer_full},
+                     {"other_errors", st.other_errors}};
+    if (!st.stream.empty()) o["stream"] = st.stream;
     outputs.push_back(std::move(o));
-  };
-  const std::vector<std::unique_ptr<UdpSender>> none;
-  for (const DataOutput& d : data_) describe("vita49", d.settings.stream, *d.sender, d.helpers);
-  for (const EventOutput& e : event_outputs_) describe("events", "", *e.sender, none);
+  }
   j["send_refused"] = refused;
   j["send_buffer_full"] = buffer_full;
   j["outputs"] = std::move(outputs);
@@ -575,31 +350,9 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   return j;
 }
 
-void OutputWorker::watch_receiver(const UdpSender& sender, ReceiverWatch& w, int64_t now) noexcept {
-  const SendCounters& c = sender.counters();
-  const uint64_t refused = c.refused.load(std::memory_order_relaxed);
-  const uint64_t datagrams = c.datagrams.load(std::memory_order_relaxed);
-  if (refused != w.refused_seen) {
-    w.refused_seen = refused;
-    w.last_refusal_ns = now;
-    w.datagrams_at_refusal = datagrams;
-    if (!w.absent) {
-      w.absent = true;
-      log_.printf(4, "output %s: no receiver there (port unreachable); sending goes on, failures are counted",
-                  sender.destination().c_str());
-    }
-  } else if (w.absent && now - w.last_refusal_ns > 3'000'000'000 && datagrams - w.datagrams_at_refusal >= 10) {
-    // Refusals come every other datagram on loopback and about once a second where the peer
-    // rate-limits ICMP: 3 s and 10 datagrams without one means someone is listening again.
-    w.absent = false;
-    log_.printf(5, "output %s: the receiver is back", sender.destination().c_str());
-  }
-}
-
 void OutputWorker::housekeeping(bool final_report) noexcept {
   const int64_t now = mono_now_ns();
-  for (DataOutput& d : data_) watch_receiver(*d.sender, d.watch, now);
-  for (EventOutput& e : event_outputs_) watch_receiver(*e.sender, e.watch, now);
+  for (auto& sink : sinks_) sink->housekeeping(now);
   // A source that goes away raises one alarm; its return clears it.
   if (options_.source_down) {
     const bool down = options_.source_down();
@@ -614,15 +367,10 @@ void OutputWorker::housekeeping(bool final_report) noexcept {
       }
     }
   }
-  for (EventOutput& e : event_outputs_) {
-    if (!final_report && now < e.next_status_mono_ns) continue;
-    e.next_status_mono_ns = now + int64_t(e.settings.status_interval_s * 1e9);
+  for (auto& sink : sinks_) {
+    if (!sink->status_due(now, final_report)) continue;
     try {
-      const std::string text = encoder_.encode("status", status_json(final_report), utc_now_ns());
-      if (e.sender->send(text.data(), text.size()))
-        counters_.events_sent.fetch_add(1, std::memory_order_relaxed);
-      else
-        counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+      sink->send_event("status", encoder_.encode("status", status_json(final_report), utc_now_ns()));
     } catch (...) {
       counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
     }
@@ -630,8 +378,6 @@ void OutputWorker::housekeeping(bool final_report) noexcept {
 }
 
 void OutputWorker::run() noexcept {
-  const int64_t t_run = mono_now_ns();
-  for (EventOutput& e : event_outputs_) e.next_status_mono_ns = t_run + int64_t(e.settings.status_interval_s * 1e9);
   try {
     nlohmann::json layout;
     {
@@ -663,8 +409,8 @@ void OutputWorker::run() noexcept {
       counters_.event_sends.record_ns(pass_send_ns_);
       did = true;
     }
-    for (DataOutput& out : data_)
-      if (out.waveforms && send_waveforms(out)) did = true;
+    for (auto& sink : sinks_)
+      if (sink->poll()) did = true;
     OutputSlot* slot = nullptr;
     if (full_slots_.pop(slot)) {
       send_slots(slot);

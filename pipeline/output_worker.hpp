@@ -1,6 +1,7 @@
-// OutputWorker: the output thread's body. Turns output slots into VITA 49 data packets, event
-// records into JSON datagrams, sends periodic context packets and status events, and measures
-// end-to-end latency and deadlines. Sending never waits (failures are counted).
+// OutputWorker: the output thread's body. Hands each processed chunk to every sink (sinks/: VITA
+// 49 data, events; each output one sink), writes the stages' event records as JSON text once for
+// all of them, writes the status events, and measures end-to-end latency and deadlines. Sending
+// never waits (failures are counted).
 #pragma once
 
 #include <array>
@@ -15,13 +16,13 @@
 #include "config/settings.hpp"
 #include "core/rt_log.hpp"
 #include "core/worker_pool.hpp"
-#include "wire/event_json.hpp"
-#include "stages/event_record.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/metrics.hpp"
-#include "pipeline/output_slot.hpp"
-#include "wire/udp_sender.hpp"
-#include "wire/vrl_frame.hpp"
+#include "sinks/output_slot.hpp"
+#include "sinks/sink.hpp"
+#include "stages/event_record.hpp"
+#include "wire/datagram_batch.hpp"
+#include "wire/event_json.hpp"
 
 namespace vigil {
 
@@ -66,80 +67,22 @@ class OutputWorker {
   void update_layout(const Settings& settings);
 
  private:
-  // Whether a destination answers "port unreachable" (no receiver): logged on each change.
-  struct ReceiverWatch {
-    bool absent = false;
-    uint64_t refused_seen = 0;        // the sender's refusal count at the last look
-    uint64_t datagrams_at_refusal = 0;
-    int64_t last_refusal_ns = 0;
-  };
-  struct DataOutput {
-    DataOutputSettings settings;
-    std::unique_ptr<UdpSender> sender;  // this thread's (context packets, waveforms, lane part 0)
-    std::vector<std::unique_ptr<UdpSender>> helpers;  // lane parts 1.. (Options::send_threads)
-    int stream = -1;                  // graph sample stream, or -1 for hit waveforms:
-    WaveformChannel* waveforms = nullptr;  // then these, of the detector's input lanes
-    const StreamFormat* format = nullptr;  // lanes and rate of what is sent
-    uint32_t output_index = 0;
-    std::vector<uint8_t> packet_counts;  // 4-bit counter per lane
-    std::vector<uint8_t> context_counts;
-    int64_t next_context_mono_ns = 0;
-    ReceiverWatch watch;
-    uint32_t flags_pending = 0;    // a loss or time step whose chunk kept no sample: goes on the next packet
-    bool vrl = false;              // framing: vrl (packets go out in VRL frames)
-    size_t datagram_bytes = 0;     // the largest datagram (a packet, or a frame of packets)
-    std::vector<uint16_t> frame_counts;  // 12-bit VRL frame counter per lane part (per socket)
-  };
-  struct EventOutput {
-    EventOutputSettings settings;
-    std::unique_ptr<UdpSender> sender;
-    int64_t next_status_mono_ns = 0;
-    ReceiverWatch watch;
-    std::unique_ptr<DatagramBatch> lines;  // framing: lines: the queued events packed, one a line
-  };
-  // framing: lines: packs the queued events (event_batch_) into out's datagrams, in order.
-  void pack_lines(EventOutput& out) noexcept;
-
-  // Sends the chunks waiting in full_slots_ from `first` on (at most kMaxTogether): where their
-  // datagrams can share a batch (sends_together()), they are sent once all are batched (or the
-  // batch is full), in one sendmmsg(2) call, runs of equal datagrams as one GSO send; each chunk's
-  // latency counts to that call. Returns the slots to the free queue.
+  // Sends the chunks waiting in full_slots_ from `first` on (at most kMaxTogether) to every sink:
+  // where one sink alone takes chunks and can batch them (Sink::batches_chunks), their datagrams
+  // are handed to the kernel once all are batched (or the batch is full), in one sendmmsg(2)
+  // call, runs of equal datagrams as one GSO send; each chunk's latency counts to that call.
+  // Returns the slots to the free queue.
   void send_slots(OutputSlot* first) noexcept;
   static constexpr size_t kMaxTogether = 8;  // as many chunks as QuietHandoff hands over in a row
-  // One data output with its own stream, sent by this thread alone: its batch holds nothing else.
-  bool sends_together() const noexcept;
-  // The chunk's datagrams, batched; handed to the kernel at its end unless `flush_now` is false
-  // (send_slots then does).
-  void send_slot(const OutputSlot& slot, bool flush_now) noexcept;
   // The chunk's latency and its parts: taken by this thread at `started`, its last datagram sent at `done`.
   void account_sent(const OutputSlot& slot, int64_t started, int64_t done) noexcept;
-  bool send_waveforms(DataOutput& out) noexcept;
-  // Sends n samples of one lane as data packets, the first stamped t_first_ps (UTC picoseconds).
-  // rate_hz: the lane's sample rate as sent (the stream's, divided by the output's decimation).
-  // part: which sender and batch (0: this thread's; send_slot's helpers theirs). first_flags:
-  // chunk_flags kOverrunBefore and kClockStepped, said in the first packet's trailer.
-  void send_lane(DataOutput& out, uint32_t band, uint32_t channel, const float* samples, size_t n,
-                 __int128 t_first_ps, uint32_t first_flags, bool over_range, double rate_hz,
-                 uint32_t part = 0) noexcept;
-  // The lanes of one chunk of a data output, over the send pool where there is one.
-  void send_lanes(DataOutput& out, const OutputSlot& slot, size_t o, size_t n, __int128 t_first_ps,
-                  uint32_t first_flags, bool clipped, double rate_hz, bool flush_now = true) noexcept;
-  void send_context(DataOutput& out, bool changed) noexcept;
-  // Hands out's batched data packets of lane part `part` to its sender (send_lane batches them),
-  // counted as context packets or data packets.
-  void flush(DataOutput& out, uint32_t part = 0, bool context = false) noexcept;
-  // framing: vrl. Puts a packet of at most `bytes` into part's open frame (ending the frame, and
-  // flushing a full batch, when it does not fit); returns where to encode it and its room.
-  uint8_t* frame_room(DataOutput& out, uint32_t part, size_t bytes, size_t& room) noexcept;
-  void end_frame(DataOutput& out, uint32_t part) noexcept;  // commits part's open frame, if any
-  DatagramBatch& batch_of(uint32_t part) noexcept { return part ? *helper_batches_[part - 1] : batch_; }
-  void send_event(const std::string& type, nlohmann::json body, int64_t utc_ns) noexcept;
-  // To every event output, counted. While the output thread drains the stages' events
-  // (batching_events_), a text that fits a batch datagram is queued into event_batch_ instead,
-  // and flush_events() hands the queue to each output in sendmmsg(2) calls of up to 64: a chunk's
-  // hundreds of AE hits no longer cost a system call each. Anything sent directly flushes the
-  // queue first, so every output gets the events in their order.
-  void send_event_text(std::string_view text) noexcept;
+  void send_event(std::string_view type, nlohmann::json body, int64_t utc_ns) noexcept;
+  // To every sink. While the output thread drains the stages' events (batching_events_), a text
+  // that fits a batch datagram is queued into event_batch_ instead, and flush_events() hands the
+  // queue to each sink at once (sendmmsg(2) calls of up to 64 on UDP): a chunk's hundreds of AE
+  // hits no longer cost a system call each. Anything sent directly flushes the queue first, so
+  // every sink gets the events in their order. type: a string that outlives the pass.
+  void send_event_text(std::string_view type, std::string_view text) noexcept;
   void flush_events() noexcept;
   void send_event_record(const EventRecord& ev) noexcept;
   // What the pipeline queued, in passes of up to kEventsPerPass: a run of at least two parts'
@@ -151,6 +94,7 @@ class OutputWorker {
   // `text` or `json` (any thread; throws on allocation failure).
   std::string_view stage_event_text(const EventRecord& ev, EventText& text, std::string& json, uint64_t seq) const;
   static bool pipeline_event(EventKind kind) noexcept;
+  static const char* stage_event_type(EventKind kind) noexcept;  // "alarm", "ae_hit", ...
   void count_event(const EventRecord& ev) noexcept;  // events_by_type
   EventText event_text_;  // a stage event written as text (EventTextWriter::write_event), reused
   std::vector<const EventTextWriter*> text_writers_;  // per stage: its EventTextWriter part, or null
@@ -165,7 +109,6 @@ class OutputWorker {
   };
   std::vector<FormattedEvents> formatted_;  // one per send-pool thread
   void housekeeping(bool final_report) noexcept;
-  void watch_receiver(const UdpSender& sender, ReceiverWatch& watch, int64_t now) noexcept;
 
   const Graph& graph_;
   SpscQueue<OutputSlot*>& full_slots_;
@@ -173,19 +116,20 @@ class OutputWorker {
   SpscQueue<EventRecord>& events_;
   Options options_;
   boost::asio::io_context io_;
-  std::vector<DataOutput> data_;
-  std::vector<EventOutput> event_outputs_;
+  std::unique_ptr<WorkerPool> send_pool_;  // Options::send_threads > 1 (before the sinks: they use it)
+  // The outputs, data outputs first, in the settings' order: the status lists them so.
+  std::vector<std::unique_ptr<Sink>> sinks_;
+  Sink* batching_sink_ = nullptr;  // the one sink that takes chunks, where it batches them (send_slots)
+  size_t event_sinks_ = 0;         // sinks that take events: none, and no event is written
+  // Per data output, for the layout: its stream's format, and whether it sends hit waveforms.
+  std::vector<const StreamFormat*> data_formats_;
+  std::vector<bool> data_hits_;
   EventEncoder encoder_;
-  std::vector<uint8_t> packet_;  // one datagram being built (context packets, events)
-  DatagramBatch batch_;          // data packets of one output, sent together (flush)
   static constexpr size_t kEventBatchBytes = 2048;  // an AE hit's text is ~300 bytes
-  DatagramBatch event_batch_;    // stage events queued for every event output (send_event_text)
+  DatagramBatch event_batch_;    // stage events queued for every sink (send_event_text)
+  std::vector<std::string_view> event_types_;  // their types
   bool batching_events_ = false;
   int64_t pass_send_ns_ = 0;  // this pass over the events: time in flush_events (event_sends)
-  std::vector<std::unique_ptr<DatagramBatch>> helper_batches_;  // the send pool's, lane parts 1..
-  std::vector<vrl::FrameWriter> frames_;  // the open VRL frame of each lane part's batch
-  std::unique_ptr<WorkerPool> send_pool_;  // Options::send_threads > 1
-  int64_t last_utc_ns_ = 0;      // signal time of the newest chunk sent (context timestamps)
   // Set once in the constructor, before any thread runs: status_json() reads it from the main
   // thread while the output thread runs (a write in run() was a data race, found by TSan).
   const int64_t start_mono_ns_;
@@ -206,10 +150,5 @@ class OutputWorker {
   // Events sent by type: alarm, ae_hit, ae_level, vibration.
   std::array<std::atomic<uint64_t>, 4> events_by_type_{};
 };
-
-// Stream id of lane (band, channel) of data output `output_index` (see docs/PROTOCOL.md).
-constexpr uint32_t stream_id(uint32_t output_index, uint32_t band, uint32_t channel) noexcept {
-  return (output_index & 0xFF) << 24 | (band & 0xFFF) << 12 | (channel & 0xFFF);
-}
 
 }  // namespace vigil

@@ -26,7 +26,7 @@
 #include "stages/event_record.hpp"
 #include "pipeline/graph.hpp"
 #include "pipeline/metrics.hpp"
-#include "pipeline/output_slot.hpp"
+#include "sinks/output_slot.hpp"
 #include "pipeline/quiet_handoff.hpp"
 #include "pipeline/recorder.hpp"
 

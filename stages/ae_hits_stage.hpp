@@ -14,7 +14,7 @@
 #include "core/worker_pool.hpp"
 #include "stages/event_record.hpp"
 #include "stages/stage.hpp"
-#include "stages/waveform_channel.hpp"
+#include "core/waveform_channel.hpp"
 
 namespace vigil {
 

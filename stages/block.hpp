@@ -1,4 +1,4 @@
-// Block and StreamFormat: what flows between stages (planar float32, band-major).
+// Block: what flows between stages (planar float32, band-major), and the Exec context.
 #pragma once
 
 #include <atomic>
@@ -7,24 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "core/stream_format.hpp"
+
 namespace vigil {
 
 struct EventRecord;
 class RtLog;
 template <typename T>
 class SpscQueue;
-
-// A stream of samples: `bands` x `channels` lanes at one rate. bands == 0 means the stage emits
-// events only (a detector).
-struct StreamFormat {
-  double rate_hz = 0;
-  uint32_t channels = 0;
-  uint32_t bands = 0;
-  std::vector<std::string> band_names;  // bands entries ("" for the raw input)
-  // Samples by which this stream lags the input: output sample k belongs to input frame
-  // k - delay_frames. Outputs and detectors correct times and frame indices by it.
-  uint32_t delay_frames = 0;
-};
 
 // Lane (band b, channel c) is data + (b * channels + c) * stride, `frames` samples long.
 struct Block {

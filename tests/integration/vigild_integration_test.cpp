@@ -30,7 +30,7 @@
 #include "acquisition/synthetic_source.hpp"
 #include "dsp/sample_convert.hpp"
 #include "wire/stream_monitor.hpp"
-#include "pipeline/output_worker.hpp"
+#include "wire/stream_id.hpp"
 #include "pipeline/service.hpp"
 #include "wire/vita49.hpp"
 #if VIGIL_HAVE_CUDA

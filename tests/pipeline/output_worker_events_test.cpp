@@ -14,7 +14,7 @@
 #include "config/config_loader.hpp"
 #include "stages/event_record.hpp"
 #include "pipeline/graph.hpp"
-#include "pipeline/output_slot.hpp"
+#include "sinks/output_slot.hpp"
 #include "pipeline/output_worker.hpp"
 #include "../support/udp_receiver.hpp"
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "pipeline/output_worker.hpp"  // stream_id()
+#include "wire/stream_id.hpp"
 
 namespace vigil::web {
 namespace {

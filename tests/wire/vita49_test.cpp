@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "pipeline/output_worker.hpp"
+#include "wire/stream_id.hpp"
 
 namespace vigil::vita49 {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "pipeline/output_worker.hpp"
+#include "wire/stream_id.hpp"
 #include "wire/vita49.hpp"
 
 namespace vigil::vrl {
