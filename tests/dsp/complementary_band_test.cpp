@@ -133,7 +133,7 @@ TEST(ComplementaryBand, AReloadCrossfadesTheLastBandWithTheOthers) {
       double sum = 0;
       for (uint32_t b = 0; b < bands; ++b) sum += got[(size_t(b) * channels + c) * total + i];
       const float delayed = i < delay ? 0.0f : x[size_t(c) * total + i - delay];
-      ASSERT_NEAR(sum, delayed, 1e-5) << "channel " << c << " sample " << i;
+      ASSERT_NEAR(sum, delayed, test::kFloatSampleAbs) << "channel " << c << " sample " << i;
     }
   FirBank ref_bank(new_taps, channels, total);
   std::vector<float> ref(size_t(bands) * channels * total);

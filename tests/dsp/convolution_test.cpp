@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 
 #include <cmath>
 #include <random>
@@ -34,7 +35,7 @@ TEST(Convolution, FullOutputEqualsTheDefinitionForBothMethodsAndShapes) {
       std::vector<float> y(n + m - 1, -999.0f);
       convolve_full(x.data(), n, h.data(), m, y.data(), method);
       for (size_t i = 0; i < y.size(); ++i)
-        ASSERT_NEAR(y[i], ref[i], 1e-5 * max_ref) << n << "x" << m << " method " << int(method) << " index " << i;
+        ASSERT_NEAR(y[i], ref[i], test::kReferenceRelMax * max_ref) << n << "x" << m << " method " << int(method) << " index " << i;
     }
   }
   EXPECT_EQ(choose_convolution_method(1000, 48), ConvolutionMethod::kDirect);

@@ -38,45 +38,45 @@ TEST(FirDesign, EachTypeHasUnitGainWhereFirwinScales) {
   const auto hp = design_fir({FilterType::kHighpass, 101, 3000, 0, rate, {WindowKind::kBlackman}});
   const auto bp = design_fir({FilterType::kBandpass, 101, 4000, 8000, rate, {WindowKind::kKaiser, 6.0}});
   const auto bs = design_fir({FilterType::kBandstop, 101, 4000, 8000, rate, {WindowKind::kHamming}});
-  EXPECT_NEAR(gain_at(lp, 0.0), 1.0, 1e-12);
-  EXPECT_NEAR(gain_at(hp, 0.5), 1.0, 1e-12);
-  EXPECT_NEAR(gain_at(bp, 6000 / rate), 1.0, 1e-12);
-  EXPECT_NEAR(gain_at(bs, 0.0), 1.0, 1e-12);
+  EXPECT_NEAR(gain_at(lp, 0.0), 1.0, test::kDoubleFormulaRel);
+  EXPECT_NEAR(gain_at(hp, 0.5), 1.0, test::kDoubleFormulaRel);
+  EXPECT_NEAR(gain_at(bp, 6000 / rate), 1.0, test::kDoubleFormulaRel);
+  EXPECT_NEAR(gain_at(bs, 0.0), 1.0, test::kDoubleFormulaRel);
   // And they reject what they should: 40 dB down well inside each stop band.
   EXPECT_LT(gain_at(lp, 10000 / rate), 0.01);
   EXPECT_LT(gain_at(hp, 500 / rate), 0.01);
   EXPECT_LT(gain_at(bp, 1000 / rate), 0.01);
   EXPECT_LT(gain_at(bs, 6000 / rate), 0.01);
   // Linear phase: symmetric taps.
-  for (size_t i = 0; i < 101; ++i) EXPECT_NEAR(bp[i], bp[100 - i], 1e-15);
+  for (size_t i = 0; i < 101; ++i) EXPECT_NEAR(bp[i], bp[100 - i], test::kDoubleUlpsAbs);
 }
 
 TEST(FirDesign, WindowsHaveTheirTextbookValues) {
   const auto hann = make_window({WindowKind::kHann}, 5);
   const std::vector<double> want_hann = {0, 0.5, 1, 0.5, 0};
-  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(hann[i], want_hann[i], 1e-15);
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(hann[i], want_hann[i], test::kDoubleUlpsAbs);
   const auto hamming = make_window({WindowKind::kHamming}, 3);
-  EXPECT_NEAR(hamming[0], 0.08, 1e-15);
-  EXPECT_NEAR(hamming[1], 1.0, 1e-15);
+  EXPECT_NEAR(hamming[0], 0.08, test::kDoubleUlpsAbs);
+  EXPECT_NEAR(hamming[1], 1.0, test::kDoubleUlpsAbs);
   const auto blackman = make_window({WindowKind::kBlackman}, 3);
-  EXPECT_NEAR(blackman[0], 0.0, 1e-15);
-  EXPECT_NEAR(blackman[1], 1.0, 1e-15);
+  EXPECT_NEAR(blackman[0], 0.0, test::kDoubleUlpsAbs);
+  EXPECT_NEAR(blackman[1], 1.0, test::kDoubleUlpsAbs);
   // scipy.signal.windows.kaiser(5, 8.6)[0] = 1/I0(8.6) = 0.0003... ; centre 1.
   const auto kaiser = make_window({WindowKind::kKaiser, 8.6}, 5);
-  EXPECT_NEAR(kaiser[2], 1.0, 1e-15);
-  EXPECT_NEAR(kaiser[0], 1.0 / bessel_i0(8.6), 1e-15);
-  EXPECT_NEAR(bessel_i0(0.0), 1.0, 1e-15);
+  EXPECT_NEAR(kaiser[2], 1.0, test::kDoubleUlpsAbs);
+  EXPECT_NEAR(kaiser[0], 1.0 / bessel_i0(8.6), test::kDoubleUlpsAbs);
+  EXPECT_NEAR(bessel_i0(0.0), 1.0, test::kDoubleUlpsAbs);
   EXPECT_NEAR(bessel_i0(1.0), 1.2660658777520082, 1e-14);  // Abramowitz & Stegun table 9.8
   EXPECT_EQ(make_window({WindowKind::kHann}, 1), std::vector<double>{1.0});
   // scipy.signal.windows.flattop(3): ends a0 - a1 + a2 - a3 + a4, centre the sum of the a_k.
   const auto flattop = make_window({WindowKind::kFlattop}, 3);
-  EXPECT_NEAR(flattop[0], 0.21557895 - 0.41663158 + 0.277263158 - 0.083578947 + 0.006947368, 1e-15);
-  EXPECT_NEAR(flattop[1], 1.000000003, 1e-12);
+  EXPECT_NEAR(flattop[0], 0.21557895 - 0.41663158 + 0.277263158 - 0.083578947 + 0.006947368, test::kDoubleUlpsAbs);
+  EXPECT_NEAR(flattop[1], 1.000000003, test::kDoubleFormulaRel);
 }
 
 TEST(FirDesign, KaiserBetaFollowsKaisersFormula) {
-  EXPECT_NEAR(kaiser_beta_for_attenuation(60), 0.1102 * (60 - 8.7), 1e-12);
-  EXPECT_NEAR(kaiser_beta_for_attenuation(30), 0.5842 * std::pow(9.0, 0.4) + 0.07886 * 9.0, 1e-12);
+  EXPECT_NEAR(kaiser_beta_for_attenuation(60), 0.1102 * (60 - 8.7), test::kDoubleFormulaRel);
+  EXPECT_NEAR(kaiser_beta_for_attenuation(30), 0.5842 * std::pow(9.0, 0.4) + 0.07886 * 9.0, test::kDoubleFormulaRel);
   EXPECT_EQ(kaiser_beta_for_attenuation(20), 0.0);
 }
 
@@ -113,7 +113,7 @@ TEST(Crossover, BandsSumToTheDelayedInputBelowMinus90Db) {
   for (size_t i = 0; i < 255; ++i) {
     double sum = 0;
     for (const auto& b : bands) sum += b[i];
-    EXPECT_NEAR(sum, i == 127 ? 1.0 : 0.0, 1e-12) << i;
+    EXPECT_NEAR(sum, i == 127 ? 1.0 : 0.0, test::kDoubleFormulaRel) << i;
   }
   // In float32, through the streaming FIR bank: the band outputs sum to x delayed by 127 samples,
   // with an error energy below -90 dB of the signal's.
@@ -179,7 +179,7 @@ TEST(FirDesign, EveryTypeAndWindowEqualsScipyFirwin) {
 
 TEST(FirDesign, KaiserBetaFromAttenuationMatchesScipy) {
   // scipy.signal.kaiser_beta(80.0), as used by the lp_kaiser_atten80 case.
-  EXPECT_NEAR(kaiser_beta_for_attenuation(80.0), 0.1102 * (80.0 - 8.7), 1e-12);
+  EXPECT_NEAR(kaiser_beta_for_attenuation(80.0), 0.1102 * (80.0 - 8.7), test::kDoubleFormulaRel);
 }
 
 }  // namespace

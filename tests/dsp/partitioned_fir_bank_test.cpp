@@ -144,15 +144,15 @@ TEST(PartitionedFirBank, TapSwapCrossfadesWithoutAClick) {
   for (uint32_t n = block; n < total; ++n) {
     const float old_y = x[n - block], new_y = -0.5f * x[n - block];
     if (n < 416) {
-      ASSERT_NEAR(y[n], old_y, 1e-5) << n;
+      ASSERT_NEAR(y[n], old_y, test::kFloatSampleAbs) << n;
     } else if (n >= 448) {
-      ASSERT_NEAR(y[n], new_y, 1e-5) << n;
+      ASSERT_NEAR(y[n], new_y, test::kFloatSampleAbs) << n;
     } else {
       ASSERT_GE(y[n], std::min(old_y, new_y) - 1e-5f) << n;
       ASSERT_LE(y[n], std::max(old_y, new_y) + 1e-5f) << n;
     }
   }
-  EXPECT_NEAR(y[447], -0.5f * x[447 - block], 1e-5);  // fully new on the crossfade's last sample
+  EXPECT_NEAR(y[447], -0.5f * x[447 - block], test::kFloatSampleAbs);  // fully new on the crossfade's last sample
 }
 
 // Staggered phases spread the blocks: with chunks of B / C frames every call runs exactly one
@@ -229,9 +229,9 @@ TEST(PartitionedFirBank, StaggeredTapSwapCrossfadesEachChannelAtItsOwnBlock) {
         ASSERT_GE(yc[n], std::min(a, b) - 1e-5f) << "chunks of " << max_chunk << ", channel " << c << ", n " << n;
         ASSERT_LE(yc[n], std::max(a, b) + 1e-5f) << "chunks of " << max_chunk << ", channel " << c << ", n " << n;
       }
-      EXPECT_NEAR(yc[fade1 + block - 1], -0.5f * xc[fade1 - 1], 1e-5) << c;  // all new at each fade's end
-      EXPECT_NEAR(yc[fade2 + block - 1], 0.25f * xc[fade2 - 1], 1e-5) << c;
-      EXPECT_NEAR(yc[fade1 - 1], xc[fade1 - 1 - block], 1e-5) << c;           // all old just before
+      EXPECT_NEAR(yc[fade1 + block - 1], -0.5f * xc[fade1 - 1], test::kFloatSampleAbs) << c;  // all new at each fade's end
+      EXPECT_NEAR(yc[fade2 + block - 1], 0.25f * xc[fade2 - 1], test::kFloatSampleAbs) << c;
+      EXPECT_NEAR(yc[fade1 - 1], xc[fade1 - 1 - block], test::kFloatSampleAbs) << c;           // all old just before
     }
   }
 }

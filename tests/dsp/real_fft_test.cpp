@@ -4,6 +4,7 @@
 // n/2 is odd, a power of two, or too small for the vectorised pairs (n < 16), each output poisoned
 // with NaN before the transform.
 #include "dsp/real_fft.hpp"
+#include "../support/tolerances.hpp"
 
 #include <gtest/gtest.h>
 
@@ -96,7 +97,7 @@ TEST(RealFft, InverseOfForwardIsNTimesTheInput) {
     for (size_t i = 0; i < n; ++i) y[i] = std::numeric_limits<float>::quiet_NaN();
     fft.forward(x.get(), spec.get());
     fft.inverse(spec.get(), y.get());
-    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i] / float(n), x[i], 1e-6 * (std::log2(double(n)) + 1.0)) << i;
+    for (size_t i = 0; i < n; ++i) ASSERT_NEAR(y[i] / float(n), x[i], test::kFloatValueAbs * (std::log2(double(n)) + 1.0)) << i;
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/temp_dir.hpp"
+#include "../support/tolerances.hpp"
 
 namespace vigil {
 namespace {
@@ -65,11 +66,11 @@ TEST(FftWisdom, PatientPlansTransformLikeEstimatedOnes) {
   for (size_t i = 0; i < n; ++i) x[i] = g(rng);
   patient.forward(x.get(), a.get());
   estimate.forward(x.get(), b.get());
-  for (size_t k = 0; k < n + 2; ++k) EXPECT_NEAR(a[k], b[k], 1e-4f * std::sqrt(float(n))) << k;
+  for (size_t k = 0; k < n + 2; ++k) EXPECT_NEAR(a[k], b[k], test::kFloatFftSampleAbs * std::sqrt(double(n))) << k;
   patient.inverse(a.get(), ya.get());
   estimate.inverse(b.get(), yb.get());
-  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(ya[i] / float(n), x[i], 1e-5f) << i;
-  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(yb[i] / float(n), x[i], 1e-5f) << i;
+  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(ya[i] / float(n), x[i], test::kFloatSampleAbs) << i;
+  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(yb[i] / float(n), x[i], test::kFloatSampleAbs) << i;
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST(StreamingFirBank, SplitChannelsAllTakeNewTaps) {
   const uint32_t lat = bank.latency_frames();
   for (uint32_t c = 0; c < channels; ++c)  // two blocks after the reload at most, every channel is on the gain
     for (uint32_t i = 2048 + 3 * lat; i < total; ++i)
-      ASSERT_NEAR(got[size_t(c) * total + i], 2.0f * x[size_t(c) * total + i - lat], 1e-4) << "channel " << c << " i " << i;
+      ASSERT_NEAR(got[size_t(c) * total + i], 2.0f * x[size_t(c) * total + i - lat], test::kFloatFftSampleAbs) << "channel " << c << " i " << i;
 }
 
 TEST(FirBankCrossfade, SwapStaysBetweenOldAndNewAndEndsOnTheNew) {
@@ -148,7 +148,7 @@ TEST(FirBankCrossfade, SwapStaysBetweenOldAndNewAndEndsOnTheNew) {
     if (n < 500) {
       ASSERT_FLOAT_EQ(y[n], old_y) << n;
     } else if (n >= 500 + fade - 1) {
-      ASSERT_NEAR(y[n], new_y, 1e-6) << n;
+      ASSERT_NEAR(y[n], new_y, test::kFloatValueAbs) << n;
     } else {
       ASSERT_GE(y[n], std::min(old_y, new_y) - 1e-6f) << n;
       ASSERT_LE(y[n], std::max(old_y, new_y) + 1e-6f) << n;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../support/signals.hpp"
+#include "../support/tolerances.hpp"
 
 namespace vigil {
 namespace {
@@ -31,11 +32,11 @@ TEST(VibrationStats, SineHasItsClosedForms) {
   WindowedVibrationStats s(1000, 1000);
   const auto r = run(s, x, 1000);
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_NEAR(r[0].rms, a / std::sqrt(2.0), 1e-6);
-  EXPECT_NEAR(r[0].peak, a, 1e-6);
-  EXPECT_NEAR(r[0].peak_to_peak, 2 * a, 1e-6);
-  EXPECT_NEAR(r[0].crest_factor, std::sqrt(2.0), 1e-5);
-  EXPECT_NEAR(r[0].kurtosis, 1.5, 1e-5);
+  EXPECT_NEAR(r[0].rms, a / std::sqrt(2.0), test::kFloatValueAbs);
+  EXPECT_NEAR(r[0].peak, a, test::kFloatValueAbs);
+  EXPECT_NEAR(r[0].peak_to_peak, 2 * a, test::kFloatValueAbs);
+  EXPECT_NEAR(r[0].crest_factor, std::sqrt(2.0), test::kFloatSampleAbs);
+  EXPECT_NEAR(r[0].kurtosis, 1.5, test::kFloatSampleAbs);
   EXPECT_EQ(r[0].end_frame, 999u);
 }
 
@@ -84,11 +85,11 @@ TEST(VibrationStats, MatchesAnIndependentDoubleComputation) {
     }
     m2 /= 777;
     m4 /= 777;
-    EXPECT_NEAR(v.rms, std::sqrt(sq / 777), 1e-12);
-    EXPECT_NEAR(v.peak, std::max(std::fabs(lo), std::fabs(hi)), 1e-12);
-    EXPECT_NEAR(v.peak_to_peak, hi - lo, 1e-12);
-    EXPECT_NEAR(v.kurtosis, m4 / (m2 * m2), 1e-9);
-    EXPECT_NEAR(v.crest_factor, v.peak / v.rms, 1e-12);
+    EXPECT_NEAR(v.rms, std::sqrt(sq / 777), test::kDoubleFormulaRel);
+    EXPECT_NEAR(v.peak, std::max(std::fabs(lo), std::fabs(hi)), test::kDoubleFormulaRel);
+    EXPECT_NEAR(v.peak_to_peak, hi - lo, test::kDoubleFormulaRel);
+    EXPECT_NEAR(v.kurtosis, m4 / (m2 * m2), test::kDoubleChainRel);
+    EXPECT_NEAR(v.crest_factor, v.peak / v.rms, test::kDoubleFormulaRel);
   }
   EXPECT_EQ(r[0].end_frame, 776u);
   EXPECT_EQ(r[1].end_frame, 1026u);

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "../support/reference_data.hpp"
+#include "../support/tolerances.hpp"
 
 namespace vigil {
 namespace {
@@ -25,7 +26,7 @@ TEST(WaveletDenoiser, VisuShrinkEqualsSharedReference) {
   EXPECT_EQ(den.levels(), 8u);
   den.process(x.data(), y.data());
   expect_close_to_reference(y, test::read_f64("db8_visushrink_y.bin"), "db8 visushrink");
-  EXPECT_NEAR(den.last_threshold(1), 1.4038452281137297, 1e-5);  // shared/reference/README
+  EXPECT_NEAR(den.last_threshold(1), 1.4038452281137297, test::kFloatSampleAbs);  // shared/reference/README
 }
 
 TEST(WaveletDenoiser, SoftHardFinestPerLevelEqualPywt) {
@@ -52,7 +53,7 @@ TEST(WaveletDenoiser, ZeroThresholdIsTheIdentity) {
   for (auto& v : x) v = d(rng);
   WaveletDenoiser den({"sym8", 0, ThresholdMode::kSoft, NoiseEstimate::kFinest, 0.0}, 512);
   den.process(x.data(), y.data());
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(y[i], x[i], 1e-5) << i;
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(y[i], x[i], test::kFloatSampleAbs) << i;
 }
 
 std::vector<float> run_stream(StreamingDenoiser& s, const std::vector<float>& x, uint32_t chunk) {
@@ -73,8 +74,8 @@ TEST(StreamingDenoiser, ZeroThresholdReturnsTheInputDelayedByTheWindow) {
   EXPECT_EQ(s.latency_frames(), 1024u);
   const auto y = run_stream(s, x, 333);
   // The delayed zeros before the stream: zero up to the float round trip through the DWT.
-  for (size_t i = 0; i < 1024; ++i) ASSERT_NEAR(y[i], 0.0f, 1e-5) << i;
-  for (size_t i = 1024; i < x.size(); ++i) ASSERT_NEAR(y[i], x[i - 1024], 1e-5) << i;
+  for (size_t i = 0; i < 1024; ++i) ASSERT_NEAR(y[i], 0.0f, test::kFloatSampleAbs) << i;
+  for (size_t i = 1024; i < x.size(); ++i) ASSERT_NEAR(y[i], x[i - 1024], test::kFloatSampleAbs) << i;
 }
 
 TEST(StreamingDenoiser, ChunkSizeDoesNotMatterAndNoStepAtBoundaries) {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "../support/reference_data.hpp"
+#include "../support/tolerances.hpp"
 
 namespace vigil {
 namespace {
@@ -25,7 +26,7 @@ TEST(WelchPsd, EqualsScipyWelch) {
     for (double v : ref) max_ref = std::max(max_ref, v);
     // Relative to the largest bin (issue 3's 1e-5), and each bin to 1e-4 of itself or that.
     for (size_t k = 0; k < ref.size(); ++k)
-      ASSERT_NEAR(psd[k], ref[k], 1e-5 * max_ref) << name << " " << n << " bin " << k;
+      ASSERT_NEAR(psd[k], ref[k], test::kReferenceRelMax * max_ref) << name << " " << n << " bin " << k;
   }
 }
 

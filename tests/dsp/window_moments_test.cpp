@@ -2,6 +2,7 @@
 // lengths (1 sample included) equal those computed over the whole window in long double, for
 // Gaussian noise, a large DC offset, a sine and impulsive data; merging is order-independent.
 #include "dsp/window_moments.hpp"
+#include "../support/tolerances.hpp"
 
 #include <gtest/gtest.h>
 
@@ -55,11 +56,11 @@ void expect_matches(const std::vector<float>& x, const char* what) {
     const Moments m = merged_runs(x, max_run, rng, form);
     ASSERT_EQ(m.n, double(x.size()));
     const VibrationStats s = stats_of(m);
-    EXPECT_NEAR(s.rms, double(want.rms), 1e-12 * double(want.rms)) << what << ", runs up to " << max_run;
-    EXPECT_NEAR(s.kurtosis, double(want.kurtosis), 1e-10 * double(want.kurtosis)) << what << ", runs up to " << max_run;
+    EXPECT_NEAR(s.rms, double(want.rms), test::kDoubleFormulaRel * double(want.rms)) << what << ", runs up to " << max_run;
+    EXPECT_NEAR(s.kurtosis, double(want.kurtosis), test::kDoubleChainRel * double(want.kurtosis)) << what << ", runs up to " << max_run;
     EXPECT_EQ(s.peak, std::max(std::fabs(double(want.lo)), std::fabs(double(want.hi)))) << what;
     EXPECT_EQ(s.peak_to_peak, double(want.hi) - double(want.lo)) << what;
-    EXPECT_NEAR(s.crest_factor, s.peak / double(want.rms), 1e-12 * s.crest_factor) << what;
+    EXPECT_NEAR(s.crest_factor, s.peak / double(want.rms), test::kDoubleFormulaRel * s.crest_factor) << what;
   }
 }
 
@@ -87,12 +88,12 @@ TEST(WindowMoments, MergeIsOrderIndependentAndEmptyIsNeutral) {
   for (float& v : x) v = u(rng);
   const Moments a = moments_of(x.data(), 1000), b = moments_of(x.data() + 1000, 2000);
   const Moments ab = merge(a, b), ba = merge(b, a);
-  EXPECT_NEAR(ab.mean, ba.mean, 1e-15);
-  EXPECT_NEAR(ab.m2, ba.m2, 1e-12 * ab.m2);
-  EXPECT_NEAR(ab.m3, ba.m3, 1e-10 * std::fabs(ab.m2));
-  EXPECT_NEAR(ab.m4, ba.m4, 1e-12 * ab.m4);
+  EXPECT_NEAR(ab.mean, ba.mean, test::kDoubleUlpsAbs);
+  EXPECT_NEAR(ab.m2, ba.m2, test::kDoubleSumRel * ab.m2);
+  EXPECT_NEAR(ab.m3, ba.m3, test::kDoubleChainRel * std::fabs(ab.m2));
+  EXPECT_NEAR(ab.m4, ba.m4, test::kDoubleSumRel * ab.m4);
   const Moments whole = moments_of(x.data(), x.size());
-  EXPECT_NEAR(ab.m4, whole.m4, 1e-12 * whole.m4);
+  EXPECT_NEAR(ab.m4, whole.m4, test::kDoubleSumRel * whole.m4);
   const Moments same = merge(Moments{}, a);
   EXPECT_EQ(same.n, a.n);
   EXPECT_EQ(same.m4, a.m4);
@@ -111,10 +112,10 @@ TEST(WindowMoments, BothFormsAgreeAtEveryRunLength) {
     const Reference want = reference(x);
     ASSERT_EQ(w.n, double(n));
     ASSERT_EQ(v.n, double(n));
-    EXPECT_NEAR(w.mean, v.mean, 1e-14) << n;
-    EXPECT_NEAR(w.m2, v.m2, 1e-12 * std::max(1.0, v.m2)) << n;
-    EXPECT_NEAR(w.m3, v.m3, 1e-12 * std::max(1.0, std::fabs(v.m3))) << n;
-    EXPECT_NEAR(w.m4, v.m4, 1e-12 * std::max(1.0, v.m4)) << n;
+    EXPECT_NEAR(w.mean, v.mean, 10 * test::kDoubleUlpsAbs) << n;
+    EXPECT_NEAR(w.m2, v.m2, test::kDoubleSumRel * std::max(1.0, v.m2)) << n;
+    EXPECT_NEAR(w.m3, v.m3, test::kDoubleSumRel * std::max(1.0, std::fabs(v.m3))) << n;
+    EXPECT_NEAR(w.m4, v.m4, test::kDoubleSumRel * std::max(1.0, v.m4)) << n;
     EXPECT_EQ(w.lo, want.lo) << n;
     EXPECT_EQ(w.hi, want.hi) << n;
     EXPECT_EQ(v.lo, want.lo) << n;

@@ -143,7 +143,7 @@ TEST(VibrationStage, MetricsZonesAndTheAlarmSequence) {
     EXPECT_EQ(alarms[i].kind, want[i].kind);
     EXPECT_EQ(AlarmLevel(alarms[i].level), want[i].to);
     EXPECT_EQ(alarms[i].frame, want[i].frame);
-    EXPECT_NEAR(alarms[i].threshold, want[i].threshold, 1e-12);
+    EXPECT_NEAR(alarms[i].threshold, want[i].threshold, test::kDoubleFormulaRel);
   }
 }
 

@@ -28,4 +28,27 @@ constexpr double kDoubleSumRel = 1e-12;
 // Moments of runs merged by Pebay's formulas against the whole window at once (each sum's scale).
 constexpr double kMergedMomentsRel = 1e-9;
 
+// A closed form in double (a window's coefficients, a tap's mirror image), values of order 1:
+// a few ulps.
+constexpr double kDoubleUlpsAbs = 1e-15;
+// A double result against the same quantity by another formula (a filter's gain, a statistic
+// from its sums), values of order 1 or relative to the value: rounding of a few hundred terms.
+constexpr double kDoubleFormulaRel = 1e-12;
+// Through a chain of double formulas with quotients, powers or logarithms (kurtosis m4/m2^2, an
+// energy over a hit, a level in dB), relative to the value or at values of order 1.
+constexpr double kDoubleChainRel = 1e-9;
+// A float32 value, or a statistic of float32 samples taken in double, against its exact value, at
+// order 1: float32's rounding (6e-8) with room.
+constexpr double kFloatValueAbs = 1e-6;
+// A float32 result against its exact value, at signal amplitudes of order 1: a few float32 ulps
+// of a sum of many terms (a round trip through the FFT or the DWT, a crossfade's end points, a
+// statistic of a float32 signal).
+constexpr double kFloatSampleAbs = 1e-5;
+// A float32 FFT convolution's sample against the exact value, amplitudes of order 1 (the FFT's
+// rounding grows with its size: sizes up to 2^16 here).
+constexpr double kFloatFftSampleAbs = 1e-4;
+// One value computed on the GPU and on the CPU in float32 by different reductions (a median, a
+// threshold), relative to max(1, value).
+constexpr double kGpuVsCpuValueRel = 1e-4;
+
 }  // namespace vigil::test
