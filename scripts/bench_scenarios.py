@@ -206,6 +206,10 @@ def run_step(args, scen, channels, rate_factor, workdir):
         "samples_per_s": frames_per_s * channels,
         "nominal_per_s": RATES[scen] * channels * rate_factor,
         "latency_us": final["latency_us"],
+        # Where the latency went (queued for the pipeline, handed over, sending) and each stage's time:
+        # in the --json rows, for comparing two builds' tails.
+        "latency_parts_us": final.get("latency_parts_us", {}),
+        "stage_time_us": {name: st.get("time_us", {}) for name, st in final.get("stages", {}).items()},
         "deadline_misses": final["deadline_misses"],
         "dropped_frames": final["dropped_frames"] + final.get("output_dropped_frames", 0),
         "send_errors": final.get("send_errors", 0),
