@@ -37,6 +37,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
       n.remake = [s, index = uint16_t(i), made](bool on_gpu) { return make_stage(s, index, on_gpu, made); };
     n.stage = make_stage(s, uint16_t(i), n.on_gpu, made);  // band_rms: the CPU stage until prepare() chooses
     n.gpu = gpu_part(*n.stage);
+    n.two_phase = n.gpu && n.gpu->two_phase();
     nodes_.push_back(std::move(n));
   }
 }
@@ -49,6 +50,7 @@ Graph::Graph(std::vector<Made> stages, GraphBackend backend)
     n.input = m.input;
     n.stage = std::move(m.stage);
     n.gpu = gpu_part(*n.stage);
+    n.two_phase = n.gpu && n.gpu->two_phase();
     nodes_.push_back(std::move(n));
   }
 }
@@ -121,6 +123,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
     if (gpu != n.on_gpu) {
       n.stage = n.remake(gpu);
       n.gpu = gpu_part(*n.stage);
+      n.two_phase = n.gpu && n.gpu->two_phase();
       n.on_gpu = gpu;
     }
   }
@@ -207,30 +210,56 @@ void Graph::advance_input() noexcept {
   input_slot_ ^= 1u;
 }
 
-StageStatus Graph::run(const Exec& exec) noexcept {
-  const uint32_t frames = streams_[0].block.frames;
-  StageStatus result = StageStatus::kOk;
+Graph::Step Graph::start(const Exec& exec) noexcept {
+  run_frames_ = streams_[0].block.frames;
+  result_ = StageStatus::kOk;
   slowest_ = {};
-  int64_t t = mono_now_ns();
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    Node& n = nodes_[i];
+  next_node_ = 0;
+  run_t_ = mono_now_ns();
+  return advance(exec);
+}
+
+Graph::Step Graph::advance(const Exec& exec) noexcept {
+  for (; next_node_ < nodes_.size(); ++next_node_) {
+    Node& n = nodes_[next_node_];
     if (n.optional && shed_) continue;
     if (n.optional && test_optional_cost_ns_ > 0) sleep_until_mono_ns(mono_now_ns() + test_optional_cost_ns_);
     const Block& in = streams_[size_t(n.input_stream)].block;
     Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
-    out.frames = frames;
+    out.frames = run_frames_;
     // A reader on the host of a stream kept on the device (a CUDA stage now on its CPU twin):
     // the copy back first. Failing that, the chunk is lost to this stage: a failure.
     bool ok = true;
     if (n.producer >= 0 && needs_host_input(n) && nodes_[size_t(n.producer)].gpu)
-      ok = nodes_[size_t(n.producer)].gpu->make_output_host_valid(frames);
-    if (!ok || n.stage->process(in, out, exec) != StageStatus::kOk) result = StageStatus::kFailed;
-    const int64_t t1 = mono_now_ns();
-    n.time->record_ns(t1 - t);
-    if (t1 - t > slowest_.ns) slowest_ = {int(i), t1 - t};
-    t = t1;
+      ok = nodes_[size_t(n.producer)].gpu->make_output_host_valid(run_frames_);
+    StageStatus done = StageStatus::kFailed;
+    if (ok && n.two_phase) {
+      if (n.gpu->begin(in, out, exec, done)) return Step::kGpuBusy;  // resume() finishes it
+    } else if (ok) {
+      done = n.stage->process(in, out, exec);
+    }
+    if (done != StageStatus::kOk) result_ = StageStatus::kFailed;
+    timed(next_node_);
   }
-  return result;
+  return Step::kDone;
+}
+
+Graph::Step Graph::resume(const Exec& exec) noexcept {
+  Node& n = nodes_[next_node_];
+  const Block& in = streams_[size_t(n.input_stream)].block;
+  Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
+  if (n.gpu->finish(in, out, exec) != StageStatus::kOk) result_ = StageStatus::kFailed;
+  timed(next_node_++);
+  return advance(exec);
+}
+
+bool Graph::gpu_busy() noexcept { return next_node_ < nodes_.size() && nodes_[next_node_].gpu->busy(); }
+
+void Graph::timed(size_t node) noexcept {
+  const int64_t t1 = mono_now_ns();
+  nodes_[node].time->record_ns(t1 - run_t_);
+  if (t1 - run_t_ > slowest_.ns) slowest_ = {int(node), t1 - run_t_};
+  run_t_ = t1;
 }
 
 std::unique_ptr<Graph::Update> Graph::plan_update(const std::vector<StageSettings>& current,

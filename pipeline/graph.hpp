@@ -101,9 +101,26 @@ class Graph {
   };
   KeepWarmCounts keep_warm_counts() const noexcept;  // any thread
 
-  // Runs every stage on input_block() (frames already set). RT-safe. Returns the first failure.
-  // Times every stage (stage_time()) and notes the slowest of this run.
-  StageStatus run(const Exec& exec) noexcept;
+  // Runs every stage on input_block() (frames already set), in two phases where a stage queues
+  // GPU work (GpuStage::two_phase): start() runs the stages up to the first whose work it queued
+  // and returns kGpuBusy; the pipeline thread then has the wait (the look-ahead: gpu_busy() polls
+  // it; no stage is on its stack) and calls resume(), which completes that stage and goes on to
+  // the next such wait or the end (kDone). result(): kFailed when any stage failed. RT-safe.
+  // Times every stage (stage_time(), the wait included) and notes the slowest of this run.
+  enum class Step { kDone, kGpuBusy };
+  Step start(const Exec& exec) noexcept;
+  Step resume(const Exec& exec) noexcept;
+  bool gpu_busy() noexcept;
+  StageStatus result() const noexcept { return result_; }
+  // The whole run: start() and resume() until done, calling on_wait() at each wait.
+  template <class OnWait>
+  StageStatus run(const Exec& exec, OnWait&& on_wait) noexcept {
+    for (Step s = start(exec); s == Step::kGpuBusy; s = resume(exec)) on_wait();
+    return result_;
+  }
+  StageStatus run(const Exec& exec) noexcept {
+    return run(exec, [] {});
+  }
   struct Slowest {
     int stage = -1;
     int64_t ns = 0;
@@ -171,6 +188,7 @@ class Graph {
     std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
     bool optional = false;
     bool on_gpu = false;  // the stage is a CUDA stage
+    bool two_phase = false;  // its GPU work in two phases (GpuStage::two_phase)
     // A stage whose device is chosen at prepare() (band_rms: Graph::prepare): makes it for the
     // GPU or the CPU. Null for the others.
     std::function<std::unique_ptr<Stage>(bool gpu)> remake;
@@ -181,6 +199,14 @@ class Graph {
   bool output_stays_on_device(size_t i, const std::vector<std::string>* host_streams, bool choosing) const noexcept;
   // Whether a node's stage reads its input on the host (every stage but a CUDA one that says not).
   static bool needs_host_input(const Node& n) noexcept { return !n.gpu || n.gpu->needs_host_input(); }
+  // The run under way (start(), resume()): the next node, the input's frames, the time its stage
+  // began, the result so far.
+  Step advance(const Exec& exec) noexcept;  // from next_node_ on, to the next wait or the end
+  void timed(size_t node) noexcept;         // node's time, from run_t_ to now
+  size_t next_node_ = 0;
+  uint32_t run_frames_ = 0;
+  int64_t run_t_ = 0;
+  StageStatus result_ = StageStatus::kOk;
   std::unique_ptr<WorkerPool> pool_;  // before nodes_: the stages hold it, so it must outlive them
   bool shed_ = false;
   bool gpu_resident_ = false, mapped_ = false;

@@ -178,8 +178,6 @@ void PipelineWorker::take(Chunk& chunk, Block& in, Taken& taken) noexcept {
   }
 }
 
-void PipelineWorker::on_gpu_wait(void* self) noexcept { static_cast<PipelineWorker*>(self)->look_ahead(); }
-
 void PipelineWorker::look_ahead() noexcept {
   if (has_ahead_ || pending_update_.load(std::memory_order_acquire) || !graph_.look_ahead()) return;
   const int64_t t0 = mono_now_ns();
@@ -284,14 +282,20 @@ void PipelineWorker::run_taken(const Taken& taken, int64_t t0) noexcept {
   exec.events = &events_;
   exec.events_dropped = &counters_.events_dropped;
   exec.log = &log_;
-  exec.on_gpu_wait = &PipelineWorker::on_gpu_wait;
-  exec.on_gpu_wait_arg = this;
-  // Only once parts have come: a source whose chunks are too small to be published in parts (or
-  // that publishes none) keeps the plain wait.
-  exec.gpu_wait_polls = upload_parts_ && counters_.chunks_uploaded_in_parts.load(std::memory_order_relaxed) > 0;
   exec.raw_input = taken.raw ? taken.raw->data : nullptr;
   if (graph_.shed()) counters_.chunks_shed.fetch_add(1, std::memory_order_relaxed);
-  const bool failed = graph_.run(exec) != StageStatus::kOk;
+  // Polling the GPU until it is done, offering the look-ahead each time, not once before waiting:
+  // the uploads in parts come from there, as the source completes them. Only once parts have
+  // come: a source whose chunks are too small to be published in parts (or that publishes none)
+  // keeps the plain wait.
+  const bool polls = upload_parts_ && counters_.chunks_uploaded_in_parts.load(std::memory_order_relaxed) > 0;
+  // Each wait for a stage's GPU work is the look-ahead's chance: the graph is between the two
+  // phases of that stage's work, none of its stages on this stack.
+  const bool failed = graph_.run(exec, [&] {
+    look_ahead();
+    if (polls)
+      while (graph_.gpu_busy()) look_ahead();
+  }) != StageStatus::kOk;
   // The conversion's counts: the host's, or with raw input the GPU's (and the chunk goes back now).
   uint64_t clipped = taken.clipped, non_finite = taken.non_finite;
   if (taken.raw) {

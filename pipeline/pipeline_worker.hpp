@@ -5,9 +5,10 @@
 // of an unpaced source is handed over without waking the output thread, which a later hand-off
 // wakes (QuietHandoff).
 // The look-ahead (Graph::look_ahead(): the first CUDA stage has a second staged input): while the
-// GPU runs a chunk, the next one, when it is already waiting, is taken, converted into the other
-// slot and its copy to the device started, so that two chunks are in flight; it is then
-// processed as soon as this one is done. A chunk still runs alone when none waits (no latency is
+// GPU runs a chunk (between the two phases of a stage's GPU work: Graph::start, resume), the next
+// one, when it is already waiting, is taken, converted into the other slot and its copy to the
+// device started, so that two chunks are in flight; it is then processed as soon as this one is
+// done. A chunk still runs alone when none waits (no latency is
 // added), and no look-ahead is taken while a reload is pending (it applies between chunks).
 // Raw input (Graph::take_raw_input): the chunk is not converted on the host but handed to the
 // graph as captured, and given back to the capture thread once the graph has run.
@@ -108,7 +109,8 @@ class PipelineWorker {
   // An event about the source at the chunk's first frame (counted as dropped when the queue is full).
   void push_source_event(EventKind kind, double value, const ChunkHeader& header) noexcept;
   void note_clock_step(const ChunkHeader& header) noexcept;  // counted, logged, an event
-  static void on_gpu_wait(void* self) noexcept;
+  // At a wait for a stage's GPU work (Graph::run): the next chunk, when one waits, taken ahead;
+  // else the chunk being captured, its parts up so far.
   void look_ahead() noexcept;
   // A chunk off the capture queue: taken ahead when parts of it went up (below), else processed
   // as usual.

@@ -39,13 +39,14 @@ StreamFormat AeHitsCudaStage::prepare(const StreamFormat& in, uint32_t max_frame
   return out;
 }
 
-cudaError_t AeHitsCudaStage::run_gpu(const Block& in, uint64_t first_frame, const Exec* exec) noexcept {
+cudaError_t AeHitsCudaStage::launch_gpu(const Block& in, uint64_t first_frame) noexcept {
   // The producer's output still on the device (a CUDA stage that ran there this chunk): read it
   // there. Else the host block, staged (or read in place when it is the bound staging).
   const float* device_in = twin_.producer() && in.stride == max_frames_ ? twin_.producer()->device_output() : nullptr;
   if (!device_in) staging_.stage(in.data, in.stride, in.frames);
   const bool from_bound = staging_.reads_bound(in.data);
-  const cudaError_t e = staging_.run(
+  pending_device_in_ = device_in != nullptr;
+  return staging_.launch(
       [&] {
         return staging_.enqueue(
             in.frames,
@@ -54,9 +55,12 @@ cudaError_t AeHitsCudaStage::run_gpu(const Block& in, uint64_t first_frame, cons
             },
             from_bound, device_in);
       },
-      timing_, exec);
-  if (e == cudaSuccess && device_in && timing_) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
-  return e;
+      timing_);
+}
+
+cudaError_t AeHitsCudaStage::run_gpu(const Block& in, uint64_t first_frame) noexcept {
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_gpu(in, first_frame));
+  return staging_.finish();
 }
 
 void AeHitsCudaStage::emit_results(const Exec& exec) noexcept {
@@ -98,21 +102,38 @@ void AeHitsCudaStage::emit_results(const Exec& exec) noexcept {
 }
 
 StageStatus AeHitsCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
+  return finish_now(in, out, exec);
+}
+
+bool AeHitsCudaStage::begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept {
   out.frames = in.frames;
-  if (twin_.on_cpu()) return cpu_.process(in, out, exec);
-  cudaError_t e = twin_.begin_chunk(staging_.stream());
-  if (e == cudaSuccess) e = run_gpu(in, exec.chunk.first_frame, &exec);
-  if (e != cudaSuccess) {
-    twin_.hand_over(exec, e);
-    if (!twin_.input_on_host(in.frames)) return StageStatus::kFailed;
-    cpu_.continue_from(last_state_.data());  // every lane where the GPU left it after the last good chunk
-    return cpu_.process(in, out, exec);
+  if (twin_.on_cpu()) {
+    done = cpu_.process(in, out, exec);
+    return false;
   }
+  cudaError_t e = twin_.begin_chunk(staging_.stream());
+  if (e == cudaSuccess) e = launch_gpu(in, exec.chunk.first_frame);
+  if (e == cudaSuccess) return true;
+  done = fall_back(in, out, exec, e);
+  return false;
+}
+
+StageStatus AeHitsCudaStage::finish(const Block& in, Block& out, const Exec& exec) noexcept {
+  const cudaError_t e = staging_.finish();
+  if (e != cudaSuccess) return fall_back(in, out, exec, e);
+  if (pending_device_in_ && timing_) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
   const int64_t t_emit = mono_now_ns();
   emit_results(exec);
   emit_time_.record_ns(mono_now_ns() - t_emit);
   std::copy(gpu_->state(), gpu_->state() + lanes_, last_state_.begin());
   return StageStatus::kOk;
+}
+
+StageStatus AeHitsCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
+  twin_.hand_over(exec, error);
+  if (!twin_.input_on_host(in.frames)) return StageStatus::kFailed;
+  cpu_.continue_from(last_state_.data());  // every lane where the GPU left it after the last good chunk
+  return cpu_.process(in, out, exec);
 }
 
 void AeHitsCudaStage::reset() noexcept {

@@ -53,14 +53,24 @@ class AeHitsCudaStage final : public Stage, public EventTextWriter, public GpuSt
   float* input_buffer() const noexcept override { return staging_.host_in(); }
   void bind_producer(GpuStage* producer) noexcept override { twin_.bind_producer(producer); }
   bool needs_host_input() const noexcept override { return on_cpu(); }
+  // Two-phase work (GpuStage): begin() queues the detector, finish() emits the hits.
+  bool two_phase() const noexcept override { return true; }
+  bool begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept override;
+  bool busy() noexcept override { return staging_.busy(); }
+  StageStatus finish(const Block& in, Block& out, const Exec& exec) noexcept override;
 
   bool on_cpu() const noexcept { return twin_.on_cpu(); }
   // Chunks whose input was read where the stage before left it on the device.
   uint64_t device_input_chunks() const noexcept { return device_input_chunks_.load(std::memory_order_relaxed); }
 
  private:
-  cudaError_t run_gpu(const Block& in, uint64_t first_frame, const Exec* exec = nullptr) noexcept;
+  // The chunk's detector work, queued (launch_gpu) or queued and waited for (run_gpu: the warm-up).
+  cudaError_t launch_gpu(const Block& in, uint64_t first_frame) noexcept;
+  cudaError_t run_gpu(const Block& in, uint64_t first_frame) noexcept;
   void emit_results(const Exec& exec) noexcept;
+  // After a CUDA error: the chunk on the CPU twin, from where the GPU left every lane.
+  StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
+  bool pending_device_in_ = false;  // the queued chunk reads the producer's device output
 
   AeHitSettings settings_;
   uint16_t index_;

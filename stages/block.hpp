@@ -41,13 +41,6 @@ struct Exec {
   SpscQueue<EventRecord>* events = nullptr;  // detectors push here (never block)
   std::atomic<uint64_t>* events_dropped = nullptr;  // bumped when `events` is full
   RtLog* log = nullptr;  // journal lines from the pipeline thread (rare: errors), may be null
-  // Called, when set, by a CUDA stage about to wait for its kernels: the pipeline thread's chance
-  // to take the next chunk meanwhile (PipelineWorker's look-ahead). May come more than once a chunk.
-  void (*on_gpu_wait)(void* arg) = nullptr;
-  void* on_gpu_wait_arg = nullptr;
-  // Call on_gpu_wait over and over until the kernels are done, not once before waiting: the
-  // pipeline's uploads in parts come from there, as the source completes them.
-  bool gpu_wait_polls = false;
   // The chunk's interleaved samples as captured, when the graph takes its input raw
   // (Graph::take_raw_input): the stage reading the input converts them on the GPU, and the input
   // block is not filled on the host.

@@ -183,47 +183,53 @@ class CudaStaging {
     return true;
   }
 
-  // launch() between two events on the stream, then waits for the stream; the GPU time goes into
-  // the status when `record` (not for warm-up or priming). Before waiting it calls the chunk's
-  // Exec::on_gpu_wait, when there is one: the pipeline thread's chance to take the next chunk
-  // meanwhile (again and again until the stream is done, with Exec::gpu_wait_polls).
-  // events_in_launch: launch() replays a graph that records a pair of events of its own
-  // (record_captured_event() when it was captured): two CUDA calls fewer, each 2-40 us of the
-  // pipeline thread's time on the GPU hosts measured; the GPU time is then the graph's. (Without
-  // it such a graph's own events are recorded too, and unused.) RT-safe.
+  // Two-phase work (enqueue, then complete), in the spirit of CUB's enqueue-only calls:
+  // launch() queues launch() between two events on the stream and returns at once; busy() polls
+  // the stream, noting when the GPU was first seen to begin the work; finish() waits for it and
+  // puts the times into the status when `record` (not for warm-up or priming). Between the two the
+  // pipeline thread has the wait to itself (the look-ahead), with no stage on its stack.
+  // run() is the two in one. events_in_launch: launch() replays a graph that records a pair of
+  // events of its own (record_captured_event() when it was captured): two CUDA calls fewer, each
+  // 2-40 us of the pipeline thread's time on the GPU hosts measured; the GPU time is then the
+  // graph's. (Without it such a graph's own events are recorded too, and unused.) RT-safe.
   template <class Launch>
-  cudaError_t run(Launch&& launch, bool record, const Exec* exec = nullptr, bool events_in_launch = false) noexcept {
-    const int64_t t_launch = mono_now_ns();
-    const cudaEvent_t ev_start = events_in_launch ? ev_graph_start_ : ev_start_;
-    const cudaEvent_t ev_stop = events_in_launch ? ev_graph_stop_ : ev_stop_;
-    if (!events_in_launch) VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_start, stream_));
+  cudaError_t launch(Launch&& launch, bool record, bool events_in_launch = false) noexcept {
+    t_launch_ = mono_now_ns();
+    t_started_ = 0;
+    record_ = record;
+    pending_start_ = events_in_launch ? ev_graph_start_ : ev_start_;
+    pending_stop_ = events_in_launch ? ev_graph_stop_ : ev_stop_;
+    if (!events_in_launch) VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(pending_start_, stream_));
     VIGIL_CUDA_RETURN_IF_ERROR(launch());
-    if (!events_in_launch) VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(ev_stop, stream_));
-    const int64_t t_wait = mono_now_ns();
-    if (exec && exec->on_gpu_wait) {
-      exec->on_gpu_wait(exec->on_gpu_wait_arg);
-      if (exec->gpu_wait_polls) {  // as the synchronisation's own spinning would, between offers
-        cudaError_t q;
-        int64_t t_started = 0;  // when the poll first saw the GPU begin this chunk's work
-        while ((q = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
-          if (!t_started && cudaEventQuery(ev_start) == cudaSuccess) t_started = mono_now_ns();
-          exec->on_gpu_wait(exec->on_gpu_wait_arg);
-        }
-        VIGIL_CUDA_RETURN_IF_ERROR(q);
-        if (record && t_started) start_lag_.record_ns(t_started - t_wait);
-      }
-    }
+    if (!events_in_launch) VIGIL_CUDA_RETURN_IF_ERROR(cudaEventRecord(pending_stop_, stream_));
+    t_wait_ = mono_now_ns();
+    return cudaSuccess;
+  }
+  // Whether the launched work still runs (false once it is done or has failed: finish() says).
+  bool busy() noexcept {
+    if (cudaStreamQuery(stream_) != cudaErrorNotReady) return false;
+    if (!t_started_ && cudaEventQuery(pending_start_) == cudaSuccess) t_started_ = mono_now_ns();
+    return true;
+  }
+  cudaError_t finish() noexcept {
     VIGIL_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    if (record) {
-      enqueue_time_.record_ns(t_wait - t_launch);
-      wait_time_.record_ns(mono_now_ns() - t_wait);
+    if (record_) {
+      enqueue_time_.record_ns(t_wait_ - t_launch_);
+      wait_time_.record_ns(mono_now_ns() - t_wait_);
+      if (t_started_) start_lag_.record_ns(t_started_ - t_wait_);
     }
     float ms = 0;
-    if (record && cudaEventElapsedTime(&ms, ev_start, ev_stop) == cudaSuccess) gpu_time_.record_us(uint64_t(ms * 1000.0f));
-    if (waited_ && record && cudaEventElapsedTime(&ms, ev_wait_, ev_start) == cudaSuccess)
+    if (record_ && cudaEventElapsedTime(&ms, pending_start_, pending_stop_) == cudaSuccess)
+      gpu_time_.record_us(uint64_t(ms * 1000.0f));
+    if (waited_ && record_ && cudaEventElapsedTime(&ms, ev_wait_, pending_start_) == cudaSuccess)
       upload_wait_.record_us(uint64_t(ms * 1000.0f));
     waited_ = false;
     return cudaSuccess;
+  }
+  template <class Launch>
+  cudaError_t run(Launch&& work, bool record, bool events_in_launch = false) noexcept {
+    VIGIL_CUDA_RETURN_IF_ERROR(launch(work, record, events_in_launch));
+    return finish();
   }
 
   // While the stream is being captured: the start (stop false) or stop of the graph's own pair of
@@ -266,8 +272,12 @@ class CudaStaging {
   float* d_in_[2] = {nullptr, nullptr};  // copy mode
   float* d_out_ = nullptr;
   LatencyHistogram gpu_time_;
-  LatencyHistogram enqueue_time_, wait_time_;  // the host's: queueing the work; then waiting for it (offers included)
+  LatencyHistogram enqueue_time_, wait_time_;  // the host's: queueing the work; then waiting for it (the look-ahead's work included)
   LatencyHistogram start_lag_;  // polled waits: from the work queued until the GPU was seen to begin it
+  // The work launch() queued, for busy() and finish().
+  int64_t t_launch_ = 0, t_wait_ = 0, t_started_ = 0;
+  bool record_ = false;
+  cudaEvent_t pending_start_ = nullptr, pending_stop_ = nullptr;
 };
 
 }  // namespace vigil

@@ -51,13 +51,13 @@ StreamFormat DenoiseCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   return out;
 }
 
-cudaError_t DenoiseCudaStage::run_gpu(const Block& in, const Exec* exec) noexcept {
+cudaError_t DenoiseCudaStage::launch_gpu(const Block& in) noexcept {
   // The producer's bands still on the device (a CUDA stage that ran there this chunk): read them
   // there, no copy in.
   const float* device_in = twin_.producer() && in.stride == max_frames_ ? twin_.producer()->device_output() : nullptr;
   if (!device_in) staging_.stage(in.data, in.stride, in.frames);
   const bool from_bound = staging_.reads_bound(in.data);
-  return staging_.run(
+  return staging_.launch(
       [&]() -> cudaError_t {
         VIGIL_CUDA_RETURN_IF_ERROR(staging_.enqueue(
             in.frames,
@@ -67,7 +67,12 @@ cudaError_t DenoiseCudaStage::run_gpu(const Block& in, const Exec* exec) noexcep
         // The chunk's newest frames, from where the kernels read it, into the history.
         return history_.enqueue(device_in ? device_in : staging_.device_in(0), in.frames, staging_.stream());
       },
-      timing_, exec);
+      timing_);
+}
+
+cudaError_t DenoiseCudaStage::run_gpu(const Block& in) noexcept {
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_gpu(in));
+  return staging_.finish();
 }
 
 StageStatus DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
@@ -87,14 +92,26 @@ StageStatus DenoiseCudaStage::fall_back(const Block& in, Block& out, const Exec&
 }
 
 StageStatus DenoiseCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
+  return finish_now(in, out, exec);
+}
+
+bool DenoiseCudaStage::begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept {
   out.frames = in.frames;
   staging_.begin_chunk(in.frames);
   if (twin_.on_cpu()) {
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
-    return StageStatus::kOk;
+    done = StageStatus::kOk;
+    return false;
   }
   cudaError_t e = twin_.begin_chunk(staging_.stream());
-  if (e == cudaSuccess) e = run_gpu(in, &exec);
+  if (e == cudaSuccess) e = launch_gpu(in);
+  if (e == cudaSuccess) return true;
+  done = fall_back(in, out, exec, e);
+  return false;
+}
+
+StageStatus DenoiseCudaStage::finish(const Block& in, Block& out, const Exec& exec) noexcept {
+  const cudaError_t e = staging_.finish();
   if (e != cudaSuccess) return fall_back(in, out, exec, e);
   if (staging_.output_on_device()) staging_.unstage(out.data, out.stride, in.frames);
   history_.commit(in);

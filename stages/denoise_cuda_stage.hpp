@@ -57,11 +57,19 @@ class DenoiseCudaStage final : public Stage, public GpuStage {
   void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
   const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
   bool make_output_host_valid(uint32_t frames) noexcept override { return staging_.make_output_host_valid(frames); }
+  // Two-phase work (GpuStage): begin() queues the denoiser, finish() takes its output.
+  bool two_phase() const noexcept override { return true; }
+  bool begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept override;
+  bool busy() noexcept override { return staging_.busy(); }
+  StageStatus finish(const Block& in, Block& out, const Exec& exec) noexcept override;
 
   bool on_cpu() const noexcept { return twin_.on_cpu(); }
 
  private:
-  cudaError_t run_gpu(const Block& in, const Exec* exec = nullptr) noexcept;  // in -> the staged output (and the history, copy mode)
+  // in -> the staged output (and the history, copy mode): queued (launch_gpu), or queued and
+  // waited for (run_gpu: the warm-up).
+  cudaError_t launch_gpu(const Block& in) noexcept;
+  cudaError_t run_gpu(const Block& in) noexcept;
   // The hand-over on a CUDA error: the twin primed from the input history, then this chunk.
   StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
 

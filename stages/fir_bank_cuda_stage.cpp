@@ -313,8 +313,8 @@ const FirBankCudaStage::ChunkGraph* FirBankCudaStage::convert_graph(const cuda::
   return g;
 }
 
-cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
-                                      const Exec* exec, const void* raw) noexcept {
+cudaError_t FirBankCudaStage::launch_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
+                                         bool chunk, const void* raw) noexcept {
   staging_.stage(in, in_stride, frames);  // into slot 0, unless `in` is a staged input already
   const bool from_bound = staging_.reads_bound(in);
   const int at = staging_.slot_of(in);
@@ -328,7 +328,7 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in
   if (raw) copy_in = false;
   // A chunk's (not a priming's) newest input frames back into the history, in copy mode: by
   // kernel inside the work (and any graph), else after it.
-  const bool history = exec && history_.from_device();
+  const bool history = chunk && history_.from_device();
   const bool whole = frames == max_frames_ && bank.fill() == 0 && from_bound == staging_.has_bound_input();
   const ChunkGraph* graph = whole && convert_here ? convert_graph(bank, slot, raw) : nullptr;
   if (graph) {
@@ -339,7 +339,7 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in
   // (A graph replayed for no chunk, the crossfade's second filter, writes the history again where
   // the chunk's own replay just armed it to, with the same frames.)
   if (graph && graph->history && history) history_.arm(frames);
-  return staging_.run(
+  return staging_.launch(
       [&]() -> cudaError_t {
         if (convert_here) VIGIL_CUDA_RETURN_IF_ERROR(enqueue_raw(slot, raw, frames, staging_.stream()));
         if (!graph) {
@@ -353,8 +353,14 @@ cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in
                    ? history_.enqueue(staging_.device_in(from_bound ? 0 : slot), frames, staging_.stream())
                    : cudaSuccess;
       },
-      // The graph's own events when it is all the chunk's GPU work (else run()'s, around all of it).
-      timing_, exec, graph && !convert_here && !(history && !history_.by_kernel()));
+      // The graph's own events when it is all the chunk's GPU work (else launch()'s, around all of it).
+      timing_, graph && !convert_here && !(history && !history_.by_kernel()));
+}
+
+cudaError_t FirBankCudaStage::run_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
+                                      bool chunk, const void* raw) noexcept {
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_gpu(bank, in, in_stride, frames, chunk, raw));
+  return staging_.finish();
 }
 
 void FirBankCudaStage::unwrap_history() noexcept { history_.newest(history_frames_, prime_.data(), history_frames_); }
@@ -391,17 +397,22 @@ void FirBankCudaStage::fall_back(const Block& in, Block& out, const Exec& exec, 
 }
 
 StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
+  return finish_now(in, out, exec);
+}
+
+bool FirBankCudaStage::begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept {
   out.frames = in.frames;
   staging_.begin_chunk(in.frames);  // the bands on the host only, unless the plain GPU path below runs
   const int slot = staging_.slot_of(in.data);
   const void* raw = raw_ && slot >= 0 ? exec.raw_input : nullptr;  // the chunk as captured: in.data not filled
   last_clipped_ = last_non_finite_ = 0;
   history_.discard();
+  done = StageStatus::kOk;
   if (twin_.on_cpu()) {
     if (slot >= 0) staging_.drop_upload(unsigned(slot));
     if (raw) convert_on_host(raw, in);
     cpu_->process(in.data, in.stride, in.frames, out.data, out.stride);
-    return StageStatus::kOk;
+    return false;
   }
   cudaError_t e = twin_.begin_chunk(staging_.stream());
   if (raw && (e != cudaSuccess || next_bank_)) {  // the CPU twin or the crossfade read the chunk on the host
@@ -409,7 +420,22 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
     convert_on_host(raw, in);
     raw = nullptr;
   }
-  if (e == cudaSuccess) e = run_gpu(*bank_, in.data, in.stride, in.frames, &exec, raw);
+  if (e == cudaSuccess) e = launch_gpu(*bank_, in.data, in.stride, in.frames, true, raw);
+  if (e == cudaSuccess) {
+    pending_slot_ = slot;
+    pending_raw_ = raw;
+    return true;
+  }
+  done = complete(in, out, exec, e, slot, raw);
+  return false;
+}
+
+StageStatus FirBankCudaStage::finish(const Block& in, Block& out, const Exec& exec) noexcept {
+  return complete(in, out, exec, staging_.finish(), pending_slot_, pending_raw_);
+}
+
+StageStatus FirBankCudaStage::complete(const Block& in, Block& out, const Exec& exec, cudaError_t e, int slot,
+                                       const void* raw) noexcept {
   if (e != cudaSuccess && slot >= 0) staging_.drop_upload(unsigned(slot));  // the CPU twin takes the chunk
   if (e == cudaSuccess && next_bank_ && staging_.keeps_output()) {  // the crossfade is made on the host: bring the old filter's bands back
     staging_.set_copy_out(true);
@@ -419,7 +445,7 @@ StageStatus FirBankCudaStage::process(const Block& in, Block& out, const Exec& e
     const float* h = staging_.host_out();
     std::copy(h, h + size_t(bands_) * channels_ * max_frames_, fade_.begin());
     e = cudaStreamWaitEvent(staging_.stream(), ev_primed_, 0);  // the spare primed on the reload stream
-    if (e == cudaSuccess) e = run_gpu(*next_bank_, in.data, in.stride, in.frames);
+    if (e == cudaSuccess) e = run_gpu(*next_bank_, in.data, in.stride, in.frames);  // (no chunk: the history has it)
     if (e == cudaSuccess) {
       h = staging_.host_out();
       for (size_t lane = 0; lane < size_t(bands_) * channels_; ++lane)

@@ -119,6 +119,12 @@ class FirBankCudaStage final : public Stage, public GpuStage {
   void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
   const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
   bool make_output_host_valid(uint32_t frames) noexcept override { return staging_.make_output_host_valid(frames); }
+  // Two-phase work (GpuStage): begin() queues the bank's chunk, finish() takes the bands (for a
+  // reload's crossfade, it then runs the new filter too and fades from the one to the other).
+  bool two_phase() const noexcept override { return true; }
+  bool begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept override;
+  bool busy() noexcept override { return staging_.busy(); }
+  StageStatus finish(const Block& in, Block& out, const Exec& exec) noexcept override;
 
   bool on_cpu() const noexcept { return twin_.on_cpu(); }
   // Chunks run as a replayed CUDA graph so far; chunks whose copy in was under way before their
@@ -159,12 +165,19 @@ class FirBankCudaStage final : public Stage, public GpuStage {
     void set_taps(const std::vector<std::vector<float>>& taps) { direct ? direct->set_taps(taps) : fft->set_taps(taps); }
   };
 
-  // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands, staged.
-  // exec: the chunk's (its on_gpu_wait is called while the kernels run); null for priming.
-  // raw: the chunk as captured (raw input): it goes up and is converted on the device first,
-  // unless its upload already did that.
+  // in: `frames` frames of every channel (lane c at in + c * in_stride) -> the bands, staged:
+  // queued (launch_gpu), or queued and waited for (run_gpu). chunk: a chunk's (its newest frames
+  // go into the history), not a priming's or the warm-up's. raw: the chunk as captured (raw
+  // input): it goes up and is converted on the device first, unless its upload already did that.
+  cudaError_t launch_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
+                         bool chunk = false, const void* raw = nullptr) noexcept;
   cudaError_t run_gpu(cuda::FirFilterCuda& bank, const float* in, size_t in_stride, uint32_t frames,
-                      const Exec* exec = nullptr, const void* raw = nullptr) noexcept;
+                      bool chunk = false, const void* raw = nullptr) noexcept;
+  // The chunk after the bank's first run (its error e): the crossfade of a reload, the hand-over
+  // to the CPU twin on an error, or the bands to the output.
+  StageStatus complete(const Block& in, Block& out, const Exec& exec, cudaError_t e, int slot, const void* raw) noexcept;
+  int pending_slot_ = -1;               // the queued chunk's staged input (-1: none)
+  const void* pending_raw_ = nullptr;   // and its raw samples (raw input)
   // Raw input: the chunk's samples to the slot's device input on `stream` (copy, conversion,
   // counts back to the host); the host-side conversion into a block's lanes (with the counts);
   // the newest frames into the history; the counts of the slot's last device conversion.

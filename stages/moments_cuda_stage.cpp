@@ -61,29 +61,26 @@ StreamFormat MomentsCudaStage<Cpu>::prepare(const StreamFormat& in, uint32_t max
 }
 
 template <class Cpu>
-cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
+cudaError_t MomentsCudaStage<Cpu>::launch_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
   // The producer's output still on the device (a CUDA stage that ran there this chunk): read it
   // there. Else the host block, staged (or read in place when it is the bound staging).
   const float* device_in = twin_.producer() && in.stride == max_frames_ ? twin_.producer()->device_output() : nullptr;
   if (!device_in) staging_.stage(in.data, in.stride, in.frames);
   const bool from_bound = staging_.reads_bound(in.data);
+  pending_runs_ = split.runs;
+  pending_device_in_ = device_in != nullptr;
   // Read in place, so the graph copies nothing in whose size it would fix; not the warm-up's. The
   // cell's split is checked here (the by-value launch checks its own).
   const RunGraph* g = timing_ && (device_in || staging_.mapped()) && cuda::valid_split(split)
                           ? graph_for(device_in, from_bound, split.runs)
                           : nullptr;
+  pending_graph_ = g != nullptr;
   if (g) {
     std::copy_n(split.start, split.runs + 1, starts_.host<uint32_t>());
     std::atomic_thread_fence(std::memory_order_seq_cst);  // the cell's stores before the launch's
-    const cudaError_t e =
-        staging_.run([&] { return cudaGraphLaunch(g->exec, staging_.stream()); }, timing_, nullptr, true);
-    if (e == cudaSuccess) {
-      graph_chunks_.fetch_add(1, std::memory_order_relaxed);
-      if (device_in) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
-    }
-    return e;
+    return staging_.launch([&] { return cudaGraphLaunch(g->exec, staging_.stream()); }, timing_, true);
   }
-  const cudaError_t e = staging_.run(
+  return staging_.launch(
       [&] {
         return staging_.enqueue(
             in.frames,
@@ -94,8 +91,12 @@ cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit
             from_bound, device_in);
       },
       timing_);
-  if (e == cudaSuccess && device_in && timing_) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
-  return e;
+}
+
+template <class Cpu>
+cudaError_t MomentsCudaStage<Cpu>::run_gpu(const Block& in, const cuda::RunSplit& split) noexcept {
+  VIGIL_CUDA_RETURN_IF_ERROR(launch_gpu(in, split));
+  return staging_.finish();
 }
 
 template <class Cpu>
@@ -141,24 +142,45 @@ const typename MomentsCudaStage<Cpu>::RunGraph* MomentsCudaStage<Cpu>::graph_for
 
 template <class Cpu>
 StageStatus MomentsCudaStage<Cpu>::process(const Block& in, Block& out, const Exec& exec) noexcept {
+  return finish_now(in, out, exec);
+}
+
+template <class Cpu>
+bool MomentsCudaStage<Cpu>::begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept {
   out.frames = in.frames;
-  if (twin_.on_cpu()) return cpu_.process(in, out, exec);
+  if (twin_.on_cpu()) {
+    done = cpu_.process(in, out, exec);
+    return false;
+  }
   twin_.count_chunk();
   cuda::RunSplit split;
   split.runs = cpu_.cut(in.frames, split.start, cuda::RunSplit::kMaxRuns);
   if (split.runs == 0) {  // more runs than the kernel takes (or an empty chunk): the twin sums it
     chunks_on_cpu_.fetch_add(1, std::memory_order_relaxed);
-    if (!twin_.input_on_host(in.frames)) return StageStatus::kFailed;
-    return cpu_.process(in, out, exec);
+    done = twin_.input_on_host(in.frames) ? cpu_.process(in, out, exec) : StageStatus::kFailed;
+    return false;
   }
   cudaError_t e = twin_.take_error(staging_.stream());
-  if (e == cudaSuccess) e = run_gpu(in, split);
-  if (e != cudaSuccess) {
-    twin_.hand_over(exec, e);
-    if (!twin_.input_on_host(in.frames)) return StageStatus::kFailed;
-    return cpu_.process(in, out, exec);  // the windows' state is the twin's already
-  }
-  return cpu_.process_moments(in, moments_.host<Moments>(), split.runs, exec);
+  if (e == cudaSuccess) e = launch_gpu(in, split);
+  if (e == cudaSuccess) return true;
+  done = fall_back(in, out, exec, e);
+  return false;
+}
+
+template <class Cpu>
+StageStatus MomentsCudaStage<Cpu>::finish(const Block& in, Block& out, const Exec& exec) noexcept {
+  const cudaError_t e = staging_.finish();
+  if (e != cudaSuccess) return fall_back(in, out, exec, e);
+  if (pending_graph_) graph_chunks_.fetch_add(1, std::memory_order_relaxed);
+  if (pending_device_in_ && timing_) device_input_chunks_.fetch_add(1, std::memory_order_relaxed);
+  return cpu_.process_moments(in, moments_.host<Moments>(), pending_runs_, exec);
+}
+
+template <class Cpu>
+StageStatus MomentsCudaStage<Cpu>::fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept {
+  twin_.hand_over(exec, error);
+  if (!twin_.input_on_host(in.frames)) return StageStatus::kFailed;
+  return cpu_.process(in, out, exec);  // the windows' state is the twin's already
 }
 
 template <class Cpu>

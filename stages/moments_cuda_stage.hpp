@@ -63,6 +63,11 @@ class MomentsCudaStage final : public Stage, public EventTextWriter, public GpuS
   float* input_buffer() const noexcept override { return gpu_ ? staging_.host_in() : nullptr; }
   void bind_producer(GpuStage* producer) noexcept override { twin_.bind_producer(producer); }
   bool needs_host_input() const noexcept override { return on_cpu(); }
+  // Two-phase work (GpuStage): begin() queues the sums, finish() hands them to the twin.
+  bool two_phase() const noexcept override { return true; }
+  bool begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept override;
+  bool busy() noexcept override { return staging_.busy(); }
+  StageStatus finish(const Block& in, Block& out, const Exec& exec) noexcept override;
 
   // Whether the CPU twin sums the chunks (settings it cannot take as sums, or after a CUDA error).
   bool on_cpu() const noexcept { return twin_.on_cpu(); }
@@ -82,7 +87,12 @@ class MomentsCudaStage final : public Stage, public EventTextWriter, public GpuS
   };
   static constexpr size_t kGraphs = 8;
 
+  // The chunk's sums over split's runs: queued (launch_gpu), or queued and waited for (run_gpu:
+  // the warm-up).
+  cudaError_t launch_gpu(const Block& in, const cuda::RunSplit& split) noexcept;
   cudaError_t run_gpu(const Block& in, const cuda::RunSplit& split) noexcept;
+  // After a CUDA error: the chunk on the CPU twin (the windows' state is the twin's already).
+  StageStatus fall_back(const Block& in, Block& out, const Exec& exec, cudaError_t error) noexcept;
   // The graph for a chunk so read and cut, captured now if it is new; null where none can be.
   const RunGraph* graph_for(const float* device_in, bool from_bound, uint32_t runs) noexcept;
   void destroy_graphs() noexcept;
@@ -101,6 +111,9 @@ class MomentsCudaStage final : public Stage, public EventTextWriter, public GpuS
   CudaTwin twin_;  // the fault injection, producer and hand-over
   std::atomic<uint64_t> device_input_chunks_{0}, chunks_on_cpu_{0}, graph_chunks_{0};
   bool timing_ = false;  // not during the warm-up
+  // The queued chunk (launch_gpu): its runs, whether a graph sums it, whether it reads the device.
+  uint32_t pending_runs_ = 0;
+  bool pending_graph_ = false, pending_device_in_ = false;
 };
 
 using VibrationCudaStage = MomentsCudaStage<VibrationStage>;

@@ -130,6 +130,27 @@ class GpuStage {
   // Whether process() reads its input block on the host (false: a CUDA stage that takes its
   // producer's device_output() and keeps no host history of its input).
   virtual bool needs_host_input() const noexcept { return true; }
+
+  // Two-phase work (enqueue, then complete), which the graph uses in place of process() where
+  // two_phase(): begin() queues the chunk's GPU work and returns true; the pipeline thread then
+  // has the wait (the look-ahead: no stage is on its stack), polling busy(), and finish() waits
+  // for the work and completes the chunk. False: begin() did the whole chunk (on the CPU twin, a
+  // crossfade, a failure handed over) and `done` is its status. process() is the two in one
+  // (finish_now()). RT-safe.
+  virtual bool two_phase() const noexcept { return false; }
+  virtual bool begin(const Block& /*in*/, Block& /*out*/, const Exec& /*exec*/, StageStatus& done) noexcept {
+    done = StageStatus::kFailed;
+    return false;
+  }
+  virtual bool busy() noexcept { return false; }
+  virtual StageStatus finish(const Block& /*in*/, Block& /*out*/, const Exec& /*exec*/) noexcept {
+    return StageStatus::kFailed;
+  }
+  // begin(), then finish() when the work was queued: a two-phase stage's process().
+  StageStatus finish_now(const Block& in, Block& out, const Exec& exec) noexcept {
+    StageStatus done = StageStatus::kOk;
+    return begin(in, out, exec, done) ? finish(in, out, exec) : done;
+  }
 };
 
 // The optional parts of a stage, found at setup (a dynamic_cast; never on the real-time path).

@@ -94,15 +94,13 @@ StageStatus run_chunk(Graph& graph, const std::vector<float>& x, uint32_t total,
   } else {
     fill(graph.input_block(), x, total, k);
   }
-  if (ahead) {
-    ahead->next = k + 1;
-    exec.on_gpu_wait = &LookAhead::on_gpu_wait;
-    exec.on_gpu_wait_arg = ahead;
-  }
+  if (ahead) ahead->next = k + 1;
   exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
   exec.events = &events;
   exec.events_dropped = &dropped;
-  return graph.run(exec);
+  return graph.run(exec, [&] {  // at each wait for a stage's GPU work
+    if (ahead) LookAhead::on_gpu_wait(ahead);
+  });
 }
 
 // resident: pipeline.gpu_resident (the denoiser reads the FIR's bands on the device in copy mode).
@@ -339,19 +337,24 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false, bo
       convert_to_planar(chunk(k), SampleFormat::kInt16, kMaxFrames, kChannels, kScale, in.data, in.stride, counts.data());
       for (const ConvertCounts& c : counts) clipped += c.clipped;
     }
+    void (*on_wait)(void*) = nullptr;  // at each wait for a stage's GPU work
+    void* wait_arg = nullptr;
     if (r.raw && ahead) {
       look.next = k + 1;
-      exec.on_gpu_wait = &LookAhead::on_gpu_wait;
-      exec.on_gpu_wait_arg = &look;
+      on_wait = &LookAhead::on_gpu_wait;
+      wait_arg = &look;
     } else if (r.raw && in_parts) {
       parts.next = k + 1;
-      exec.on_gpu_wait = &PartsAhead::on_gpu_wait;
-      exec.on_gpu_wait_arg = &parts;
+      on_wait = &PartsAhead::on_gpu_wait;
+      wait_arg = &parts;
     }
     exec.chunk.first_frame = uint64_t(k) * kMaxFrames;
     exec.events = &events;
     exec.events_dropped = &dropped;
-    EXPECT_EQ(graph.run(exec), StageStatus::kOk);
+    EXPECT_EQ(graph.run(exec, [&] {
+                if (on_wait) on_wait(wait_arg);
+              }),
+              StageStatus::kOk);
     if (r.raw) graph.input_counts(clipped, non_finite);
     EXPECT_EQ(non_finite, 0u);
     r.clipped.push_back(clipped);
