@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../support/ports.hpp"
+#include "../support/graphs.hpp"
 #include "../support/process.hpp"
 #include "../support/temp_dir.hpp"
 #include "../support/udp_receiver.hpp"
@@ -395,20 +396,7 @@ TEST(VigildFaults, NonFiniteInputIsCountedReplacedAndNeverPoisonsTheFilters) {
     // Paced at real time: every sample must arrive to be compared (a burst can overflow loopback,
     // and a sanitizer-slowed vigild must not fall behind).
     c << "source:\n  kind: file\n  path: " << recording << "\n  chunk_frames: 512\n  rate_factor: 1\n"
-      << R"(stages:
-  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 255
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 1000}
-      - {name: high, type: highpass, cutoff_hz: 1000}
-  - name: level
-    kind: band_rms
-    input: bands
-    window_s: 0.05
-    threshold: 10
-outputs:
+      << "stages:\n" << test::bands_stages(test::BandsGraph().taps(255).level("level").threshold(10)) << R"(outputs:
   - {kind: vita49, stream: input, destination: "127.0.0.1:)" << data.port << R"("}
   - {kind: vita49, stream: bands, destination: "127.0.0.1:)" << data.port << R"("}
   - {kind: events, destination: "127.0.0.1:)" << events.port << R"("}

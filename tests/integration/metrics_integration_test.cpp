@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "../support/ports.hpp"
+#include "../support/graphs.hpp"
 #include "../support/process.hpp"
 #include "../support/udp_receiver.hpp"
 #include "../support/vigild_run.hpp"
@@ -74,11 +75,10 @@ TEST(Metrics, PrometheusEndpointServesTheStatusCounters) {
   fs::create_directories(dir);
   const uint16_t port = test::free_tcp_port();
   const fs::path config = dir / "vigil.yaml";
-  std::ofstream(config) << R"(source: {kind: synthetic, rate_hz: 51200, channels: 2, chunk_frames: 512, rate_factor: 5}
-stages:
-  - {name: bands, kind: fir_bank, input: input, taps: 31, bands: [{name: low, type: lowpass, cutoff_hz: 1000}]}
-  - {name: level, kind: band_rms, input: bands, threshold: 0.5}
-outputs:
+  std::ofstream(config) << "source: {kind: synthetic, rate_hz: 51200, channels: 2, chunk_frames: 512, rate_factor: 5}\n"
+                        << "stages:\n"
+                        << test::bands_stages(test::BandsGraph().taps(31).low_band_only().level("level").window_s(0).threshold(0.5))
+                        << R"(outputs:
   - {kind: events, destination: "127.0.0.1:9"}
 metrics: {listen: "127.0.0.1:)" << port << R"("}
 record: {directory: )" << (dir / "rec").string() << R"(}

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../support/ports.hpp"
+#include "../support/graphs.hpp"
 #include "../support/process.hpp"
 #include "../support/temp_dir.hpp"
 
@@ -33,10 +34,7 @@ std::string multicast_config(const std::string& group, uint16_t data_port, uint1
                              const std::string& multicast_keys) {
   return "source: {kind: synthetic, rate_hz: 51200, channels: 2, chunk_frames: 512, duration_s: 1.0, rate_factor: 4,\n"
          "         signals: [{sines: [{freq_hz: 3000, amplitude: 0.3}]}, {sines: [{freq_hz: 500, amplitude: 0.3}]}]}\n"
-         "stages:\n"
-         "  - {name: bands, kind: fir_bank, input: input, taps: 63,\n"
-         "     bands: [{name: low, type: lowpass, cutoff_hz: 1000}, {name: high, type: highpass, cutoff_hz: 1000}]}\n"
-         "  - {name: alarm, kind: band_rms, input: bands, window_s: 0.05, threshold: 0.1}\n"
+         "stages:\n" + test::bands_stages(test::BandsGraph().threshold(0.1)) +
          "outputs:\n"
          "  - {kind: vita49, stream: input, destination: \"" + group + ":" + std::to_string(data_port) + "\", " +
          multicast_keys + "}\n"

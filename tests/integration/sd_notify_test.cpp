@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../support/process.hpp"
+#include "../support/graphs.hpp"
 
 namespace vigil {
 namespace {
@@ -53,8 +54,7 @@ class SdNotify : public ::testing::Test {
     std::ofstream(p) << "source: {kind: synthetic, rate_hz: 48000, channels: 2, chunk_frames: 480, rate_factor: 2,\n"
                      << "         signals: [{noise_rms: 0.1}]}\n"
                      << "pipeline: {pool_chunks: 16, test_stall_after_s: " << stall_after_s << "}\n"
-                     << "stages: [{name: bands, kind: fir_bank, input: input, taps: 31,\n"
-                     << "          bands: [{name: low, type: lowpass, cutoff_hz: 1000}]}]\n";
+                     << "stages:\n" << test::bands_stages(test::BandsGraph().taps(31).low_band_only().level(""));
     return p.string();
   }
 

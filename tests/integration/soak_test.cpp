@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "../support/process.hpp"
+#include "../support/graphs.hpp"
 #include "../support/udp_receiver.hpp"
 #include "../support/vigild_run.hpp"
 
@@ -66,10 +67,7 @@ TEST(Soak, NominalLoadLosesNothingAndHoldsMemoryAndDescriptors) {
 # are 256 ms here, still less time than the default 64 give at real time (1.3 s).
 pipeline: {pool_chunks: 256, output_slots: 256}
 stages:
-  - {name: bands, kind: fir_bank, input: input, taps: 255,
-     bands: [{name: low, type: lowpass, cutoff_hz: 1000}, {name: high, type: highpass, cutoff_hz: 1000}]}
-  - {name: level, kind: band_rms, input: bands, window_s: 0.1, threshold: 0.2}
-  - {name: hits, kind: ae_hits, input: input, threshold_db: 110, full_scale_v: 1, preamp_gain_db: 0,
+)" << test::bands_stages(test::BandsGraph().taps(255).level("level").window_s(0.1)) << R"(  - {name: hits, kind: ae_hits, input: input, threshold_db: 110, full_scale_v: 1, preamp_gain_db: 0,
      level_interval_s: 1}
 outputs:
   - {kind: vita49, stream: input, destination: "127.0.0.1:)" << data.port << R"("}

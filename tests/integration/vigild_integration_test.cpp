@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/graphs.hpp"
 #include "../support/ports.hpp"
 #include "../support/process.hpp"
 #include "../support/udp_receiver.hpp"
@@ -93,20 +94,7 @@ std::string write_config(const fs::path& dir, uint16_t data_port, uint16_t event
                          const std::string& output_keys = "") {
   const fs::path p = dir / name;
   std::ofstream(p) << (source_block.empty() ? std::string(kSyntheticSource) + extra_source + kSignals : source_block)
-                   << R"(stages:
-  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 63
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 1000}
-      - {name: high, type: highpass, cutoff_hz: 1000}
-  - name: alarm
-    kind: band_rms
-    input: bands
-    window_s: 0.05
-    threshold: 0.2
-)" << extra_stages << "outputs:\n"
+                   << "stages:\n" << test::bands_stages() << extra_stages << "outputs:\n"
                    << (send_input ? "  - kind: vita49\n    stream: input\n    destination: 127.0.0.1:" + std::to_string(data_port) + "\n" + output_keys
                                   : std::string())
                    << R"(  - kind: vita49
@@ -722,19 +710,9 @@ namespace {
 std::string reload_config(uint16_t data_port, uint16_t event_port, double cutoff_hz, double threshold, int taps = 63,
                           const std::string& extra = "") {
   std::ostringstream c;
-  c << kSyntheticSource << "  duration_s: 30\n" << kSignals << test::room_for_stalls() << R"(stages:
-  - name: bands
-    kind: fir_bank
-    input: input
-    taps: )" << taps << R"(
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: )" << cutoff_hz << R"(}
-      - {name: high, type: highpass, cutoff_hz: )" << cutoff_hz << R"(}
-  - name: alarm
-    kind: band_rms
-    input: bands
-    window_s: 0.05
-    threshold: )" << threshold << "\n" << extra << R"(outputs:
+  const test::BandsGraph graph = test::BandsGraph().taps(uint32_t(taps)).cutoff_hz(cutoff_hz).threshold(threshold);
+  c << kSyntheticSource << "  duration_s: 30\n" << kSignals << test::room_for_stalls() << "stages:\n"
+    << test::bands_stages(graph) << extra << R"(outputs:
   - kind: vita49
     stream: input
     destination: 127.0.0.1:)" << data_port << R"(
@@ -883,16 +861,7 @@ TEST(VigildOverload, OptionalStagesAreShedWhileMissesPersistAndComeBack) {
   overload_restore_s: 0.3
   test_optional_cost_ms: 8
 stages:
-  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 31
-    bands: [{name: low, type: lowpass, cutoff_hz: 1000}]
-  - name: level
-    kind: band_rms
-    input: bands
-    threshold: 0.2
-  - name: slow
+)" << test::bands_stages(test::BandsGraph().taps(31).low_band_only().level("level").window_s(0)) << R"(  - name: slow
     kind: band_rms
     input: bands
     threshold: 0.2
@@ -1315,11 +1284,7 @@ void band_rms_reads_the_bands_on_the_gpu(const std::string& graphs) {
     const fs::path p = dir / "vigil-test.yaml";
     const std::string graphs_key = graphs.empty() ? "" : ", cuda_graphs: " + graphs;
     std::ofstream(p) << kSyntheticSource << "  duration_s: 1.0\n" << kSignals << "pipeline: {backend: cuda, memory: copy"
-                     << graphs_key << R"(}
-stages:
-  - {name: bands, kind: fir_bank, input: input, taps: 63, bands: [{name: low, type: lowpass, cutoff_hz: 1000}, {name: high, type: highpass, cutoff_hz: 1000}]}
-  - {name: alarm, kind: band_rms, input: bands, window_s: 0.05, threshold: 0.2}
-outputs:
+                     << graphs_key << "}\nstages:\n" << test::bands_stages() << R"(outputs:
   - {kind: vita49, stream: input, destination: "127.0.0.1:)" << data << R"("}
   - {kind: events, destination: "127.0.0.1:)" << events << R"(", status_interval_s: 0.5}
 )";
