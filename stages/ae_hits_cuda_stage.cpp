@@ -111,11 +111,9 @@ bool AeHitsCudaStage::begin(const Block& in, Block& out, const Exec& exec, Stage
     done = cpu_.process(in, out, exec);
     return false;
   }
-  cudaError_t e = twin_.begin_chunk(staging_.stream());
-  if (e == cudaSuccess) e = launch_gpu(in, exec.chunk.first_frame);
-  if (e == cudaSuccess) return true;
-  done = fall_back(in, out, exec, e);
-  return false;
+  return twin_.queue(
+      staging_.stream(), [&] { return launch_gpu(in, exec.chunk.first_frame); },
+      [&](cudaError_t e) { return fall_back(in, out, exec, e); }, done);
 }
 
 StageStatus AeHitsCudaStage::finish(const Block& in, Block& out, const Exec& exec) noexcept {

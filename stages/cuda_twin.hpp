@@ -46,6 +46,16 @@ class CudaTwin {
     count_chunk();
     return take_error(stream);
   }
+  // The GPU part of a two-phase stage's begin() (GpuStage::begin): the chunk begun, then
+  // launch(); true when its work is queued, else `done` is fall_back(error)'s status. RT-safe.
+  template <class Launch, class FallBack>
+  bool queue(cudaStream_t stream, Launch&& launch, FallBack&& fall_back, StageStatus& done) noexcept {
+    cudaError_t e = begin_chunk(stream);
+    if (e == cudaSuccess) e = launch();
+    if (e == cudaSuccess) return true;
+    done = fall_back(e);
+    return false;
+  }
   // reset() or a reload failed on the device: the next chunk hands over. An error already
   // deferred stays. RT-safe.
   void defer(cudaError_t e) noexcept {

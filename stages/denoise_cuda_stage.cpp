@@ -103,11 +103,9 @@ bool DenoiseCudaStage::begin(const Block& in, Block& out, const Exec& exec, Stag
     done = StageStatus::kOk;
     return false;
   }
-  cudaError_t e = twin_.begin_chunk(staging_.stream());
-  if (e == cudaSuccess) e = launch_gpu(in);
-  if (e == cudaSuccess) return true;
-  done = fall_back(in, out, exec, e);
-  return false;
+  return twin_.queue(
+      staging_.stream(), [&] { return launch_gpu(in); }, [&](cudaError_t e) { return fall_back(in, out, exec, e); },
+      done);
 }
 
 StageStatus DenoiseCudaStage::finish(const Block& in, Block& out, const Exec& exec) noexcept {
