@@ -167,6 +167,8 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   bool any_on_gpu = false;
   for (const Node& n : nodes_) any_on_gpu = any_on_gpu || n.on_gpu;
   if (keep_gpu_warm_ && any_on_gpu && !keep_warm_) keep_warm_ = std::make_unique<cuda::GpuKeepWarm>();
+#else
+  (void)keep_gpu_warm_;  // no GPU to keep warm
 #endif
 }
 
