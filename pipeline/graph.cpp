@@ -226,8 +226,8 @@ Graph::Step Graph::advance(const Exec& exec) noexcept {
     Node& n = nodes_[next_node_];
     if (n.optional && shed_) continue;
     if (n.optional && test_optional_cost_ns_ > 0) sleep_until_mono_ns(mono_now_ns() + test_optional_cost_ns_);
-    const Block& in = streams_[size_t(n.input_stream)].block;
-    Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
+    const Block& in = input_of(n);
+    Block& out = output_of(n);
     out.frames = run_frames_;
     // A reader on the host of a stream kept on the device (a CUDA stage now on its CPU twin):
     // the copy back first. Failing that, the chunk is lost to this stage: a failure.
@@ -248,9 +248,7 @@ Graph::Step Graph::advance(const Exec& exec) noexcept {
 
 Graph::Step Graph::resume(const Exec& exec) noexcept {
   Node& n = nodes_[next_node_];
-  const Block& in = streams_[size_t(n.input_stream)].block;
-  Block& out = n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch;
-  if (n.gpu->finish(in, out, exec) != StageStatus::kOk) result_ = StageStatus::kFailed;
+  if (n.gpu->finish(input_of(n), output_of(n), exec) != StageStatus::kOk) result_ = StageStatus::kFailed;
   timed(next_node_++);
   return advance(exec);
 }

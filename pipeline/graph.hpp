@@ -203,6 +203,8 @@ class Graph {
   // began, the result so far.
   Step advance(const Exec& exec) noexcept;  // from next_node_ on, to the next wait or the end
   void timed(size_t node) noexcept;         // node's time, from run_t_ to now
+  const Block& input_of(const Node& n) const noexcept { return streams_[size_t(n.input_stream)].block; }
+  Block& output_of(Node& n) noexcept { return n.output_stream >= 0 ? streams_[size_t(n.output_stream)].block : n.scratch; }
   size_t next_node_ = 0;
   uint32_t run_frames_ = 0;
   int64_t run_t_ = 0;

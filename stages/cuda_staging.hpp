@@ -28,7 +28,6 @@
 #include "core/clock.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pinned_buffer.hpp"
-#include "stages/block.hpp"
 #include "core/latency_histogram.hpp"
 
 namespace vigil {

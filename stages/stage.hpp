@@ -134,8 +134,8 @@ class GpuStage {
   // Two-phase work (enqueue, then complete), which the graph uses in place of process() where
   // two_phase(): begin() queues the chunk's GPU work and returns true; the pipeline thread then
   // has the wait (the look-ahead: no stage is on its stack), polling busy(), and finish() waits
-  // for the work and completes the chunk. False: begin() did the whole chunk (on the CPU twin, a
-  // crossfade, a failure handed over) and `done` is its status. process() is the two in one
+  // for the work and completes the chunk. False: begin() did the whole chunk (on the CPU twin, or
+  // a failure handed over) and `done` is its status. process() is the two in one
   // (finish_now()). RT-safe.
   virtual bool two_phase() const noexcept { return false; }
   virtual bool begin(const Block& /*in*/, Block& /*out*/, const Exec& /*exec*/, StageStatus& done) noexcept {
