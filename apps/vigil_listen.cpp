@@ -34,6 +34,9 @@
 #include "wire/udp_gro.hpp"
 #include "wire/vita49.hpp"
 #include "wire/vrl_frame.hpp"
+#if VIGIL_HAVE_NATS
+#include "apps/listen_fleet.hpp"
+#endif
 #if VIGIL_HAVE_WEB
 #include <boost/asio/ip/address.hpp>
 
@@ -219,6 +222,70 @@ struct Recorder {
   }
 };
 
+// --nats: the fleet's stream instead of the UDP ports.
+int listen_fleet_mode(const vigil::CliArgs& args, bool as_json, bool quiet, double seconds, uint64_t max_count) {
+#if VIGIL_HAVE_NATS
+  vigil::FleetListenOptions o;
+  for (std::string urls = args.get("nats"); !urls.empty();) {
+    const size_t comma = urls.find(',');
+    std::string url = urls.substr(0, comma);
+    if (url.find("://") == std::string::npos) url = "nats://" + url;
+    o.reader.servers.push_back(url);
+    urls = comma == std::string::npos ? "" : urls.substr(comma + 1);
+  }
+  o.reader.stream = args.get("stream");
+  o.reader.subject = args.has("rig") ? "vigil." + args.get("rig") + ".>" : args.get("subject");
+  o.reader.durable = args.get("durable");
+  o.reader.ca = args.get("nats-ca");
+  o.reader.creds = args.get("nats-creds");
+  o.reader.user = args.get("nats-user");
+  if (const char* pw = std::getenv("VIGIL_NATS_PASSWORD")) o.reader.password = pw;
+  if (args.has("since") && !vigil::parse_rfc3339_utc(args.get("since"), o.reader.since_utc_ns)) {
+    std::cerr << "vigil-listen: --since: expected an RFC 3339 UTC time (2026-11-29T12:00:00Z), got '"
+              << args.get("since") << "'\n";
+    return 2;
+  }
+  try {
+    o.hold_s = args.number("hold-s", 0, 3600);
+  } catch (const std::exception& e) {
+    std::cerr << "vigil-listen: " << e.what() << "\n";
+    return 2;
+  }
+  if (args.has("create-fleet-stream")) {
+    std::vector<std::string> domains;
+    for (std::string list = args.get("source-domains"); !list.empty();) {
+      const size_t comma = list.find(',');
+      domains.push_back(list.substr(0, comma));
+      list = comma == std::string::npos ? "" : list.substr(comma + 1);
+    }
+    if (domains.empty()) {
+      std::cerr << "vigil-listen: --create-fleet-stream needs --source-domains (the rig boxes' JetStream domains)\n";
+      return 2;
+    }
+    try {
+      std::cout << vigil::create_fleet_stream(o.reader, args.get("create-fleet-stream"), domains, o.reader.stream,
+                                              int(args.number("replicas", 1, 5)))
+                << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "vigil-listen: --create-fleet-stream: " << e.what() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  o.as_json = as_json;
+  o.quiet = quiet;
+  o.seconds = seconds;
+  o.max_events = max_count;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  return vigil::listen_fleet(o, &g_stop);
+#else
+  (void)args, (void)as_json, (void)quiet, (void)seconds, (void)max_count;
+  std::cerr << "vigil-listen: --nats: this build has no NATS client (libnats-dev; VIGIL_NATS)\n";
+  return 2;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -250,6 +317,22 @@ int main(int argc, char** argv) {
       {"web-fft", true, "web view spectrum size (power of two; bins of rate/N Hz)", "1024"},
       {"web-window-s", true, "web view waveform span, seconds of signal", "1"},
       {"web-max-streams", true, "streams the web view shows (packets of more are counted; ~40 KB each)", "256"},
+      {"nats", true, "read the fleet's events from NATS JetStream at URL[,URL...] instead of UDP (docs/FLEET.md)", ""},
+      {"stream", true, "with --nats: the stream to read", "VIGIL"},
+      {"rig", true, "with --nats: only this rig's events (subjects vigil.RIG.>)", ""},
+      {"subject", true, "with --nats: the subjects to read", "vigil.>"},
+      {"since", true, "with --nats: from this UTC time on (RFC 3339; a new consumer only)", ""},
+      {"durable", true, "with --nats: the durable consumer (a second run resumes where this one stopped)",
+       "vigil-listen"},
+      {"hold-s", true, "with --nats: how long an early event waits for those before it (then: a gap)", "5"},
+      {"nats-ca", true, "with --nats: the CA certificate to trust (TLS)", ""},
+      {"nats-creds", true, "with --nats: a NATS credentials file", ""},
+      {"nats-user", true, "with --nats: user name (the password from $VIGIL_NATS_PASSWORD)", ""},
+      {"create-fleet-stream", true,
+       "with --nats: create (or update) the central stream NAME that sources --stream from each of "
+       "--source-domains, then exit", ""},
+      {"source-domains", true, "with --create-fleet-stream: the rig boxes' JetStream domains (edge1,edge2,...)", ""},
+      {"replicas", true, "with --create-fleet-stream: copies of the central stream (1, 3 or 5)", "3"},
   });
   uint64_t max_count = 0;
   double seconds = 0;
@@ -283,6 +366,7 @@ int main(int argc, char** argv) {
   }
   const bool as_json = args.has("json");
   const bool quiet = args.has("quiet");
+  if (args.has("nats")) return listen_fleet_mode(args, as_json, quiet, seconds, max_count);
   // On loopback a datagram is delivered inside the sender's send call, and waking a receiver that
   // sleeps in poll() is part of that call: a benchmark of the sender (scripts/bench-scenarios.sh
   // --busy-poll) would count this process's wake-up as the sender's. Busy-polling, it never sleeps.

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -268,6 +269,8 @@ const KindKeys kOutputKeys = {
                 "multicast_interface", "multicast_ttl", "multicast_loop"}},
     {"events", {"kind", "destination", "status_interval_s", "framing", "jumbo", "multicast_interface",
                 "multicast_ttl", "multicast_loop"}},
+    {"nats", {"kind", "servers", "rig", "subject_prefix", "stream", "types", "ca", "cert", "key", "creds", "user",
+              "password", "status_interval_s", "ack_timeout_s", "queue_events", "max_in_flight", "bucket"}},
 };
 
 // Keys a kind lacks for a reason better said than "it applies to kind: ...": (kind, key) -> why.
@@ -764,6 +767,94 @@ void read_multicast(Reader& r, const YAML::Node& n, const std::string& where, co
   r.boolean(n, where, "multicast_loop", m.loop);
 }
 
+// A NATS name: a subject token, a stream or bucket name, a rig (letters, digits, '-', '_').
+bool is_nats_name(const std::string& v) {
+  return !v.empty() && v.size() <= 64 &&
+         v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == std::string::npos;
+}
+
+// A file the output reads at start (TLS, credentials): it must be readable now.
+void readable_file(Reader& r, const YAML::Node& n, const std::string& where, const char* key, std::string& out) {
+  if (!r.string(n, where, key, out)) return;
+  if (::access(out.c_str(), R_OK) != 0)
+    r.error(n[key].Mark(), where + "." + key + ": cannot read '" + out + "': " + std::strerror(errno));
+}
+
+void read_fleet_output(Reader& r, const YAML::Node& o, const std::string& where, Settings& s) {
+  check_kind_keys(r, o, where, kOutputKeys, "nats");
+  FleetOutputSettings f;
+  if (const YAML::Node sv = o["servers"]) {
+    if (!sv.IsSequence() || sv.size() == 0) {
+      r.error(sv.Mark(), where + ".servers: expected a list of server URLs (nats://host:4222), got " + describe(sv));
+    } else {
+      f.servers.clear();
+      for (const auto& item : sv) {
+        const std::string url = item.IsScalar() ? item.Scalar() : std::string();
+        const size_t scheme = url.find("://");
+        const std::string rest = scheme == std::string::npos ? url : url.substr(scheme + 3);
+        const std::string proto = scheme == std::string::npos ? "nats" : url.substr(0, scheme);
+        if (url.empty() || rest.empty() || (proto != "nats" && proto != "tls"))
+          r.error(item.Mark(), where + ".servers: expected a URL nats://host:port or tls://host:port, got " +
+                                   (item.IsScalar() ? "'" + url + "'" : describe(item)));
+        else
+          f.servers.push_back(scheme == std::string::npos ? "nats://" + url : url);
+      }
+    }
+  }
+  if (r.string(o, where, "rig", f.rig) && !is_nats_name(f.rig))
+    r.error(o["rig"].Mark(), where + ".rig: letters, digits, '-' and '_' only (at most 64), got '" + f.rig + "'");
+  if (r.string(o, where, "subject_prefix", f.subject_prefix)) {
+    bool ok = f.subject_prefix.front() != '.' && f.subject_prefix.back() != '.' &&
+              f.subject_prefix.find("..") == std::string::npos;
+    for (const char c : f.subject_prefix)
+      if (c == '*' || c == '>' || c == ' ' || c == '\t') ok = false;
+    if (!ok)
+      r.error(o["subject_prefix"].Mark(), where + ".subject_prefix: expected dot-separated tokens without wildcards "
+                                                  "or spaces (vigil.rig1), got '" + f.subject_prefix + "'");
+  }
+  if (r.string(o, where, "stream", f.stream) && !is_nats_name(f.stream))
+    r.error(o["stream"].Mark(), where + ".stream: letters, digits, '-' and '_' only, got '" + f.stream + "'");
+  if (r.string(o, where, "bucket", f.bucket) && !is_nats_name(f.bucket))
+    r.error(o["bucket"].Mark(), where + ".bucket: letters, digits, '-' and '_' only, got '" + f.bucket + "'");
+  if (const YAML::Node t = o["types"]) {
+    if (!t.IsSequence() || t.size() == 0) {
+      r.error(t.Mark(), where + ".types: expected a list of event types, got " + describe(t));
+    } else {
+      for (const auto& item : t) {
+        const std::string v = item.IsScalar() ? item.Scalar() : std::string();
+        if (std::find(kFleetEventTypes.begin(), kFleetEventTypes.end(), v) == kFleetEventTypes.end()) {
+          std::string list;
+          for (const auto& c : kFleetEventTypes) list += (list.empty() ? "" : ", ") + c;
+          std::string msg = where + ".types: '" + v + "' is not an event type (" + list + ")";
+          if (const std::string near = nearest_key(v, kFleetEventTypes); !near.empty())
+            msg += " (did you mean '" + near + "'?)";
+          r.error(item.Mark(), msg);
+        } else {
+          f.types.push_back(v);
+        }
+      }
+    }
+  }
+  readable_file(r, o, where, "ca", f.ca);
+  readable_file(r, o, where, "cert", f.cert);
+  readable_file(r, o, where, "key", f.key);
+  readable_file(r, o, where, "creds", f.creds);
+  if (o["cert"].IsDefined() != o["key"].IsDefined())
+    r.error((o["cert"] ? o["cert"] : o["key"]).Mark(), where + ": cert and key go together (a client certificate "
+                                                              "and its private key)");
+  r.string(o, where, "user", f.user);
+  r.string(o, where, "password", f.password);
+  if (o["user"].IsDefined() != o["password"].IsDefined())
+    r.error((o["user"] ? o["user"] : o["password"]).Mark(), where + ": user and password go together");
+  if (o["creds"] && o["user"])
+    r.error(o["user"].Mark(), where + ": give a creds file or user and password, not both");
+  r.number(o, where, "status_interval_s", 0.1, 3600.0, f.status_interval_s);
+  r.number(o, where, "ack_timeout_s", 0.1, 600.0, f.ack_timeout_s);
+  r.number<uint32_t>(o, where, "queue_events", 16, 10000000, f.queue_events);
+  r.number<uint32_t>(o, where, "max_in_flight", 1, 65536, f.max_in_flight);
+  s.fleet_outputs.push_back(f);
+}
+
 void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
   if (!n.IsSequence()) {
     r.error(n.Mark(), "outputs: expected a list of outputs, got " + describe(n));
@@ -774,8 +865,13 @@ void read_outputs(Reader& r, const YAML::Node& n, Settings& s) {
     const std::string where = "outputs[" + std::to_string(i) + "]";
     if (!r.expect_map(o, where)) continue;
     std::string kind;
-    if (!r.choice(o, where, "kind", {"vita49", "events"}, kind, true)) continue;
-    if (kind == "vita49") {
+    if (!r.choice(o, where, "kind", {"vita49", "events", "nats"}, kind, true)) continue;
+    if (kind == "nats") {
+      if (!VIGIL_HAVE_NATS)
+        r.error(o["kind"].Mark(), where + ": kind nats: this vigild was built without the NATS client (libnats-dev; "
+                                          "docs/FLEET.md)");
+      read_fleet_output(r, o, where, s);
+    } else if (kind == "vita49") {
       check_kind_keys(r, o, where, kOutputKeys, "vita49");
       DataOutputSettings d;
       r.string(o, where, "stream", d.stream, true);

@@ -105,6 +105,29 @@ struct EventOutputSettings {
   bool operator==(const EventOutputSettings&) const = default;
 };
 
+// kind: nats: events to a NATS JetStream stream (docs/FLEET.md), published off the real-time
+// threads by the sink's own thread.
+struct FleetOutputSettings {
+  std::vector<std::string> servers{"nats://127.0.0.1:4222"};
+  std::string rig;             // "": the host name (up to its first '.'; other characters made '_')
+  std::string subject_prefix;  // "": vigil.<rig>
+  std::string stream = "VIGIL";  // created on the server when absent (subjects <prefix>.>)
+  std::vector<std::string> types;  // "": every type (kFleetEventTypes)
+  std::string ca, cert, key;       // TLS: the CA to trust; a client certificate and its key
+  std::string creds;               // a NATS credentials file (JWT + NKey)
+  std::string user, password;
+  double status_interval_s = 1;    // status events and the rig's heartbeat in the vigil_rigs bucket
+  double ack_timeout_s = 5;        // an unacknowledged message is resent after this long
+  uint32_t queue_events = 100000;  // unsent events held while the broker is away; beyond, the oldest go
+  uint32_t max_in_flight = 1024;   // published, not yet acknowledged
+  std::string bucket = "vigil_rigs";  // key-value bucket of rig presence ("" : none)
+  bool operator==(const FleetOutputSettings&) const = default;
+};
+
+// The event types a fleet output may select (`types`).
+inline const std::vector<std::string> kFleetEventTypes = {
+    "alarm", "ae_hit", "ae_level", "vibration", "health", "record", "source", "backend", "status", "start", "overload"};
+
 struct PipelineSettings {
   std::string backend = "auto";     // auto | cpu | cuda
   uint32_t pool_chunks = 64;        // chunks in the capture pool
@@ -180,6 +203,7 @@ struct Settings {
   std::vector<StageSettings> stages;
   std::vector<DataOutputSettings> data_outputs;
   std::vector<EventOutputSettings> event_outputs;
+  std::vector<FleetOutputSettings> fleet_outputs;
   MetricsSettings metrics;
   RecordSettings record;
   HealthSettings health;

@@ -5,13 +5,18 @@
 #include "core/cpu_relax.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "core/clock.hpp"
 #include "core/spsc_queue.hpp"
 #include "pipeline/stream_layout.hpp"
 #include "sinks/event_udp_sink.hpp"
+#if VIGIL_HAVE_NATS
+#include "sinks/nats_sink.hpp"
+#endif
 #include "sinks/vita49_udp_sink.hpp"
 
 namespace vigil {
@@ -50,6 +55,20 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
     sinks_.push_back(std::make_unique<EventUdpSink>(io_, e, kEventBatchBytes, counters_, log_));
     ++event_sinks_;
   }
+  if (options_.run_id.empty()) {
+    std::random_device rd;
+    char id[17];
+    std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
+    options_.run_id = id;
+  }
+#if VIGIL_HAVE_NATS
+  for (const FleetOutputSettings& f : settings.fleet_outputs) {
+    sinks_.push_back(std::make_unique<NatsSink>(f, options_.run_id, counters_));
+    ++event_sinks_;
+  }
+#endif
+  for (auto& sink : sinks_)
+    if (RtLog* l = sink->own_log()) sink_logs_.push_back(l);
   misses_by_ = std::make_unique<std::atomic<uint64_t>[]>(graph_.stage_count() + 2);
   update_layout(settings);
 }
@@ -319,6 +338,8 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
                      {"buffer_full", st.buffer_full},
                      {"other_errors", st.other_errors}};
     if (!st.stream.empty()) o["stream"] = st.stream;
+    for (const auto& [name, value] : st.counts) o[name] = value;
+    for (const auto& [name, value] : st.facts) o[name] = value;
     outputs.push_back(std::move(o));
   }
   j["send_refused"] = refused;

@@ -41,6 +41,8 @@ class OutputWorker {
     // its own), so a chunk of many lanes goes out in a fraction of the time on a machine with
     // cores to spare. Context packets, hit waveforms and events stay on this thread.
     uint32_t send_threads = 1;
+    // This life of the fleet outputs (their messages' ids): "" draws one (16 random hex digits).
+    std::string run_id;
   };
 
   // stream_of_output: graph stream index per data output. Opens and resolves every socket now
@@ -62,6 +64,8 @@ class OutputWorker {
   // Any thread: an event to send with the others (the output thread takes it within a pass).
   void post_event(const std::string& type, nlohmann::json body);
   RtLog& log() noexcept { return log_; }  // lines for the journal, drained by vigild
+  // The logs of sinks with a thread of their own (a fleet output's), drained by vigild too.
+  const std::vector<RtLog*>& sink_logs() const noexcept { return sink_logs_; }
   // Any thread: the stream layout sent in `start` and `status` events, from these settings (the
   // service calls it again after an in-place reload changed thresholds).
   void update_layout(const Settings& settings);
@@ -142,6 +146,7 @@ class OutputWorker {
   std::vector<std::pair<std::string, nlohmann::json>> posted_;
   OutputCounters counters_;
   RtLog log_;
+  std::vector<RtLog*> sink_logs_;
   mutable std::mutex layout_mutex_;  // status_json() only try_locks it
   nlohmann::json layout_;
   // Deadline misses by culprit: [0] waiting in the capture queue, [1] sending, [2 + i] stage i

@@ -162,6 +162,29 @@ std::string prometheus_text(const nlohmann::json& s) {
     for (const nlohmann::json& c : clocks)
       w.sample("vigil_clock_throttled", "clock=\"" + escape(c.value("clock", "")) + "\"", c.value("throttled", false) ? 1 : 0);
   }
+  // Fleet outputs (kind: nats): what each published and what came back, and whether it is connected.
+  std::vector<const nlohmann::json*> fleet;
+  const nlohmann::json outputs = s.value("outputs", nlohmann::json::array());
+  for (const nlohmann::json& o : outputs)
+    if (o.value("kind", "") == "nats") fleet.push_back(&o);
+  if (!fleet.empty()) {
+    for (const auto& [key, name, help] :
+         {std::tuple{"published", "vigil_fleet_published_total", "Events published to the fleet stream (resends included)."},
+          {"acknowledged", "vigil_fleet_acknowledged_total", "Events the fleet stream acknowledged."},
+          {"resent", "vigil_fleet_resent_total", "Events sent again for want of an acknowledgement."},
+          {"dropped", "vigil_fleet_dropped_total", "Events dropped unsent: the queue was full (the oldest go)."},
+          {"connect_failures", "vigil_fleet_connect_failures_total", "Failed attempts to connect to the broker."},
+          {"pending", "vigil_fleet_pending", "Events not yet acknowledged (queued or in flight)."}}) {
+      w.family(name, std::string(name).find("_total") != std::string::npos ? "counter" : "gauge", help);
+      for (const nlohmann::json* o : fleet)
+        w.sample(name, "rig=\"" + escape(o->value("rig", "")) + "\",stream=\"" + escape(o->value("stream", "")) + "\"",
+                 o->value(key, 0.0));
+    }
+    w.family("vigil_fleet_connected", "gauge", "1 while connected to the broker with the stream in place.");
+    for (const nlohmann::json* o : fleet)
+      w.sample("vigil_fleet_connected", "rig=\"" + escape(o->value("rig", "")) + "\",stream=\"" + escape(o->value("stream", "")) + "\"",
+               o->value("state", "") == "connected" ? 1 : 0);
+  }
   return w.str();
 }
 

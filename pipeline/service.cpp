@@ -429,6 +429,11 @@ std::string Service::describe_outputs() const {
     s += sep + std::string("events to ") + where_to(e.destination, e.multicast, is_multicast_address(e.destination.host));
     sep = ", ";
   }
+  for (const FleetOutputSettings& f : settings_.fleet_outputs) {
+    s += sep + std::string("events to NATS stream ") + f.stream + " at " + f.servers.front() +
+         (f.servers.size() > 1 ? " (+" + std::to_string(f.servers.size() - 1) + ")" : "");
+    sep = ", ";
+  }
   return *sep == ' ' ? "no outputs" : s;
 }
 
@@ -439,7 +444,9 @@ std::string Service::describe() const {
     << " chunks (" << pool_->allocator_name() << "), backend " << backend_
     << (memory_.empty() ? "" : " (" + memory_ + " memory)") << ", " << counted(graph_->stage_count(), "stage")
     << ", " << counted(settings_.data_outputs.size(), "data output") << ", "
-    << counted(settings_.event_outputs.size(), "event output") << ", " << fft_library_version();
+    << counted(settings_.event_outputs.size(), "event output") << ", ";
+  if (!settings_.fleet_outputs.empty()) s << counted(settings_.fleet_outputs.size(), "fleet output") << ", ";
+  s << fft_library_version();
   if (recorder_) s << ", recording to " << settings_.record.directory;
   if (!source_notes_.empty()) s << "; " << source_notes_;
   return s.str();

@@ -56,6 +56,8 @@ class Service {
     RtLogRecord r;
     for (RtLog* log : {&capture_->log(), &pipeline_->log(), &output_->log(), recorder_ ? &recorder_->log() : nullptr})
       while (log && log->pop(r)) sink(int(r.level), r.text);
+    for (RtLog* log : output_->sink_logs())
+      while (log->pop(r)) sink(int(r.level), r.text);
   }
   // Event seq continuity over a rebuild: read after join(), set before start().
   uint64_t next_event_seq() const noexcept { return output_->next_event_seq(); }

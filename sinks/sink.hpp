@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vigil {
 
 class DatagramBatch;
+class RtLog;
 struct OutputSlot;
 
 // What the sinks send and fail to send, summed over every sink (the status' packets_sent,
@@ -39,6 +41,10 @@ struct SinkStatus {
   const char* kind = "";
   std::string destination, stream;  // stream: data sinks only
   uint64_t datagrams = 0, refused = 0, buffer_full = 0, other_errors = 0;
+  // What this kind of output counts besides (a fleet output's acknowledgements, ...) and its
+  // facts (connection state, last error), in the status' outputs entry.
+  std::vector<std::pair<const char*, uint64_t>> counts;
+  std::vector<std::pair<const char*, std::string>> facts;
 };
 
 class Sink {
@@ -61,6 +67,8 @@ class Sink {
   virtual void housekeeping(int64_t /*now_mono_ns*/) noexcept {}
   // Any thread: the output's totals (atomics only; may throw: allocation).
   virtual SinkStatus describe() const = 0;
+  // A sink with a thread of its own logs there; vigild drains it into the journal.
+  virtual RtLog* own_log() noexcept { return nullptr; }
   // Whether this sink alone may batch the datagrams of several chunks (send_chunk's flush_now).
   virtual bool batches_chunks() const noexcept { return false; }
 };

@@ -87,7 +87,7 @@ TEST(ConfigLoader, TheShippedDefaultConfigIsValid) {
 }
 
 TEST(ConfigLoader, TheExampleConfigsAreValid) {
-  for (const char* name : {"ae-rig.yaml", "vibration-rig.yaml"}) {
+  for (const char* name : {"ae-rig.yaml", "vibration-rig.yaml", "fleet/rig.yaml"}) {
     const ConfigResult r = load_config_file(std::string(VIGIL_SOURCE_DIR) + "/config/examples/" + name);
     EXPECT_TRUE(r.errors.empty()) << format_error(name, r.errors[0]);
   }
@@ -184,9 +184,55 @@ TEST(ConfigLoader, AStageOrOutputKeyOfAnotherKindSaysWhichKindTakesIt) {
   expect_one_error(edit("    threshold: 0.5", "    threshold: 0.5\n    hop_s: 0.5"), 18, 5,
                    "unknown key 'hop_s' in stages[1] (it applies to kind: vibration, not kind: band_rms)");
   expect_one_error(edit("    stream: bands", "    stream: bands\n    status_interval_s: 1"), 21, 5,
-                   "unknown key 'status_interval_s' in outputs[0] (it applies to kind: events, not kind: vita49)");
+                   "unknown key 'status_interval_s' in outputs[0] (it applies to kind: events and kind: nats, not "
+                   "kind: vita49)");
   // A typo still gets the nearest key of its own kind.
   expect_one_error(edit("    threshold: 0.5", "    threshold: 0.5\n    windw_s: 0.1"), 18, 5, "(did you mean 'window_s'?)");
+}
+
+TEST(ConfigLoader, AFleetOutputReadsEveryKeyAndDefaults) {
+  const std::string nats = R"(
+  - kind: nats
+    servers: [nats://10.0.0.1:4222, "10.0.0.2:4222"]
+    rig: press_7
+    stream: PLANT
+    types: [alarm, ae_hit]
+    user: vigil
+    password: secret
+    ack_timeout_s: 2
+    queue_events: 5000
+)";
+  const ConfigResult r = parse_config(std::string(kValid) + nats.substr(1), "t.yaml");
+  ASSERT_TRUE(r.settings.has_value()) << (r.errors.empty() ? "" : format_error("t.yaml", r.errors[0]));
+  ASSERT_EQ(r.settings->fleet_outputs.size(), 1u);
+  const FleetOutputSettings& f = r.settings->fleet_outputs[0];
+  EXPECT_EQ(f.servers, (std::vector<std::string>{"nats://10.0.0.1:4222", "nats://10.0.0.2:4222"}));
+  EXPECT_EQ(f.rig, "press_7");
+  EXPECT_EQ(f.stream, "PLANT");
+  EXPECT_EQ(f.types, (std::vector<std::string>{"alarm", "ae_hit"}));
+  EXPECT_EQ(f.user, "vigil");
+  EXPECT_EQ(f.ack_timeout_s, 2);
+  EXPECT_EQ(f.queue_events, 5000u);
+  EXPECT_EQ(f.bucket, "vigil_rigs");
+  const ConfigResult d = parse_config(std::string(kValid) + "  - kind: nats\n", "t.yaml");
+  ASSERT_TRUE(d.settings.has_value());
+  EXPECT_EQ(d.settings->fleet_outputs[0].servers, (std::vector<std::string>{"nats://127.0.0.1:4222"}));
+  EXPECT_EQ(d.settings->fleet_outputs[0].stream, "VIGIL");
+  EXPECT_TRUE(d.settings->fleet_outputs[0].types.empty());  // every type
+}
+
+TEST(ConfigLoader, AFleetOutputsBadValuesPointAtThem) {
+  const std::string base = std::string(kValid) + "  - kind: nats\n";  // outputs[2] at line 24
+  expect_one_error(base + "    rig: press.7\n", 25, 10, "outputs[2].rig: letters, digits, '-' and '_' only");
+  expect_one_error(base + "    servers: [http://x:80]\n", 25, 15, "expected a URL nats://host:port");
+  expect_one_error(base + "    types: [alarm, alrm]\n", 25, 20, "'alrm' is not an event type");
+  expect_one_error(base + "    types: [alarm, alrm]\n", 25, 20, "(did you mean 'alarm'?)");
+  expect_one_error(base + "    user: vigil\n", 25, 11, "user and password go together");
+  expect_one_error(base + "    subject_prefix: vigil.*\n", 25, 21, "without wildcards");
+  expect_one_error(base + "    ca: /nonexistent/ca.pem\n", 25, 9, "cannot read '/nonexistent/ca.pem'");
+  expect_one_error(base + "    cert: /etc/hostname\n", 25, 11, "cert and key go together");
+  expect_one_error(base + "    destination: 127.0.0.1:1\n", 25, 5,
+                   "unknown key 'destination' in outputs[2] (it applies to kind: events and kind: vita49, not kind: nats)");
 }
 
 TEST(ConfigLoader, UnknownKeySuggestsTheNearest) {

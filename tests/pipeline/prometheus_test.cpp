@@ -32,5 +32,26 @@ TEST(Prometheus, HealthReadingsBecomeGaugesPerZoneAndClock) {
   EXPECT_EQ(text.find("# TYPE vigil_clock_hertz"), text.rfind("# TYPE vigil_clock_hertz"));
 }
 
+TEST(Prometheus, AFleetOutputsCountsAndStateBecomeMetricsPerRig) {
+  const nlohmann::json status = {
+      {"outputs",
+       {{{"kind", "events"}, {"destination", "127.0.0.1:4992"}},
+        {{"kind", "nats"}, {"rig", "press7"}, {"stream", "VIGIL"}, {"published", 1002}, {"acknowledged", 1000},
+         {"resent", 2}, {"dropped", 5}, {"connect_failures", 3}, {"pending", 7}, {"state", "connected"}},
+        {{"kind", "nats"}, {"rig", "press7"}, {"stream", "B"}, {"state", "refused"}}}}};
+  const std::string text = prometheus_text(status);
+  for (const char* line :
+       {"vigil_fleet_published_total{rig=\"press7\",stream=\"VIGIL\"} 1002\n",
+        "vigil_fleet_acknowledged_total{rig=\"press7\",stream=\"VIGIL\"} 1000\n",
+        "vigil_fleet_resent_total{rig=\"press7\",stream=\"VIGIL\"} 2\n",
+        "vigil_fleet_dropped_total{rig=\"press7\",stream=\"VIGIL\"} 5\n",
+        "vigil_fleet_connect_failures_total{rig=\"press7\",stream=\"VIGIL\"} 3\n",
+        "vigil_fleet_pending{rig=\"press7\",stream=\"VIGIL\"} 7\n",
+        "vigil_fleet_connected{rig=\"press7\",stream=\"VIGIL\"} 1\n",
+        "vigil_fleet_connected{rig=\"press7\",stream=\"B\"} 0\n", "# TYPE vigil_fleet_pending gauge\n",
+        "# TYPE vigil_fleet_resent_total counter\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
+}
+
 }  // namespace
 }  // namespace vigil
