@@ -68,6 +68,7 @@ struct NatsSink::Impl {
   std::string latest_status, latest_start;  // for the bucket, put by the sink's thread
   bool stopping = false;
   bool check_stream = false;  // a publish found no stream: create it again (a wiped server)
+  bool closed = false;        // the library's closed callback came: no callback follows it
 
   uint64_t next_seq = 0;  // output thread
   std::atomic<uint64_t> accepted{0}, published{0}, acknowledged{0}, duplicates{0}, resent{0}, dropped{0},
@@ -153,6 +154,13 @@ struct NatsSink::Impl {
     self->disconnects.fetch_add(1, std::memory_order_relaxed);
     self->set_state("reconnecting", "disconnected from the server");
   }
+  // The last callback the library makes for a connection: after it, none touches this object.
+  static void on_closed(natsConnection*, void* closure) {
+    auto* self = static_cast<Impl*>(closure);
+    const std::lock_guard<std::mutex> lock(self->mutex);
+    self->closed = true;
+    self->acked_cv.notify_all();
+  }
   static void on_reconnected(natsConnection* nc, void* closure) {
     auto* self = static_cast<Impl*>(closure);
     char url[256] = {};
@@ -178,6 +186,7 @@ struct NatsSink::Impl {
     if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
     if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, on_disconnected, this);
     if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, on_reconnected, this);
+    if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, on_closed, this);
     if (s == NATS_OK && !settings.ca.empty()) s = natsOptions_LoadCATrustedCertificates(opts, settings.ca.c_str());
     if (s == NATS_OK && !settings.ca.empty()) s = natsOptions_SetSecure(opts, true);
     if (s == NATS_OK && !settings.cert.empty())
@@ -186,6 +195,10 @@ struct NatsSink::Impl {
       s = natsOptions_SetUserCredentialsFromFiles(opts, settings.creds.c_str(), nullptr);
     if (s == NATS_OK && !settings.user.empty())
       s = natsOptions_SetUserInfo(opts, settings.user.c_str(), settings.password.c_str());
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      closed = false;  // this connection's closed callback is still to come
+    }
     if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
     natsOptions_Destroy(opts);
     if (s != NATS_OK) return s;
@@ -438,7 +451,13 @@ NatsSink::~NatsSink() {
     po.MaxWait = 1000;
     js_PublishAsyncComplete(m.js, &po);
   }
-  if (m.nc) natsConnection_Close(m.nc);
+  if (m.nc) {
+    // The library calls back on its own thread (disconnected, then closed) after Close returns:
+    // this object must outlive the last callback.
+    natsConnection_Close(m.nc);
+    std::unique_lock<std::mutex> lock(m.mutex);
+    m.acked_cv.wait_for(lock, std::chrono::seconds(10), [&] { return m.closed; });
+  }
   kvStore_Destroy(m.kv);
   jsCtx_Destroy(m.js);
   natsConnection_Destroy(m.nc);
