@@ -1,12 +1,22 @@
 #include "apps/listen_fleet.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <set>
+
 #include "core/clock.hpp"
 #include "wire/event_line.hpp"
 #include "wire/fleet_order.hpp"
+#include "wire/stream_monitor.hpp"
+#if VIGIL_HAVE_WEB
+#include "web/live_view.hpp"
+#include "web/page_assets.hpp"
+#include "web/web_server.hpp"
+#endif
 
 namespace vigil {
 
@@ -21,6 +31,35 @@ int listen_fleet(const FleetListenOptions& o, volatile std::sig_atomic_t* stop) 
   if (!o.quiet && !o.as_json)
     std::cerr << "vigil-listen: reading stream " << o.reader.stream << " (" << o.reader.subject << ") through consumer "
               << o.reader.durable << "\n";
+#if VIGIL_HAVE_WEB
+  std::unique_ptr<web::WebServer> server;
+  std::unique_ptr<web::LiveView> view;
+  if (!o.web.empty()) {
+    std::string host, why;
+    uint16_t port = 0;
+    if (!web::parse_listen_address(o.web, host, port, why)) {
+      std::cerr << "vigil-listen: --web: " << why << "\n";
+      return 2;
+    }
+    try {
+      server = std::make_unique<web::WebServer>(host, port, web::page_assets());
+    } catch (const std::exception& e) {
+      std::cerr << "vigil-listen: --web: " << e.what() << "\n";
+      return 1;
+    }
+    web::LiveView::Options vo;
+    vo.max_update_bytes = o.web_max_update_bytes;
+    view = std::make_unique<web::LiveView>(vo);
+    std::cerr << "vigil-listen: web view on " << server->url() << "\n";
+  }
+#else
+  if (!o.web.empty()) {
+    std::cerr << "vigil-listen: --web: this build has no web view (VIGIL_WEB)\n";
+    return 2;
+  }
+#endif
+  // Per rig: the alarms raised and not cleared (stage, rule, band, channel), for the fleet table.
+  std::map<std::string, std::set<std::string>> alarms_active;
   FleetOrder order(o.hold_s);
   uint64_t messages = 0, malformed = 0, emitted = 0;
   std::string last_malformed;
@@ -28,15 +67,39 @@ int listen_fleet(const FleetListenOptions& o, volatile std::sig_atomic_t* stop) 
   int64_t next_report = t0 + 1'000'000'000;
   const FleetOrder::Emit emit = [&](const std::string& rig, const std::string& run, uint64_t seq, std::string_view text) {
     ++emitted;
+    nlohmann::json ev;
+    const bool parsed = parse_event_datagram(reinterpret_cast<const uint8_t*>(text.data()), text.size(), ev) &&
+                        ev.is_object();
+    if (parsed && ev.value("type", "") == "alarm" && ev["state"].is_string()) {
+      const std::string key = ev.value("stage", "") + "/" + ev.value("rule", "") + "/" + ev.value("band", "") + "/" +
+                              (ev["channel"].is_number() ? ev["channel"].dump() : "");
+      if (ev["state"] == "raised") alarms_active[rig].insert(key);
+      else if (ev["state"] == "cleared") alarms_active[rig].erase(key);
+    }
+#if VIGIL_HAVE_WEB
+    if (view && parsed) {
+      ev["rig"] = rig;
+      view->on_event(ev);
+    }
+#endif
     if (o.quiet) return;
     if (o.as_json) {
       std::cout << R"({"kind":"event","rig":")" << rig << R"(","run":")" << run << R"(","fleet_seq":)" << seq
                 << R"(,"event":)" << text << "}\n";
       return;
     }
-    nlohmann::json ev;
-    if (parse_event_datagram(reinterpret_cast<const uint8_t*>(text.data()), text.size(), ev))
-      std::printf("[%s] %s\n", rig.c_str(), event_line(ev).c_str());
+    if (parsed) std::printf("[%s] %s\n", rig.c_str(), event_line(ev).c_str());
+  };
+  // The fleet table: a row per rig.
+  auto fleet_table = [&] {
+    nlohmann::json rows = nlohmann::json::array();
+    const int64_t now = mono_now_ns();
+    for (const auto& [rig, s] : order.rigs())
+      rows.push_back({{"rig", rig}, {"events", s.events}, {"gaps", s.gaps}, {"missing", s.missing},
+                      {"duplicates", s.duplicates}, {"runs", s.runs},
+                      {"last_seen_s_ago", std::round(double(now - s.last_seen_ns) / 1e8) / 10},
+                      {"alarms_active", alarms_active[rig].size()}});
+    return rows;
   };
   auto report = [&](bool final_report) {
     const double elapsed = double(mono_now_ns() - t0) / 1e9;
@@ -45,7 +108,7 @@ int listen_fleet(const FleetListenOptions& o, volatile std::sig_atomic_t* stop) 
       nlohmann::json rigs = nlohmann::json::object();
       for (const auto& [rig, s] : order.rigs())
         rigs[rig] = {{"events", s.events}, {"gaps", s.gaps}, {"missing", s.missing}, {"duplicates", s.duplicates},
-                     {"runs", s.runs}, {"held", s.held},
+                     {"runs", s.runs}, {"held", s.held}, {"alarms_active", alarms_active[rig].size()},
                      {"last_seen_s_ago", double(mono_now_ns() - s.last_seen_ns) / 1e9}};
       std::cout << nlohmann::json{{"kind", final_report ? "summary" : "stats"}, {"elapsed_s", elapsed},
                                   {"messages", messages}, {"events", emitted}, {"malformed", malformed},
@@ -59,13 +122,17 @@ int listen_fleet(const FleetListenOptions& o, volatile std::sig_atomic_t* stop) 
                 order.rigs().size(), (unsigned long long)malformed, reader->state() == "connected" ? "" : ", ",
                 reader->state() == "connected" ? "" : reader->state().c_str());
     for (const auto& [rig, s] : order.rigs())
-      std::printf("  rig %s: %llu events, gaps %llu (missing %llu), duplicates dropped %llu, runs %llu, last seen "
-                  "%.1f s ago\n",
+      std::printf("  rig %s: %llu events, gaps %llu (missing %llu), duplicates dropped %llu, runs %llu, alarms active "
+                "%zu, last seen %.1f s ago\n",
                   rig.c_str(), (unsigned long long)s.events, (unsigned long long)s.gaps, (unsigned long long)s.missing,
-                  (unsigned long long)s.duplicates, (unsigned long long)s.runs,
+                  (unsigned long long)s.duplicates, (unsigned long long)s.runs, alarms_active[rig].size(),
                   double(mono_now_ns() - s.last_seen_ns) / 1e9);
     std::fflush(stdout);
   };
+  const StreamMonitor no_streams;  // a fleet stream carries events only
+  int64_t next_web = t0;
+  const int server_wait_ms = o.web.empty() ? 100 : 50;
+  (void)no_streams, (void)next_web, (void)fleet_table;
   while (!*stop) {
     const int64_t now = mono_now_ns();
     if (o.seconds > 0 && now - t0 >= int64_t(o.seconds * 1e9)) break;
@@ -75,7 +142,18 @@ int listen_fleet(const FleetListenOptions& o, volatile std::sig_atomic_t* stop) 
       report(false);
       next_report += 1'000'000'000;
     }
-    reader->fetch(256, 100, [&](const FleetReader::Message& m) {
+#if VIGIL_HAVE_WEB
+    if (server && now >= next_web) {
+      next_web = now + int64_t(1e9 / o.web_updates);
+      const web::WebCounters& wc = server->counters();
+      const nlohmann::json counters{{"messages", messages}, {"events", emitted}, {"malformed", malformed},
+                                    {"connection", reader->state()}, {"fleet", fleet_table()},
+                                    {"web", {{"clients", wc.clients.load()}, {"updates_sent", wc.updates_sent.load()},
+                                             {"updates_skipped", wc.updates_skipped.load()}}}};
+      server->publish(std::make_shared<const std::string>(view->update(counters, no_streams)));
+    }
+#endif
+    reader->fetch(256, server_wait_ms, [&](const FleetReader::Message& m) {
       ++messages;
       uint64_t seq = 0;
       std::string why;

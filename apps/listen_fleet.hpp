@@ -15,6 +15,9 @@ struct FleetListenOptions {
   double seconds = 0;      // 0: until a signal
   uint64_t max_events = 0; // 0: no limit
   double hold_s = 5;       // how long an early message waits for the ones before it
+  std::string web;         // HOST:PORT: the live view with a rig selector and a fleet table ("": none)
+  double web_updates = 10; // a second
+  size_t web_max_update_bytes = 90'000;
 };
 
 // Returns the exit status (0; 1 when the stream cannot be read). Stops when *stop is set.

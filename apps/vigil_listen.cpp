@@ -275,6 +275,14 @@ int listen_fleet_mode(const vigil::CliArgs& args, bool as_json, bool quiet, doub
   o.as_json = as_json;
   o.quiet = quiet;
   o.seconds = seconds;
+  o.web = args.get("web");
+  try {
+    o.web_updates = args.number("web-updates", 0.1, 60);
+    o.web_max_update_bytes = size_t(0.9 * args.number("web-kb-per-s", 1, 1e6) * 1000 / o.web_updates);
+  } catch (const std::exception& e) {
+    std::cerr << "vigil-listen: " << e.what() << "\n";
+    return 2;
+  }
   o.max_events = max_count;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

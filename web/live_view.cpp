@@ -171,10 +171,14 @@ void LiveView::on_event(const json& ev) {
   // Periodic measurements and hits (drawn in their own chart) would flood the log and push the
   // alarms out of it.
   if (type == "ae_level" || type == "vibration" || type == "ae_hit") return;
-  events_.push_back({{"seq", field<uint64_t>(ev, "seq", 0)},
-                     {"type", type},
-                     {"alarm", type == "alarm" && field<std::string>(ev, "state", "") == "raised"},
-                     {"text", clipped(event_line(ev), 400)}});
+  // From a fleet (vigil-listen --nats): the rig it came from, for the page's rig selector.
+  const std::string rig = field<std::string>(ev, "rig", "");
+  json entry{{"seq", field<uint64_t>(ev, "seq", 0)},
+             {"type", type},
+             {"alarm", type == "alarm" && field<std::string>(ev, "state", "") == "raised"},
+             {"text", clipped((rig.empty() ? "" : "[" + rig + "] ") + event_line(ev), 400)}};
+  if (!rig.empty()) entry["rig"] = rig;
+  events_.push_back(std::move(entry));
   while (events_.size() > opt_.max_events) events_.pop_front();
 }
 

@@ -31,7 +31,8 @@ class LiveView {
 
   // A decoded data or context packet (after StreamMonitor has seen it).
   void on_packet(const vita49::Decoded& p, const StreamStats& stats);
-  // A parsed event datagram.
+  // A parsed event datagram (from a fleet: with "rig" added, shown in the log and kept for the
+  // page's rig selector; the listener's counters then carry "fleet", the table of rigs).
   void on_event(const nlohmann::json& event);
 
   // The next update: `counters` (the listener's and the web server's) are included as given.

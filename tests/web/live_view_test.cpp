@@ -97,6 +97,29 @@ TEST(LiveView, NamesStreamsDrawsThresholdsAndKeepsAlarmsInTheLog) {
   EXPECT_EQ(u["counters"]["datagrams"], 42);
 }
 
+// vigil-listen --nats: each event carries its rig into the log (for the page's rig selector), and
+// the listener's fleet table reaches the page in the counters as given.
+TEST(LiveView, AFleetsEventsKeepTheirRigAndTheFleetTableGoesThrough) {
+  LiveView view(LiveView::Options{});
+  StreamMonitor mon;
+  view.on_event({{"type", "alarm"}, {"seq", 7}, {"state", "raised"}, {"rule", "band_rms"}, {"stage", "band_alarm"},
+                 {"band", "mid"}, {"channel", 2}, {"value", 0.21}, {"threshold", 0.1}, {"rig", "press7"}});
+  view.on_event({{"type", "source"}, {"seq", 8}, {"state", "running"}, {"rig", "kiln_2"}});
+  view.on_event({{"type", "source"}, {"seq", 9}, {"state", "running"}});  // a UDP event: no rig
+  const json fleet = json::array({{{"rig", "press7"}, {"events", 10}, {"gaps", 0}, {"alarms_active", 1}},
+                                  {{"rig", "kiln_2"}, {"events", 3}, {"gaps", 1}, {"alarms_active", 0}}});
+  const json u = json::parse(view.update({{"fleet", fleet}}, mon));
+  ASSERT_EQ(u["events"].size(), 3u);
+  EXPECT_EQ(u["events"][0]["rig"], "press7");
+  EXPECT_EQ(u["events"][0]["text"].get<std::string>().rfind("[press7] event alarm seq 7", 0), 0u)
+      << u["events"][0]["text"];
+  EXPECT_TRUE(u["events"][0]["alarm"].get<bool>());
+  EXPECT_EQ(u["events"][1]["rig"], "kiln_2");
+  EXPECT_FALSE(u["events"][2].contains("rig"));
+  EXPECT_EQ(u["events"][2]["text"].get<std::string>().rfind("event source", 0), 0u);
+  EXPECT_EQ(u["counters"]["fleet"], fleet);
+}
+
 TEST(LiveView, EveryUpdateFitsTheBudgetAndEverySpectrumComesRound) {
   LiveView::Options o;
   o.max_update_bytes = 100'000;

@@ -6,7 +6,9 @@
 const state = window.vigil = {
   connected: false, connections: 0, updates: 0, bytes: 0, firstAt: 0, lastAt: 0, serverMs: 0,
   streams: {}, hits: 0, events: [], alarmsInLog: 0, counters: {}, service: {}, errors: [],
+  rig: '', rigs: [],  // vigil-listen --nats: the rig the log shows ('': all) and the fleet's rigs
 };
+let lastEvents = [];
 const charts = {};   // stream id -> {card, wave, spec, rms}
 let hitsChart = null;
 const palette = ['#4fa3ff', '#ffb347', '#5fd38d', '#ff5d5d', '#c792ea', '#f7e463', '#4dd0e1', '#ff8fb1',
@@ -162,7 +164,9 @@ function applyHits(h) {
   }
 }
 
-function applyEvents(events) {
+function applyEvents(all) {
+  lastEvents = all;
+  const events = state.rig ? all.filter(e => e.rig === state.rig) : all;
   const list = document.getElementById('events');
   list.innerHTML = '';
   let alarms = 0;
@@ -177,13 +181,51 @@ function applyEvents(events) {
   state.alarmsInLog = alarms;
 }
 
+// vigil-listen --nats: a panel with the rig selector (the event log shows that rig's) and the
+// fleet table (a row per rig: last heard from, events, gaps, alarms active; a click selects it).
+function applyFleet(fleet) {
+  let panel = document.getElementById('fleet-panel');
+  if (!panel) {
+    panel = document.createElement('div');
+    panel.className = 'panel';
+    panel.id = 'fleet-panel';
+    panel.innerHTML = '<h2>Fleet <select id="rig"><option value="">all rigs</option></select></h2><table id="fleet"></table>';
+    document.getElementById('overview').prepend(panel);
+    document.getElementById('rig').onchange = (ev) => { state.rig = ev.target.value; applyEvents(lastEvents); };
+  }
+  const select = document.getElementById('rig');
+  for (const r of fleet) {
+    if (state.rigs.includes(r.rig)) continue;
+    state.rigs.push(r.rig);
+    const opt = document.createElement('option');
+    opt.value = opt.textContent = r.rig;
+    select.appendChild(opt);
+  }
+  const table = document.getElementById('fleet');
+  table.innerHTML = '<tr><th>rig</th><th>last seen</th><th>events</th><th>gaps</th><th>alarms</th></tr>';
+  for (const r of fleet) {
+    const tr = table.insertRow();
+    if (r.alarms_active > 0 || r.gaps > 0) tr.className = 'bad';
+    if (r.rig === state.rig) tr.className += ' selected';
+    for (const v of [r.rig, fmt(r.last_seen_s_ago) + ' s', fmt(r.events), fmt(r.gaps), fmt(r.alarms_active)])
+      tr.insertCell().textContent = v;
+    tr.onclick = () => { state.rig = select.value = r.rig; applyEvents(lastEvents); };
+  }
+}
+
 function applyCounters(counters, service) {
   state.counters = counters;
   state.service = service;
   const web = counters.web || {};
   const seconds = (state.lastAt - state.firstAt) / 1000;
   state.bytesPerSecond = seconds > 0 ? state.bytes / seconds : 0;
-  const rows = [
+  const rows = counters.fleet ? [
+    ['messages', counters.messages], ['events', counters.events], ['rigs', counters.fleet.length],
+    ['malformed', counters.malformed, counters.malformed > 0],
+    ['connection', counters.connection, counters.connection !== 'connected'],
+    ['browsers', web.clients], ['updates skipped', web.updates_skipped],
+    ['to this page', fmt(state.bytesPerSecond / 1024, 3) + ' KiB/s'],
+  ] : [
     ['datagrams', counters.datagrams], ['datagrams/s', counters.datagrams_per_s],
     ['malformed', counters.malformed, counters.malformed > 0],
     ['kernel drops', counters.kernel_drops, counters.kernel_drops > 0],
@@ -210,13 +252,15 @@ function applyCounters(counters, service) {
     td.className = 'v';
     td.textContent = typeof v === 'string' ? v : fmt(v);
   }
-  document.getElementById('source').textContent = service.uptime_s === undefined ? 'no status from vigild yet'
+  document.getElementById('source').textContent = counters.fleet ? `a fleet of ${counters.fleet.length} rigs`
+    : service.uptime_s === undefined ? 'no status from vigild yet'
     : `vigild up ${fmt(service.uptime_s, 4)} s`;
 }
 
 function apply(u) {
   for (const s of u.streams) applyStream(s);
   applyHits(u.hits);
+  if (u.counters.fleet) applyFleet(u.counters.fleet);
   applyEvents(u.events);
   applyCounters(u.counters, u.service);
 }
