@@ -338,7 +338,7 @@ int main(int argc, char** argv) {
       {"nats-user", true, "with --nats: user name (the password from $VIGIL_NATS_PASSWORD)", ""},
       {"create-fleet-stream", true,
        "with --nats: create (or update) the central stream NAME that sources --stream from each of "
-       "--source-domains, then exit", ""},
+       "--source-domains, and the central vigil_rigs bucket that sources theirs, then exit", ""},
       {"source-domains", true, "with --create-fleet-stream: the rig boxes' JetStream domains (edge1,edge2,...)", ""},
       {"replicas", true, "with --create-fleet-stream: copies of the central stream (1, 3 or 5)", "3"},
   });

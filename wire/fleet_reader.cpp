@@ -114,11 +114,12 @@ std::string FleetReader::state() const {
   }
 }
 
-std::string create_fleet_stream(const FleetReaderOptions& o, const std::string& name,
-                                const std::vector<std::string>& domains, const std::string& box_stream, int replicas) {
-  natsConnection* nc = connect_to(o);
-  jsCtx* js = nullptr;
-  natsStatus s = natsConnection_JetStream(&js, nc, nullptr);
+namespace {
+
+// One central stream sourcing `box_stream` from each domain (kv: a key-value bucket's stream,
+// the latest message of each key kept). Adds "created NAME"/"updated NAME" to `did`.
+natsStatus source_stream(jsCtx* js, const std::string& name, const std::vector<std::string>& domains,
+                         const std::string& box_stream, int replicas, bool kv, std::string& did) {
   std::vector<std::string> prefixes;
   std::vector<jsExternalStream> externals(domains.size());
   std::vector<jsStreamSource> sources(domains.size());
@@ -139,25 +140,50 @@ std::string create_fleet_stream(const FleetReaderOptions& o, const std::string& 
   cfg.Replicas = replicas;
   cfg.Sources = source_ptrs.data();
   cfg.SourcesLen = int(source_ptrs.size());
+  // A bucket's stream as nats-server makes one, so that clients bind to it as a bucket; without
+  // subjects of its own: it takes only what it sources (a subject here would also capture the
+  // boxes' puts through their leaf connections).
+  if (kv) {
+    cfg.MaxMsgsPerSubject = 1;
+    cfg.AllowRollup = true;
+    cfg.DenyDelete = true;
+    cfg.AllowDirect = true;
+    cfg.Discard = js_DiscardNew;
+  }
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = jsErrCode(0);
-  std::string did = "created";
-  if (s == NATS_OK) {
-    s = js_AddStream(&si, js, &cfg, nullptr, &jerr);
-    if (s != NATS_OK && jerr == JSStreamNameExistErr) {
-      did = "updated";
-      s = js_UpdateStream(&si, js, &cfg, nullptr, &jerr);
-    }
+  natsStatus s = js_AddStream(&si, js, &cfg, nullptr, &jerr);
+  std::string what = "created";
+  if (s != NATS_OK && jerr == JSStreamNameExistErr) {
+    what = "updated";
+    s = js_UpdateStream(&si, js, &cfg, nullptr, &jerr);
   }
-  const std::string why = s == NATS_OK ? "" : failure("stream " + name, s);
   jsStreamInfo_Destroy(si);
+  if (s == NATS_OK) did += (did.empty() ? "" : "; ") + what + " " + name;
+  return s;
+}
+
+}  // namespace
+
+std::string create_fleet_stream(const FleetReaderOptions& o, const std::string& name,
+                                const std::vector<std::string>& domains, const std::string& box_stream, int replicas,
+                                const std::string& bucket) {
+  natsConnection* nc = connect_to(o);
+  jsCtx* js = nullptr;
+  std::string did, why;
+  natsStatus s = natsConnection_JetStream(&js, nc, nullptr);
+  if (s != NATS_OK) why = failure("JetStream", s);
+  if (why.empty() && (s = source_stream(js, name, domains, box_stream, replicas, false, did)) != NATS_OK)
+    why = failure("stream " + name, s);
+  const std::string kv = "KV_" + bucket;
+  if (why.empty() && (s = source_stream(js, kv, domains, kv, replicas, true, did)) != NATS_OK)
+    why = failure("bucket " + bucket + " (stream " + kv + ")", s);
   jsCtx_Destroy(js);
   natsConnection_Destroy(nc);
   if (!why.empty()) throw std::runtime_error(why);
   std::string from;
   for (const std::string& d : domains) from += (from.empty() ? "" : ", ") + d;
-  return did + " stream " + name + " (" + std::to_string(replicas) + " replicas) sourcing " + box_stream + " from " +
-         from;
+  return did + " (" + std::to_string(replicas) + " replicas), sourcing " + box_stream + " and " + kv + " from " + from;
 }
 
 }  // namespace vigil

@@ -46,9 +46,12 @@ class FleetReader {
 
 // The central stream of a fleet (docs/FLEET.md): file storage, `replicas` copies, sourcing the
 // stream `box_stream` of each rig box's JetStream domain (resuming by sequence whenever the
-// link is up). Created, or its sources and replicas updated when it exists. Returns what it did
-// ("created ...", "updated ..."); throws std::runtime_error saying what failed.
+// link is up); and beside it the key-value bucket `bucket` (rig presence: <rig>.start,
+// <rig>.status), sourcing each box's bucket the same way. Created, or their sources and replicas
+// updated when they exist. Returns what it did ("created ...", "updated ..."); throws
+// std::runtime_error saying what failed.
 std::string create_fleet_stream(const FleetReaderOptions& connection, const std::string& name,
-                                const std::vector<std::string>& domains, const std::string& box_stream, int replicas);
+                                const std::vector<std::string>& domains, const std::string& box_stream, int replicas,
+                                const std::string& bucket = "vigil_rigs");
 
 }  // namespace vigil

@@ -216,6 +216,25 @@ TEST(FleetCluster, EveryEventOnceAcrossALeaderDeathALinkCutAndALeafRestart) {
   ASSERT_EQ(seen.size(), 1u);
   expect_every_seq_once(seen.begin()->second, want, "rig r1");
   EXPECT_EQ(stream_messages(nodes[0]->url(), "FLEET"), want);  // no duplicate stored
+  // The rig's presence, read centrally: its start and its latest status from the box's bucket.
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, nodes[0]->url().c_str()), NATS_OK);
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  ASSERT_EQ(js_KeyValue(&kv, js, "vigil_rigs"), NATS_OK) << nats_GetLastError(nullptr);
+  for (const char* key : {"r1.start", "r1.status"}) {
+    kvEntry* e = nullptr;
+    for (int i = 0; i < 100 && kvStore_Get(&e, kv, key) != NATS_OK; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_NE(e, nullptr) << key << " not in the central bucket";
+    const json v = json::parse(std::string(static_cast<const char*>(kvEntry_Value(e)), size_t(kvEntry_ValueLen(e))));
+    EXPECT_EQ(v["type"], std::string(key).substr(3)) << key;
+    kvEntry_Destroy(e);
+  }
+  kvStore_Destroy(kv);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
 }
 
 TEST(FleetTwoRigs, BothRigsReadByVigilListenWithNoGapThoughTheBrokerCameLate) {
