@@ -339,6 +339,7 @@ struct NatsSink::Impl {
       if (const natsStatus s = kvStore_Put(&rev, kv, k.c_str(), text->data(), int(text->size())); s != NATS_OK) {
         const std::lock_guard<std::mutex> lock(mutex);
         last_error = "bucket " + settings.bucket + ": " + status_text(s, nats_GetLastError(nullptr));
+        if (s == NATS_NO_RESPONDERS) check_stream = true;  // the bucket is gone: made again
         if (key == std::string("start")) latest_start = *text;  // the start is kept until it is there
       }
     }
@@ -382,7 +383,11 @@ struct NatsSink::Impl {
         wake.wait_for(lock, std::chrono::milliseconds(50), [&] { return stopping; });
         continue;
       }
-      if (recheck) ready = false;  // a publish found no stream: make sure of it before the next
+      if (recheck) {  // a publish found no stream: make sure of it and the bucket before the next
+        ready = false;
+        kvStore_Destroy(kv);
+        kv = nullptr;
+      }
       if (!ready) {
         std::string why;
         if (ensure_stream(why) != NATS_OK) {

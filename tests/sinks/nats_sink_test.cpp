@@ -213,6 +213,9 @@ TEST(NatsSink, AServerKilledAndRestartedLosesNothingAndDuplicatesNothing) {
     NatsSink sink(settings_for(server, "rs"), "run1", counters);
     std::thread killer([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      // Frozen first, so that messages are in flight, unacknowledged, when it dies.
+      server.freeze();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
       server.kill();
       std::this_thread::sleep_for(std::chrono::milliseconds(700));
       EXPECT_TRUE(server.start()) << server.log();
@@ -226,6 +229,7 @@ TEST(NatsSink, AServerKilledAndRestartedLosesNothingAndDuplicatesNothing) {
     const SinkStatus st = sink.describe();
     EXPECT_EQ(count_of(st, "dropped"), 0u);
     EXPECT_GE(count_of(st, "disconnects"), 1u);
+    EXPECT_GE(count_of(st, "resent"), 1u);  // what the frozen server never acknowledged went again
     std::printf("published %llu, resent %llu, duplicates %llu\n", (unsigned long long)count_of(st, "published"),
                 (unsigned long long)count_of(st, "resent"), (unsigned long long)count_of(st, "duplicates"));
   }
@@ -255,6 +259,25 @@ TEST(NatsSink, AServerThatLostItsStreamGetsItMadeAgain) {
   const std::vector<Read> got = read_stream(server.url(), 10);
   ASSERT_EQ(got.size(), 10u);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].seq, 10 + i);
+  // The bucket is made again too: the rig's next status is there.
+  sink.send_event("status", event_text("status", 99));
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, server.url().c_str()), NATS_OK);
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  kvEntry* e = nullptr;
+  for (int i = 0; i < 100 && !e; ++i) {
+    if (!kv) js_KeyValue(&kv, js, "vigil_rigs");
+    if (kv) kvStore_Get(&e, kv, "wiped.status");
+    if (!e) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(e, nullptr) << "no wiped.status in the bucket: " << fact_of(sink.describe(), "last_error");
+  EXPECT_EQ(std::string(static_cast<const char*>(kvEntry_Value(e)), size_t(kvEntry_ValueLen(e))), event_text("status", 99));
+  kvEntry_Destroy(e);
+  kvStore_Destroy(kv);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
 }
 
 TEST(NatsSink, WrongCredentialsAreAStateAndAnErrorNotACrash) {

@@ -75,6 +75,10 @@ class NatsServer {
     }
     return false;
   }
+  // SIGSTOP: the server hangs (a frozen machine): it takes nothing in and answers nothing.
+  void freeze() {
+    if (server_) server_->signal(SIGSTOP);
+  }
   // SIGKILL: the server dies as a power cut would leave its process (its files stay).
   void kill() {
     if (server_) {
