@@ -222,17 +222,25 @@ struct Recorder {
   }
 };
 
+#if VIGIL_HAVE_NATS
+// "a,b,c" -> {a, b, c}; "" -> {}.
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    items.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return items;
+}
+#endif
+
 // --nats: the fleet's stream instead of the UDP ports.
 int listen_fleet_mode(const vigil::CliArgs& args, bool as_json, bool quiet, double seconds, uint64_t max_count) {
 #if VIGIL_HAVE_NATS
   vigil::FleetListenOptions o;
-  for (std::string urls = args.get("nats"); !urls.empty();) {
-    const size_t comma = urls.find(',');
-    std::string url = urls.substr(0, comma);
-    if (url.find("://") == std::string::npos) url = "nats://" + url;
-    o.reader.servers.push_back(url);
-    urls = comma == std::string::npos ? "" : urls.substr(comma + 1);
-  }
+  for (const std::string& url : comma_list(args.get("nats")))
+    o.reader.servers.push_back(url.find("://") == std::string::npos ? "nats://" + url : url);
   o.reader.stream = args.get("stream");
   o.reader.subject = args.has("rig") ? "vigil." + args.get("rig") + ".>" : args.get("subject");
   o.reader.durable = args.get("durable");
@@ -252,12 +260,7 @@ int listen_fleet_mode(const vigil::CliArgs& args, bool as_json, bool quiet, doub
     return 2;
   }
   if (args.has("create-fleet-stream")) {
-    std::vector<std::string> domains;
-    for (std::string list = args.get("source-domains"); !list.empty();) {
-      const size_t comma = list.find(',');
-      domains.push_back(list.substr(0, comma));
-      list = comma == std::string::npos ? "" : list.substr(comma + 1);
-    }
+    const std::vector<std::string> domains = comma_list(args.get("source-domains"));
     if (domains.empty()) {
       std::cerr << "vigil-listen: --create-fleet-stream needs --source-domains (the rig boxes' JetStream domains)\n";
       return 2;

@@ -18,6 +18,7 @@
 #include "core/rt_log.hpp"
 #include "core/thread_name.hpp"
 #include "wire/datagram_batch.hpp"
+#include "wire/nats_options.hpp"
 
 namespace vigil {
 
@@ -174,27 +175,13 @@ struct NatsSink::Impl {
   }
 
   natsStatus connect() {
+    NatsAccess access{settings.servers, "vigild " + settings.rig, 2000, settings.ca, settings.cert, settings.key,
+                      settings.creds, settings.user, settings.password};
     natsOptions* opts = nullptr;
-    natsStatus s = natsOptions_Create(&opts);
-    std::vector<const char*> servers;
-    for (const std::string& u : settings.servers) servers.push_back(u.c_str());
-    const std::string name = "vigild " + settings.rig;
-    if (s == NATS_OK) s = natsOptions_SetServers(opts, servers.data(), int(servers.size()));
-    if (s == NATS_OK) s = natsOptions_SetName(opts, name.c_str());
-    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);  // once connected, never give up
-    if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
+    natsStatus s = make_nats_options(access, &opts);
     if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, on_disconnected, this);
     if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, on_reconnected, this);
     if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, on_closed, this);
-    if (s == NATS_OK && !settings.ca.empty()) s = natsOptions_LoadCATrustedCertificates(opts, settings.ca.c_str());
-    if (s == NATS_OK && !settings.ca.empty()) s = natsOptions_SetSecure(opts, true);
-    if (s == NATS_OK && !settings.cert.empty())
-      s = natsOptions_LoadCertificatesChain(opts, settings.cert.c_str(), settings.key.c_str());
-    if (s == NATS_OK && !settings.creds.empty())
-      s = natsOptions_SetUserCredentialsFromFiles(opts, settings.creds.c_str(), nullptr);
-    if (s == NATS_OK && !settings.user.empty())
-      s = natsOptions_SetUserInfo(opts, settings.user.c_str(), settings.password.c_str());
     {
       const std::lock_guard<std::mutex> lock(mutex);
       closed = false;  // this connection's closed callback is still to come

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "wire/nats_options.hpp"
+
 namespace vigil {
 
 namespace {
@@ -34,18 +36,7 @@ namespace {
 natsConnection* connect_to(const FleetReaderOptions& o) {
   natsConnection* nc = nullptr;
   natsOptions* opts = nullptr;
-  natsStatus s = natsOptions_Create(&opts);
-  std::vector<const char*> servers;
-  for (const std::string& u : o.servers) servers.push_back(u.c_str());
-  if (s == NATS_OK) s = natsOptions_SetServers(opts, servers.data(), int(servers.size()));
-  if (s == NATS_OK) s = natsOptions_SetName(opts, "vigil-listen");
-  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 3000);
-  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, 250);
-  if (s == NATS_OK && !o.ca.empty()) s = natsOptions_LoadCATrustedCertificates(opts, o.ca.c_str());
-  if (s == NATS_OK && !o.ca.empty()) s = natsOptions_SetSecure(opts, true);
-  if (s == NATS_OK && !o.creds.empty()) s = natsOptions_SetUserCredentialsFromFiles(opts, o.creds.c_str(), nullptr);
-  if (s == NATS_OK && !o.user.empty()) s = natsOptions_SetUserInfo(opts, o.user.c_str(), o.password.c_str());
+  natsStatus s = make_nats_options({o.servers, "vigil-listen", 3000, o.ca, "", "", o.creds, o.user, o.password}, &opts);
   if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <nats/nats.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,6 +44,31 @@ inline bool tcp_port_open(uint16_t port) {
   const bool open = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
   ::close(fd);
   return open;
+}
+
+// The value of `key` in the key-value bucket on the server at `url`, waiting up to wait_s for it
+// to be there; "" when it is not.
+inline std::string bucket_value(const std::string& url, const std::string& key, double wait_s = 0,
+                                const std::string& bucket = "vigil_rigs") {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  kvEntry* e = nullptr;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  if (natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK && natsConnection_JetStream(&js, nc, nullptr) == NATS_OK)
+    for (;;) {
+      if (!kv) js_KeyValue(&kv, js, bucket.c_str());
+      if (kv) kvStore_Get(&e, kv, key.c_str());
+      if (e || std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  std::string value;
+  if (e) value.assign(static_cast<const char*>(kvEntry_Value(e)), size_t(kvEntry_ValueLen(e)));
+  kvEntry_Destroy(e);
+  kvStore_Destroy(kv);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
+  return value;
 }
 
 class NatsServer {

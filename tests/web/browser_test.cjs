@@ -13,26 +13,11 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const arg = (name) => {
-  const i = process.argv.indexOf('--' + name);
-  if (i < 0 || i + 1 >= process.argv.length) throw new Error('missing --' + name);
-  return process.argv[i + 1];
-};
-const binDir = path.resolve(arg('bin')), outDir = path.resolve(arg('out')), npmDir = path.resolve(arg('npm'));
-const chromiumPath = [process.env.VIGIL_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser']
-  .find(p => p && fs.existsSync(p));
-if (!chromiumPath) {
-  console.log('SKIP: no Chromium here (apt-get install chromium; or set VIGIL_CHROMIUM)');
-  process.exit(77);
-}
-const { chromium } = require(path.join(npmDir, 'node_modules', 'playwright-core'));
+const { setUp, checks, sleep } = require('./browser_support.cjs');
+const { binDir, outDir, chromium, chromiumPath } = setUp();
 
 const SINE_HZ = 3000, RATE = 51200;
-const failures = [];
-const check = (ok, what) => {
-  console.log((ok ? 'ok    ' : 'FAIL  ') + what);
-  if (!ok) failures.push(what);
-};
+const { check, failures } = checks();
 
 function freeUdpPort() {
   return new Promise((resolve, reject) => {
@@ -92,8 +77,6 @@ function startListener(dataPort, eventPort, log) {
     p.on('exit', code => reject(new Error('vigil-listen exited ' + code + ': ' + err)));
   });
 }
-
-const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 async function main() {
   fs.mkdirSync(outDir, { recursive: true });

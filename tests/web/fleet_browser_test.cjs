@@ -3,7 +3,7 @@
 // Chromium: both rigs in the fleet table and the rig selector, their alarms counted, and the rig
 // selector showing only the chosen rig's events. Leaves a screenshot in the output folder.
 // Usage: node fleet_browser_test.cjs --bin BUILD/apps --out DIR --npm BUILD/web-npm
-// Exit 0: passed; 1: failed; 77: skipped (no Chromium or no nats-server here), with the reason.
+// Exit 0: passed; 1: failed (also without nats-server); 77: skipped (no Chromium here), with the reason.
 'use strict';
 const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
@@ -11,34 +11,17 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 
-const arg = (name) => {
-  const i = process.argv.indexOf('--' + name);
-  if (i < 0 || i + 1 >= process.argv.length) throw new Error('missing --' + name);
-  return process.argv[i + 1];
-};
-const binDir = path.resolve(arg('bin')), outDir = path.resolve(arg('out')), npmDir = path.resolve(arg('npm'));
-const chromiumPath = [process.env.VIGIL_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser']
-  .find(p => p && fs.existsSync(p));
-if (!chromiumPath) {
-  console.log('SKIP: no Chromium here (apt-get install chromium; or set VIGIL_CHROMIUM)');
-  process.exit(77);
-}
+const { setUp, checks, sleep } = require('./browser_support.cjs');
+const { binDir, outDir, chromium, chromiumPath } = setUp();
 let natsServer = '';
 try {
   natsServer = execFileSync('/bin/sh', ['-c', 'command -v nats-server'], { encoding: 'utf8' }).trim();
 } catch (e) { /* below */ }
-if (!natsServer) {
-  console.log('SKIP: no nats-server here (apt-get install nats-server)');
-  process.exit(77);
+if (!natsServer) {  // a test dependency (scripts/deps-debian.txt), not an optional one: a failure
+  console.log('FAIL  no nats-server here (scripts/install-deps.sh installs it: apt-get install nats-server)');
+  process.exit(1);
 }
-const { chromium } = require(path.join(npmDir, 'node_modules', 'playwright-core'));
-
-const failures = [];
-const check = (ok, what) => {
-  console.log((ok ? 'ok    ' : 'FAIL  ') + what);
-  if (!ok) failures.push(what);
-};
-const sleep = ms => new Promise(r => setTimeout(r, ms));
+const { check, failures } = checks();
 
 function freeTcpPort() {
   return new Promise((resolve, reject) => {

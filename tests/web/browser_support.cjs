@@ -1,0 +1,39 @@
+// What the web view's browser tests share: their arguments, Chromium (Debian's, driven by
+// playwright-core from web/package-lock.json; exit 77, a skip, where there is none), the checks'
+// tally, and a sleep.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+const arg = (name) => {
+  const i = process.argv.indexOf('--' + name);
+  if (i < 0 || i + 1 >= process.argv.length) throw new Error('missing --' + name);
+  return process.argv[i + 1];
+};
+
+// { binDir, outDir, chromium, chromiumPath } from --bin, --out, --npm; exits 77 without Chromium.
+function setUp() {
+  const binDir = path.resolve(arg('bin')), outDir = path.resolve(arg('out')), npmDir = path.resolve(arg('npm'));
+  const chromiumPath = [process.env.VIGIL_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser']
+    .find(p => p && fs.existsSync(p));
+  if (!chromiumPath) {
+    console.log('SKIP: no Chromium here (apt-get install chromium; or set VIGIL_CHROMIUM)');
+    process.exit(77);
+  }
+  const { chromium } = require(path.join(npmDir, 'node_modules', 'playwright-core'));
+  return { binDir, outDir, chromium, chromiumPath };
+}
+
+// check(ok, what) prints and remembers; failures lists what failed.
+function checks() {
+  const failures = [];
+  const check = (ok, what) => {
+    console.log((ok ? 'ok    ' : 'FAIL  ') + what);
+    if (!ok) failures.push(what);
+  };
+  return { check, failures };
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+module.exports = { setUp, checks, sleep };
