@@ -388,6 +388,8 @@ void OutputWorker::housekeeping(bool final_report) noexcept {
       }
     }
   }
+  if (final_report)
+    for (auto& sink : sinks_) sink->settle();
   for (auto& sink : sinks_) {
     if (!sink->status_due(now, final_report)) continue;
     try {

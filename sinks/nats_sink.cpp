@@ -482,6 +482,15 @@ void NatsSink::send_events(const EventBatch& batch) noexcept {
   m.wake.notify_one();
 }
 
+void NatsSink::settle() noexcept {
+  bool connected = false;
+  {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    connected = impl_->state == "connected";
+  }
+  if (connected) wait_acknowledged(1.0);
+}
+
 bool NatsSink::status_due(int64_t now, bool final_report) noexcept {
   Impl& m = *impl_;
   const int64_t interval = int64_t(m.settings.status_interval_s * 1e9);

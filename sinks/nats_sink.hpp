@@ -36,10 +36,12 @@ class NatsSink final : public Sink {
   void send_event(std::string_view type, std::string_view text) noexcept override;
   void send_events(const EventBatch& batch) noexcept override;
   bool status_due(int64_t now_mono_ns, bool final_report) noexcept override;
+  // Connected: up to 1 s for the queue to be acknowledged (the publisher thread does the work).
+  void settle() noexcept override;
   SinkStatus describe() const override;
   RtLog* own_log() noexcept override;
 
-  // Waits (any thread but the output thread) until everything queued so far is acknowledged or
+  // Waits (the output thread only at the end of a run) until everything queued so far is acknowledged or
   // timeout_s passed; whether it was. For tests and the drain at stop.
   bool wait_acknowledged(double timeout_s) const;
 

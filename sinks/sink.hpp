@@ -63,6 +63,9 @@ class Sink {
   // Whether a status event is due at `now` (monotonic ns): the output thread then writes one and
   // hands it to send_event(). The final report goes to every sink that takes events.
   virtual bool status_due(int64_t /*now_mono_ns*/, bool /*final_report*/) noexcept { return false; }
+  // Output thread, at the end of a run just before the final report: a bounded wait for what the
+  // sink queued to leave, so that the report counts it as delivered, not as pending.
+  virtual void settle() noexcept {}
   // Once a pass: watch the receiver, log what changed.
   virtual void housekeeping(int64_t /*now_mono_ns*/) noexcept {}
   // Any thread: the output's totals (atomics only; may throw: allocation).

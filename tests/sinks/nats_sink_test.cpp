@@ -163,6 +163,34 @@ TEST(NatsSink, OnlyTheSelectedTypesAndThePresenceInTheBucket) {
   EXPECT_EQ(test::bucket_value(server.url(), "r2.status"), event_text("status", 11));
 }
 
+// The output thread settles its sinks before the final report: a connected fleet output then
+// reports a burst just handed to it as acknowledged, not pending; one without a broker does not wait.
+TEST(NatsSink, SettlingBeforeTheFinalReportDeliversWhatWasQueuedOnlyWhenConnected) {
+  REQUIRE_NATS_SERVER();
+  TempDir dir("nats-settle");
+  NatsServer server(dir.path);
+  SinkCounters counters;
+  {
+    NatsSink away(settings_for(server, "rig_a"), "run1", counters);  // the server is not started yet
+    for (uint64_t i = 0; i < 50; ++i) away.send_event("alarm", event_text("alarm", i));
+    const auto t0 = std::chrono::steady_clock::now();
+    away.settle();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+    EXPECT_EQ(count_of(away.describe(), "pending"), 50u);
+  }
+  ASSERT_TRUE(server.start()) << server.log();
+  NatsSink sink(settings_for(server, "rig_b"), "run2", counters);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (fact_of(sink.describe(), "state") != "connected" && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(fact_of(sink.describe(), "state"), "connected") << fact_of(sink.describe(), "last_error");
+  for (uint64_t i = 0; i < 2000; ++i) sink.send_event("ae_hit", event_text("ae_hit", i));
+  sink.settle();
+  const SinkStatus st = sink.describe();
+  EXPECT_EQ(count_of(st, "pending"), 0u);
+  EXPECT_EQ(count_of(st, "acknowledged"), 2000u);
+}
+
 TEST(NatsSink, BrokerAbsentAtStartQueuesAndDropsTheOldestBeyondTheBound) {
   REQUIRE_NATS_SERVER();
   TempDir dir("nats-absent");
