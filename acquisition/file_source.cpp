@@ -39,6 +39,14 @@ uint64_t file_size(const std::string& path) {
   return uint64_t(f.tellg());
 }
 
+// Bytes after the last whole frame are not replayed: said, not dropped in silence.
+void note_partial_frame(const std::string& path, uint64_t data_bytes, uint64_t frame_bytes, RecordingInfo& info) {
+  if (const uint64_t rest = data_bytes % frame_bytes)
+    info.cuts.push_back(path + ": the data ends in a partial frame: " + std::to_string(rest) + " of its " +
+                        std::to_string(frame_bytes) + " bytes after frame " + std::to_string(data_bytes / frame_bytes) +
+                        " are left out (the file holds " + std::to_string(data_bytes / frame_bytes) + " whole frames)");
+}
+
 RecordingInfo probe_wav(const std::string& path) {
   const WavHeader w = read_wav_header(path);
   RecordingInfo info;
@@ -52,7 +60,14 @@ RecordingInfo probe_wav(const std::string& path) {
   else if (w.format == 3 && w.bits == 32) info.format = SampleFormat::kFloat32;
   else fail(path, "unsupported WAV format " + std::to_string(w.format) + " with " + std::to_string(w.bits) +
                   " bits (PCM 16/24/32 and float 32 are supported)");
-  info.frames = w.data_bytes / (uint64_t(info.bytes_per_sample_on_disk) * info.channels);
+  const uint64_t frame_bytes = uint64_t(info.bytes_per_sample_on_disk) * info.channels;
+  info.frames = w.data_bytes / frame_bytes;
+  if (w.data_bytes < w.data_bytes_declared)
+    info.cuts.push_back(path + ": the header declares " + std::to_string(w.data_bytes_declared / frame_bytes) +
+                        " frames (" + std::to_string(w.data_bytes_declared) + " bytes of data), the file holds " +
+                        std::to_string(info.frames) + ": the last " +
+                        std::to_string(w.data_bytes_declared / frame_bytes - info.frames) + " are missing");
+  note_partial_frame(path, w.data_bytes, frame_bytes, info);
   return info;
 }
 
@@ -79,6 +94,7 @@ RecordingInfo probe_sigmf(const std::string& path) {
   if (info.channels < 1 || info.channels > 1024) fail(meta_path, "core:num_channels must be 1..1024");
   const uint64_t bytes = file_size(info.data_path);
   info.frames = bytes / (uint64_t(info.bytes_per_sample_on_disk) * info.channels);
+  note_partial_frame(info.data_path, bytes, uint64_t(info.bytes_per_sample_on_disk) * info.channels, info);
   if (meta.contains("captures") && meta["captures"].is_array()) {
     const nlohmann::json& caps = meta["captures"];
     for (size_t i = 0; i < caps.size(); ++i) {
@@ -178,9 +194,11 @@ RecordingInfo probe_sigmf_folder(const std::string& path) {
   if (metas.empty()) fail(path, folder_hint(path));
   std::sort(metas.begin(), metas.end());
   RecordingInfo all;
+  std::vector<std::string> all_cuts;
   uint64_t shift = 0;  // added to the global indexes of the run being read
   for (const std::string& meta : metas) {
     RecordingInfo f = probe_sigmf(meta);
+    all_cuts.insert(all_cuts.end(), f.cuts.begin(), f.cuts.end());
     if (f.frames == 0) continue;  // a run stopped before its first chunk: nothing to replay
     if (all.parts.empty()) {
       all = f;  // its format, start time, and data path and offset (the first part's)
@@ -222,6 +240,7 @@ RecordingInfo probe_sigmf_folder(const std::string& path) {
     all.frames += f.frames;
   }
   if (all.parts.empty()) fail(path, "its SigMF recordings hold no complete frame");
+  all.cuts = std::move(all_cuts);
   return all;
 }
 

@@ -64,6 +64,9 @@ struct RecordingInfo {
   // At least one; a folder's files in order. data_path, data_offset and frames above: the
   // first part's path and offset, all parts' frames (segments' sample_start counts across them).
   std::vector<RecordingPart> parts;
+  // What the files do not hold that their headers promise (a WAV cut short) or hold beyond their
+  // last whole frame: one sentence each, naming the file, said by --check-config and at start.
+  std::vector<std::string> cuts;
 };
 
 // Reads and checks a recording's header. Throws std::runtime_error naming the file and the problem.

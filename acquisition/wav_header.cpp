@@ -47,6 +47,7 @@ WavHeader read_wav_header(const std::string& path) {
     } else if (!std::memcmp(ch, "data", 4)) {
       h.data_offset = body;
       h.data_bytes = std::min<uint64_t>(size, file_bytes - body);
+      h.data_bytes_declared = size;
       have_data = true;
     }
     f.seekg(std::streamoff(body + size + (size & 1)));  // chunks are padded to even sizes

@@ -14,6 +14,7 @@ struct WavHeader {
   uint16_t bits = 0;         // per sample
   uint64_t data_offset = 0;  // bytes from the start of the file
   uint64_t data_bytes = 0;   // as declared, cut to what the file holds (a truncated file keeps what it has)
+  uint64_t data_bytes_declared = 0;  // what the data chunk's header says
 };
 
 // Throws std::runtime_error "PATH: why" (cannot open, not RIFF/WAVE, truncated or missing fmt,

@@ -63,6 +63,10 @@ int check_config(const std::string& path, bool look_up_names) {
   vigil::ConfigResult r = vigil::load_config_file(path);
   for (const auto& e : r.errors) std::cerr << vigil::format_error(path, e) << "\n";
   if (!r.settings) return kExitUsage;
+  for (vigil::ConfigError w : r.warnings) {
+    w.message = "warning: " + w.message;
+    std::cerr << vigil::format_error(path, w) << "\n";
+  }
   bool names_ok = true;
   std::map<std::string, std::pair<vigil::NameLookup, std::string>> seen;  // each name looked up once
   const std::string wait_s = std::to_string(int(vigil::NameWait{}.timeout_s));
@@ -204,6 +208,7 @@ bool reload(const std::string& path, std::unique_ptr<vigil::Service>& service) {
     service = std::make_unique<vigil::Service>(old);
   }
   vigil::log::line(Level::kInfo, "vigild: " + service->describe());
+  for (const std::string& w : service->source_warnings()) vigil::log::line(Level::kWarning, "vigild: " + w);
   vigil::log::line(Level::kInfo, "vigild: " + service->describe_outputs());
   service->set_next_event_seq(seq);  // receivers see one unbroken event sequence
   service->post_event("reload", event);
@@ -326,6 +331,8 @@ int main(int argc, char** argv) {
   }
   vigil::log::line(vigil::log::Level::kInfo, std::string("vigild ") + VIGIL_VERSION + ": config " + path);
   vigil::log::line(vigil::log::Level::kInfo, "vigild: " + service->describe());
+  for (const std::string& w : service->source_warnings())
+    vigil::log::line(vigil::log::Level::kWarning, "vigild: " + w);
   vigil::log::line(vigil::log::Level::kInfo, "vigild: " + service->describe_outputs());
   std::unique_ptr<vigil::MetricsServer> metrics;
   if (settings->metrics.enabled) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <cmath>
 #include <filesystem>
@@ -57,6 +58,7 @@ std::string range_str(T lo, T hi) {
 class Reader {
  public:
   std::vector<ConfigError> errors;
+  std::vector<ConfigError> warnings;
   std::vector<HostPlace> hosts;
 
   void host(const YAML::Node& value, const std::string& where, const std::string& name,
@@ -344,6 +346,9 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
       sp.rate_hz = info.rate_hz;
       sp.channels = info.channels;
       sp.format = info.format;
+      const YAML::Mark m = n["path"].Mark();
+      for (const std::string& cut : info.cuts)
+        r.warnings.push_back({m.line + 1, m.column + 1, "source.path: " + cut});
     } catch (const std::exception& e) {
       r.error(n["path"].Mark(), "source.path: " + std::string(e.what()));
     }
@@ -602,7 +607,8 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
   r.string(n, where, "name", st.name, true);
   r.string(n, where, "input", st.input, true);
   if (!r.choice(n, where, "kind", {"fir_bank", "wavelet_denoise", "band_rms", "ae_hits", "vibration"}, st.kind, true)) {
-    r.check_keys(n, where, {"name", "kind", "input", "optional"});
+    // A kind given but wrong: its keys cannot be judged (the kind's error says what to fix).
+    if (!n["kind"]) r.check_keys(n, where, {"name", "kind", "input", "optional"});
     return;
   }
   if (r.boolean(n, where, "optional", st.optional) && st.optional &&
@@ -991,8 +997,57 @@ void check_decimation(Reader& r, const YAML::Node& o, const std::string& where, 
   }
 }
 
-// Cross-references: stage inputs, output streams, pool size.
+// Every name and text in the config ends up in JSON events, which must be UTF-8: a scalar (key or
+// value) that is not is an error at that scalar. Returns the offset of the first bad byte, or npos.
+size_t invalid_utf8_at(const std::string& text) {
+  const auto* b = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = b[i];
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+    else return i;
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((b[i + k] & 0xC0) != 0x80) return i;
+      cp = cp << 6 | (b[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;  // overlong, too large, surrogate
+    i += len;
+  }
+  return std::string::npos;
+}
+
+void check_utf8(Reader& r, const YAML::Node& n) {
+  if (n.IsScalar()) {
+    const std::string& text = n.Scalar();
+    if (const size_t at = invalid_utf8_at(text); at != std::string::npos) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", unsigned(static_cast<unsigned char>(text[at])));
+      r.error(n.Mark(), "'" + text.substr(0, at) + "...' is not valid UTF-8 (byte " + byte + " at offset " +
+                            std::to_string(at) + "): names and text in the config must be UTF-8, as the events "
+                            "that carry them are");
+    }
+    return;
+  }
+  if (n.IsSequence())
+    for (const auto& item : n) check_utf8(r, item);
+  else if (n.IsMap())
+    for (const auto& kv : n) {
+      check_utf8(r, kv.first);
+      check_utf8(r, kv.second);
+    }
+}
+
+// The stages' names and references and the outputs' streams: checked with every other error, so
+// that one run of --check-config reports them all (each stage read so far is in s.stages, in
+// order, even where it had errors; a name or input in error is left empty and skipped here).
 void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
+  const bool clean = r.errors.empty();  // the values decimation is checked against are right
   std::set<std::string> names{"input"};
   std::set<std::string> sample_streams{"input"};
   std::set<std::string> waveform_streams;  // ae_hits stages that capture hit waveforms
@@ -1011,9 +1066,14 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
       r.error(sn["input"].Mark(), msg);
     }
     names.insert(st.name);
-    if (st.kind == "fir_bank" || st.kind == "wavelet_denoise") sample_streams.insert(st.name);
-    if (st.kind == "ae_hits" && std::get<AeHitSettings>(st.params).waveform_s > 0) waveform_streams.insert(st.name);
+    // A stage whose kind is in error may be meant to give samples: no second error for its readers.
+    if (st.kind == "fir_bank" || st.kind == "wavelet_denoise" || st.kind.empty()) sample_streams.insert(st.name);
+    if (const auto* hits = std::get_if<AeHitSettings>(&st.params); st.kind == "ae_hits" && hits && hits->waveform_s > 0)
+      waveform_streams.insert(st.name);
   }
+  // No stages read while there are other errors (a misspelled `stages:` key among them): the
+  // streams the outputs name cannot be judged.
+  if (!root["stages"] && !clean) return;
   const YAML::Node outs = root["outputs"];
   size_t data_index = 0;
   for (size_t i = 0; outs && outs.IsSequence() && i < outs.size(); ++i) {
@@ -1021,7 +1081,7 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
     if (data_index >= s.data_outputs.size()) break;
     const DataOutputSettings& out = s.data_outputs[data_index++];
     const std::string& stream = out.stream;
-    if (out.decimation > 1 && !stream.empty()) check_decimation(r, outs[i], "outputs[" + std::to_string(i) + "]", out, s);
+    if (clean && out.decimation > 1 && !stream.empty()) check_decimation(r, outs[i], "outputs[" + std::to_string(i) + "]", out, s);
     if (stream.empty() || sample_streams.count(stream) || waveform_streams.count(stream)) continue;
     std::vector<std::string> cands(sample_streams.begin(), sample_streams.end());
     std::string msg = "outputs[" + std::to_string(i) + "].stream: no stream of samples named '" + stream + "'";
@@ -1032,6 +1092,11 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
     if (!near.empty()) msg += " (did you mean '" + near + "'?)";
     r.error(outs[i]["stream"].Mark(), msg);
   }
+}
+
+// The memory the source's format and the pipeline ask for: only once everything else is right
+// (the sizes come from values that may be in error themselves).
+void check_sizes(Reader& r, const YAML::Node& root, Settings& s) {
   const SyntheticSpec& sp = s.synthetic;
   const uint64_t chunk_bytes = uint64_t(sp.chunk_frames) * sp.channels * bytes_per_sample(sp.format);
   const uint64_t pool_bytes = chunk_bytes * s.pipeline.pool_chunks;
@@ -1151,7 +1216,7 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
   s.config_sha256 = sha256_hex(yaml_text);
   if (!root || root.IsNull()) {
     r.error(YAML::Mark(), "the file is empty (expected a mapping with source, stages and outputs)");
-  } else if (r.expect_map(root, "top level")) {
+  } else if (check_utf8(r, root); r.expect_map(root, "top level")) {
     r.check_keys(root, "the top level", {"source", "pipeline", "stages", "outputs", "metrics", "record", "health"});
     if (root["source"]) read_source(r, root["source"], s);
     if (root["pipeline"]) read_pipeline(r, root["pipeline"], s);
@@ -1170,9 +1235,11 @@ ConfigResult parse_config(const std::string& yaml_text, const std::string& path)
     if (root["metrics"]) read_metrics(r, root["metrics"], s);
     if (root["record"]) read_record(r, root["record"], s);
     if (root["health"]) read_health(r, root["health"], s);
-    if (r.errors.empty()) check_graph(r, root, s);
+    check_graph(r, root, s);
+    if (r.errors.empty()) check_sizes(r, root, s);
   }
   result.errors = std::move(r.errors);
+  result.warnings = std::move(r.warnings);
   result.hosts = std::move(r.hosts);
   std::stable_sort(result.hosts.begin(), result.hosts.end(), [](const HostPlace& a, const HostPlace& b) {
     return a.line != b.line ? a.line < b.line : a.column < b.column;

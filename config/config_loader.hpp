@@ -34,6 +34,7 @@ struct HostPlace {
 struct ConfigResult {
   std::optional<Settings> settings;  // set when errors is empty
   std::vector<ConfigError> errors;   // sorted by line, then column
+  std::vector<ConfigError> warnings; // what is loaded but not as written (a recording cut short); sorted
   std::vector<HostPlace> hosts;      // sorted by line, then column
 };
 

@@ -16,7 +16,10 @@ constexpr uint32_t kMaxChannels = 1024;
 
 template <typename T>
 __device__ inline float convert_one(T x, float scale, bool& clipped, bool& non_finite) {
-  clipped = x == std::numeric_limits<T>::min() || x == std::numeric_limits<T>::max();
+  // The CPU rule (dsp/sample_convert.hpp): int32 clips where its top 24 bits are at full scale.
+  constexpr T kMin = sizeof(T) == 4 ? T(std::numeric_limits<T>::min() + 0xFF) : std::numeric_limits<T>::min();
+  constexpr T kMax = sizeof(T) == 4 ? T(std::numeric_limits<T>::max() - 0xFF) : std::numeric_limits<T>::max();
+  clipped = x <= kMin || x >= kMax;
   non_finite = false;
   return static_cast<float>(x) * scale;
 }

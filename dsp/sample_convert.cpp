@@ -24,17 +24,19 @@ uint32_t tile_frames(uint32_t channels) noexcept {
 }
 
 // One sample type's scalar rule and its four-lane twin, which must give the same floats and
-// counts. int: clipped at the type's min or max; float: NaN/Inf become 0 and count as non-finite,
+// counts. int: clipped at full scale (see IntRule); float: NaN/Inf become 0 and count as non-finite,
 // clipped at |x| >= 1. Counts are per lane: -1 where a lane's sample counts (vector compares).
 template <typename T>
 struct Rule;
 
 template <typename T>
 struct IntRule {
-  static constexpr T kMin = std::numeric_limits<T>::min();
-  static constexpr T kMax = std::numeric_limits<T>::max();
+  // int32 carries 24-bit samples left-justified (ALSA S24_3LE, 24-bit WAV): their full scale is
+  // 0x7FFFFF00 and INT32_MIN, so an int32 sample clips when its top 24 bits are at full scale.
+  static constexpr T kMin = sizeof(T) == 4 ? T(std::numeric_limits<T>::min() + 0xFF) : std::numeric_limits<T>::min();
+  static constexpr T kMax = sizeof(T) == 4 ? T(std::numeric_limits<T>::max() - 0xFF) : std::numeric_limits<T>::max();
   static float scalar(T x, uint64_t& clipped, uint64_t&) noexcept {
-    clipped += (x == kMin || x == kMax) ? 1u : 0u;
+    clipped += (x <= kMin || x >= kMax) ? 1u : 0u;
     return static_cast<float>(x);
   }
   // Four samples at p (contiguous).
@@ -48,7 +50,7 @@ struct IntRule {
     } else {
       std::memcpy(&i, p, sizeof i);
     }
-    clipped -= (i == int32_t(kMin)) | (i == int32_t(kMax));  // a compare gives -1 where true
+    clipped -= (i <= int32_t(kMin)) | (i >= int32_t(kMax));  // a compare gives -1 where true
     return __builtin_convertvector(i, v4f);
   }
 };

@@ -11,12 +11,14 @@ namespace vigil {
 
 // Per-channel counts from one conversion. Added to, never reset, by convert_to_planar.
 struct ConvertCounts {
-  uint64_t clipped = 0;     // samples at the format's full-scale code (int) or |x| >= 1 (float)
+  uint64_t clipped = 0;     // samples at the format's full scale (int) or |x| >= 1 (float)
   uint64_t non_finite = 0;  // NaN or Inf (float input only); replaced with 0 in the output
 };
 
 // A sample counts as clipped when it sits at full scale:
-//   int16: -32768 or 32767; int32: INT32_MIN or INT32_MAX; float32: |x| >= 1.0 (before scaling).
+//   int16: -32768 or 32767; int32: the top 24 bits at -2^23 or 2^23-1 (x <= INT32_MIN + 255 or
+//   x >= INT32_MAX - 255: 24-bit samples arrive left-justified, their positive full scale is
+//   0x7FFFFF00); float32: |x| >= 1.0 (before scaling).
 // Non-finite float samples are written as 0.0f and counted, so they never reach filter state.
 //
 // in:         frames * channels interleaved samples of `format` (frame-major).

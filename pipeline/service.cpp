@@ -93,8 +93,11 @@ Service::Service(const Settings& settings) : settings_(settings) {
   backend_ = graph_backend.cuda ? "cuda" : "cpu";
   memory_ = graph_backend.cuda ? (graph_backend.mapped ? "mapped" : "copy") : "";
 
-  if (settings_.source_kind == "file")
-    source_ = std::make_unique<FileSource>(settings_.file);
+  if (settings_.source_kind == "file") {
+    auto file = std::make_unique<FileSource>(settings_.file);
+    source_warnings_ = file->info().cuts;
+    source_ = std::move(file);
+  }
 #if VIGIL_HAVE_ALSA
   else if (settings_.source_kind == "alsa") {
     auto alsa = std::make_unique<AlsaSource>(settings_.alsa);

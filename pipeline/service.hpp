@@ -73,12 +73,15 @@ class Service {
   const std::string& backend() const noexcept { return backend_; }
   std::string describe() const;         // one line for the log
   std::string describe_outputs() const; // where each output goes, one line for the log
+  // What the start should warn of: a recording that holds less than its header says (the source's).
+  const std::vector<std::string>& source_warnings() const noexcept { return source_warnings_; }
 
  private:
   Settings settings_;
   std::string backend_;
   std::string memory_;        // cuda: how staging reaches the GPU (copy | mapped)
   std::string source_notes_;  // e.g. what an ALSA device granted
+  std::vector<std::string> source_warnings_;
   std::vector<std::string> wisdom_notes_;  // FFTW wisdom loaded or not, saved or not: said at start()
   std::unique_ptr<Source> source_;
   SourceFormat format_;

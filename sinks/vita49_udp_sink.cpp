@@ -142,6 +142,22 @@ void Vita49UdpSink::send_lanes(const OutputSlot& slot, size_t n, __int128 t_firs
     send_part(0);
 }
 
+// A source stamps each chunk with its time line's nanosecond, rounded down; between chunks the
+// packets must be spaced by the exact frame count (at 48 kHz, 500 frames are 10 416 666.67 ns). A
+// chunk whose time lies within 1 ns of the line through the anchor chunk is placed on that line;
+// any other (a step, a restart, the first) anchors it anew.
+__int128 Vita49UdpSink::chunk_time_ps(const ChunkHeader& h) noexcept {
+  const __int128 stamped = __int128(h.t_first_utc_ns) * 1000;
+  if (anchored_ && h.first_frame >= anchor_frame_) {
+    const __int128 on_line = anchor_ps_ + frames_to_ps(h.first_frame - anchor_frame_, params_.input_rate_hz);
+    if (on_line - stamped < 1000 && stamped - on_line < 1000) return on_line;
+  }
+  anchored_ = true;
+  anchor_frame_ = h.first_frame;
+  anchor_ps_ = stamped;
+  return stamped;
+}
+
 void Vita49UdpSink::send_chunk(const OutputSlot& slot, bool flush_now) noexcept {
   const ChunkHeader& h = slot.header;
   last_utc_ns_ = h.t_first_utc_ns;
@@ -159,7 +175,7 @@ void Vita49UdpSink::send_chunk(const OutputSlot& slot, bool flush_now) noexcept 
   // A loss, or a step of the time line, goes on each lane's first packet.
   const uint32_t first_flags = h.flags & (chunk_flags::kOverrunBefore | chunk_flags::kClockStepped);
   const bool clipped = (h.flags & chunk_flags::kClipped) != 0;
-  const __int128 t_first_ps = __int128(h.t_first_utc_ns) * 1000 - delay_ps;
+  const __int128 t_first_ps = chunk_time_ps(h) - delay_ps;
   const uint32_t dec = params_.settings.decimation;
   if (dec == 1) {
     send_lanes(slot, slot.frames, t_first_ps, first_flags, clipped, rate_hz, flush_now);

@@ -17,6 +17,8 @@
 
 namespace vigil {
 
+struct ChunkHeader;
+
 class RtLog;
 class WaveformChannel;
 class WorkerPool;
@@ -78,6 +80,12 @@ class Vita49UdpSink final : public Sink {
   std::vector<uint8_t> packet_;  // one context packet being built
   int64_t next_context_mono_ns_ = 0;
   int64_t last_utc_ns_ = 0;   // signal time of the newest chunk sent (context timestamps)
+  // The time line in picoseconds: a chunk's time is whole nanoseconds (rounded down), so each is
+  // placed on the line through the anchor chunk instead while it agrees to within that rounding.
+  bool anchored_ = false;
+  uint64_t anchor_frame_ = 0;
+  __int128 anchor_ps_ = 0;
+  __int128 chunk_time_ps(const ChunkHeader& h) noexcept;
   uint32_t flags_pending_ = 0;  // a loss or time step whose chunk kept no sample: goes on the next packet
   bool vrl_ = false;            // framing: vrl (packets go out in VRL frames)
   size_t datagram_bytes_ = 0;   // the largest datagram (a packet, or a frame of packets)

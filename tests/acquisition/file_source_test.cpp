@@ -106,6 +106,41 @@ TEST_F(FileSourceTest, Wav24BitIsWidenedToInt32) {
   for (int i = 0; i < 50; ++i) ASSERT_EQ(d[i], ramp24(i, 0) * 256) << i;  // full scale kept
 }
 
+// Found by trying bad input: a WAV whose header claims more than the file holds, and a SigMF
+// data file ending in a partial frame, replayed what they had and said nothing.
+TEST_F(FileSourceTest, ARecordingCutShortSaysWhatItHoldsAndWhatIsMissing) {
+  const std::string p = write_wav(2, 300, 16, ramp);
+  const uintmax_t whole = fs::file_size(p);
+  fs::resize_file(p, whole - 2 * 2 * 100 - 3);  // 100 frames and 3 bytes of the 200th go
+  FileSource src({p, 64, 0.0, false});
+  ASSERT_EQ(src.info().cuts.size(), 2u);
+  EXPECT_EQ(src.info().cuts[0], p + ": the header declares 300 frames (1200 bytes of data), the file holds 199: the "
+                                    "last 101 are missing");
+  EXPECT_EQ(src.info().cuts[1], p + ": the data ends in a partial frame: 1 of its 4 bytes after frame 199 are left "
+                                    "out (the file holds 199 whole frames)");
+  ChunkPool pool(2, 64 * 4);
+  uint64_t frames = 0;
+  for (ReadStatus st; (st = src.read(pool.chunk(0))) == ReadStatus::kOk;) {
+    const auto* d = reinterpret_cast<const int16_t*>(pool.chunk(0).data);
+    for (uint32_t i = 0; i < pool.chunk(0).header.frames; ++i)
+      ASSERT_EQ(d[2 * i + 1], ramp(int(frames + i), 1)) << frames + i;
+    frames += pool.chunk(0).header.frames;
+  }
+  EXPECT_EQ(frames, 199u);  // every whole frame it holds, no more
+
+  const std::string base = (dir_ / "part").string();
+  std::ofstream(base + ".sigmf-meta")
+      << R"({"global": {"core:datatype": "ri32_le", "core:sample_rate": 1000, "core:num_channels": 3}})";
+  std::ofstream(base + ".sigmf-data") << std::string(12 * 40 + 7, '\1');
+  const RecordingInfo info = probe_recording(base + ".sigmf-meta");
+  EXPECT_EQ(info.frames, 40u);
+  ASSERT_EQ(info.cuts.size(), 1u);
+  EXPECT_EQ(info.cuts[0], base + ".sigmf-data: the data ends in a partial frame: 7 of its 12 bytes after frame 40 are "
+                                 "left out (the file holds 40 whole frames)");
+  // A whole recording says nothing.
+  EXPECT_TRUE(probe_recording(write_wav(2, 10, 24, ramp24)).cuts.empty());
+}
+
 TEST_F(FileSourceTest, SigmfFloatWithStartTimeAndLoop) {
   const std::string base = (dir_ / "rec").string();
   std::ofstream(base + ".sigmf-meta") << R"({"global": {"core:datatype": "rf32_le", "core:sample_rate": 1000,

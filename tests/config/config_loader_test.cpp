@@ -286,6 +286,38 @@ TEST(ConfigLoader, GraphReferences) {
   expect_one_error(edit("  - name: alarm", "  - name: bands"), 14, 11, "already used");
 }
 
+// Found by trying bad input: the references were checked only once every other error was fixed.
+TEST(ConfigLoader, BrokenReferencesAreReportedWithTheOtherErrors) {
+  std::string y = edit("  channels: 2", "  channels: 0");
+  y.replace(y.find("    input: bands"), 16, "    input: bandz");
+  y.replace(y.find("  - name: alarm"), 15, "  - name: bands");
+  const ConfigResult r = parse_config(y, "t.yaml");
+  ASSERT_EQ(r.errors.size(), 3u);
+  EXPECT_EQ(r.errors[0].line, 4);
+  EXPECT_NE(r.errors[0].message.find("channels"), std::string::npos) << r.errors[0].message;
+  EXPECT_EQ(r.errors[1].line, 14);
+  EXPECT_NE(r.errors[1].message.find("already used"), std::string::npos) << r.errors[1].message;
+  EXPECT_EQ(r.errors[2].line, 16);
+  EXPECT_NE(r.errors[2].message.find("no earlier stage with samples named 'bandz'"), std::string::npos)
+      << r.errors[2].message;
+  // A stage whose kind is in error gives no second error: not for its keys, nor to the stage and
+  // the output that read it.
+  expect_one_error(edit("    kind: fir_bank", "    kind: fir_bnak"), 8, 11, "did you mean 'fir_bank'?");
+}
+
+// Found by trying bad input: a name that is not UTF-8 passed, then every event naming it failed.
+TEST(ConfigLoader, ANameThatIsNotUtf8IsAnErrorAtIt) {
+  expect_one_error(edit("{name: high,", "{name: h\xE9gh,"), 13, 16, "'h...' is not valid UTF-8 (byte 0xE9 at offset 1)");
+  expect_one_error(edit("  - name: alarm", "  - name: al\xC3\x28rm"), 14, 11, "is not valid UTF-8 (byte 0xC3 at offset 2)");
+  expect_one_error(edit("  - name: alarm", "  - name: al\xC0\xAFrm"), 14, 11, "(byte 0xC0 at offset 2)");  // overlong
+  expect_one_error(edit("  - name: alarm", "  - name: \xED\xA0\x80"), 14, 11, "(byte 0xED at offset 0)");  // surrogate
+  expect_one_error(edit("  - name: alarm", "  - name: al\xF0\x9F"), 14, 11, "(byte 0xF0 at offset 2)");  // cut short
+  // Valid UTF-8 of every length is a name like any other.
+  const ConfigResult ok = parse_config(edit("{name: high,", "{name: h\xC3\xA9gh\xE2\x82\xAC\xF0\x9F\x94\xA9,"), "t.yaml");
+  ASSERT_TRUE(ok.errors.empty()) << format_error("t.yaml", ok.errors[0]);
+  EXPECT_EQ(std::get<FirBankSettings>(ok.settings->stages[0].params).bands[1].name, "h\xC3\xA9gh\xE2\x82\xAC\xF0\x9F\x94\xA9");
+}
+
 TEST(ConfigLoader, BandRules) {
   expect_one_error(edit("    taps: 63", "    taps: 64"), 13, 28, "needs an odd number of taps");
   expect_one_error(edit("{name: high, type: highpass", "{name: low, type: highpass"), 13, 16, "listed twice");

@@ -40,6 +40,8 @@ std::vector<T> random_samples(size_t n, uint32_t seed) {
     std::uniform_int_distribution<int64_t> d(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
     for (auto& x : v) x = T(d(rng));
     for (size_t i = 0; i < n; i += 89) v[i] = (i / 89) % 2 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min();
+    if constexpr (sizeof(T) == 4)  // 24-bit codes widened: full scale and one code inside it
+      for (size_t i = 45; i < n; i += 89) v[i] = (i / 89) % 2 ? T(0x7FFFFF00) : T(0x7FFFFE00);
   }
   return v;
 }

@@ -30,6 +30,11 @@ void check_int(uint32_t channels, uint32_t frames, SampleFormat format, float sc
   in[5 * channels] = std::numeric_limits<T>::max();
   in[6 * channels + last] = std::numeric_limits<T>::min();
   in[7 * channels + last] = std::numeric_limits<T>::max();
+  if (sizeof(T) == 4 && frames > 11) {  // 24-bit samples widened left-justified: full scale, and one code below it
+    in[9 * channels] = T(0x7FFFFF00);
+    in[10 * channels + last] = T(0x7FFFFE00);
+    in[11 * channels + last] = T(-0x7FFFFF00);  // one code above -2^23: not full scale
+  }
   const size_t stride = frames + 5;
   std::vector<float> out(stride * channels, kPoison);
   std::vector<ConvertCounts> counts(channels);
@@ -40,7 +45,10 @@ void check_int(uint32_t channels, uint32_t frames, SampleFormat format, float sc
     for (uint32_t c = 0; c < channels; ++c) {
       const T x = in[size_t(f) * channels + c];
       ASSERT_EQ(out[c * stride + f], float(x) * scale) << "frame " << f << " channel " << c;
-      clips[c] += x == std::numeric_limits<T>::max() || x == std::numeric_limits<T>::min();
+      if constexpr (sizeof(T) == 4)  // the top 24 bits at a 24-bit full-scale code
+        clips[c] += (x >> 8) == 0x7FFFFF || (x >> 8) == -0x800000;
+      else
+        clips[c] += x == std::numeric_limits<T>::max() || x == std::numeric_limits<T>::min();
     }
   for (uint32_t c = 0; c < channels; ++c) {
     EXPECT_EQ(counts[c].clipped, clips[c]) << "channel " << c;
@@ -125,6 +133,25 @@ TEST(SampleConvert, Int32FullScaleMapsToOne) {
   EXPECT_EQ(out[2], 0.5f);
   EXPECT_EQ(out[3], 1.0f);  // 2^31-1 rounds to 2^31 in float
   EXPECT_EQ(counts.clipped, 2u);
+}
+
+// Found by trying bad input: a 24-bit sample at positive full scale (0x7FFFFF, widened to
+// 0x7FFFFF00) was not counted as clipped, while -2^23 (INT32_MIN once widened) was.
+TEST(SampleConvert, A24BitSampleClipsAtEitherFullScale) {
+  const std::vector<int32_t> in = {int32_t(0x7FFFFFu << 8), int32_t(0x800000u << 8), int32_t(0x7FFFFEu << 8),
+                                   int32_t(0x800001u << 8), 0};
+  std::vector<float> out(5, kPoison);
+  std::vector<ConvertCounts> counts(5);
+  for (uint32_t i = 0; i < 5; ++i)
+    convert_to_planar(&in[i], SampleFormat::kInt32, 1, 1, 1.0f, &out[i], 1, &counts[i]);
+  EXPECT_EQ(counts[0].clipped, 1u);  // +full scale
+  EXPECT_EQ(counts[1].clipped, 1u);  // -full scale
+  EXPECT_EQ(counts[2].clipped, 0u);
+  EXPECT_EQ(counts[3].clipped, 0u);
+  EXPECT_EQ(counts[4].clipped, 0u);
+  ConvertCounts all;  // and through the vector path, four at a time
+  convert_to_planar(in.data(), SampleFormat::kInt32, 4, 1, 1.0f, out.data(), 4, &all);
+  EXPECT_EQ(all.clipped, 2u);
 }
 
 TEST(SampleConvert, FloatNonFiniteIsReplacedAndCounted) {

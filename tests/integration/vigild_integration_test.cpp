@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -696,6 +697,50 @@ TEST(VigildIntegration, CheckConfigExitCodes) {
     EXPECT_EQ(l1, bad.string() + ":2:13: source.channels must be 1..1024, got 0");
     EXPECT_EQ(l2, bad.string() + ":3:3: unknown key 'chanels' in source (did you mean 'channels'?)");
   }
+  fs::remove_all(dir);
+}
+
+// Found by trying bad input: a WAV cut short replayed in silence. --check-config warns (and still
+// passes: the frames there replay), and the start says it in the log at warning level.
+TEST(VigildIntegration, ARecordingCutShortIsAWarningAtCheckAndAtStart) {
+  const fs::path dir = fs::temp_directory_path() / ("vigil-cut-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path wav = dir / "cut.wav";
+  {
+    std::ofstream f(wav, std::ios::binary);
+    auto u32 = [&](uint32_t v) { f.write(reinterpret_cast<const char*>(&v), 4); };
+    auto u16 = [&](uint16_t v) { f.write(reinterpret_cast<const char*>(&v), 2); };
+    f.write("RIFF", 4);
+    u32(36 + 4000);
+    f.write("WAVEfmt ", 8);
+    u32(16), u16(1), u16(1), u32(8000), u32(16000), u16(2), u16(16);
+    f.write("data", 4);
+    u32(4000);  // 2000 frames declared, 1500 written
+    std::mt19937 rng(std::random_device{}());
+    for (int i = 0; i < 1500; ++i) u16(uint16_t(rng()));
+  }
+  const fs::path cfg = dir / "replay.yaml";
+  std::ofstream(cfg) << "source:\n  kind: file\n  path: " << wav.string() << "\n  rate_factor: 0\n";
+  const std::string want = wav.string() + ": the header declares 2000 frames (4000 bytes of data), the file holds "
+                                          "1500: the last 500 are missing";
+  const std::string out = (dir / "out.txt").string();
+  test::Process check({"/bin/sh", "-c", kVigild + " --check-config " + cfg.string() + " 2>" + out});
+  const int st = check.wait(std::chrono::seconds(10));
+  ASSERT_NE(st, -1);
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  std::string line;
+  std::getline(std::ifstream(out), line);
+  EXPECT_EQ(line, cfg.string() + ":3:9: warning: source.path: " + want);
+  test::Process run({"/bin/sh", "-c", kVigild + " --config " + cfg.string() + " --seconds 2 --log-interval 0 2>" + out});
+  ASSERT_NE(run.wait(std::chrono::seconds(20)), -1);
+  std::ifstream log(out);
+  bool warned = false;
+  std::string all;
+  while (std::getline(log, line)) {
+    all += line + "\n";
+    warned = warned || line == "vigild: " + want;
+  }
+  EXPECT_TRUE(warned) << all;
   fs::remove_all(dir);
 }
 

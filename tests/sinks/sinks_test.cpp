@@ -128,6 +128,44 @@ TEST(Vita49UdpSink, AChunkGoesOutAsContextThenEverySampleStampedWithItsInputFram
   EXPECT_EQ(st.destination, "127.0.0.1:" + std::to_string(rig.receiver.port));
 }
 
+// Found by trying bad input: chunks carry whole nanoseconds, so at 48 kHz with 500-frame chunks
+// the packets were up to 667 ps off the picoseconds PROTOCOL.md promises. Each packet now lies on
+// the frame-exact line (to the picosecond, rounded down), until the time line really moves.
+TEST(Vita49UdpSink, PacketsAreStampedToThePicosecondAcrossChunksOfWholeNanoseconds) {
+  std::mt19937 rng(std::random_device{}());
+  const uint32_t frames = 500;
+  DataSinkRig rig(1, 1, 0);
+  const int64_t start_ns = 1'790'000'000'000'000'123;
+  const int64_t step_ns = 2'000'000;  // the wall clock steps before chunk 6
+  std::vector<__int128> stamps;
+  for (uint64_t k = 0; k < 10; ++k) {
+    const uint64_t first = k * frames;
+    // As the sources stamp a chunk: the time line's nanosecond, rounded down (frames_to_ns).
+    const int64_t t = start_ns + frames_to_ns(first, 48000) + (k >= 6 ? step_ns : 0);
+    rig.sink->send_chunk(random_slot(1, frames, first, t, rng), true);
+    for (const auto& dg : drain(rig.receiver)) {
+      vita49::Decoded d;
+      ASSERT_TRUE(vita49::decode(dg.data(), dg.size(), d, nullptr));
+      if (d.type == vita49::PacketType::kSignalDataWithStreamId) stamps.push_back(packet_ps(d));
+    }
+  }
+  ASSERT_EQ(stamps.size(), 20u);  // two packets (360 + 140 samples) a chunk
+  for (uint64_t k = 0; k < 10; ++k)
+    for (uint64_t p = 0; p < 2; ++p) {
+      const uint64_t frame = k * frames + p * 360;
+      // Exact: start + frame / 48000 s in picoseconds, rounded down; after the step, on a line
+      // anchored at chunk 6's own stamp.
+      const __int128 want = k < 6 ? __int128(start_ns) * 1000 + frames_to_ps(frame, 48000)
+                                  : (__int128(start_ns + frames_to_ns(6 * frames, 48000) + step_ns) * 1000 +
+                                     frames_to_ps(frame - 6 * frames, 48000));
+      EXPECT_TRUE(stamps[2 * k + p] == want)
+          << "chunk " << k << " packet " << p << ": off by " << int64_t(stamps[2 * k + p] - want) << " ps";
+    }
+  // Chunk 1 starts 10 416 666.666... ns in: its whole-nanosecond stamp is 667 ps early, the packet not.
+  EXPECT_TRUE(stamps[2] - stamps[0] == frames_to_ps(500, 48000));
+  EXPECT_TRUE(frames_to_ps(500, 48000) % 1000 != 0);
+}
+
 TEST(Vita49UdpSink, ALossInAChunkThatKeepsNoSampleGoesOnTheNextKeptSample) {
   std::mt19937 rng(std::random_device{}());
   DataSinkRig rig(1, 4, 0);
