@@ -49,6 +49,7 @@ void CaptureLoop::run() noexcept {
     const ReadStatus status = source_.read(target);
     target.capture_generation = tracking_ ? progress_.generation() : 0;
     if (status == ReadStatus::kEnd) break;
+    if (status == ReadStatus::kIdle) continue;
     if (status == ReadStatus::kError) {
       counters_.read_errors.fetch_add(1, std::memory_order_relaxed);
       if (failing++ == 0) {

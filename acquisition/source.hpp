@@ -1,8 +1,11 @@
-// Source: where chunks come from (synthetic, file, ALSA). Thread: read() runs on the capture thread.
+// Source: where chunks come from (synthetic, file, ALSA, VITA 49 over UDP). Thread: read() runs on
+// the capture thread.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "acquisition/capture_progress.hpp"
 #include "acquisition/chunk.hpp"
@@ -17,7 +20,9 @@ struct SourceFormat {
   float scale = 1.0f;        // multiplies a raw sample to give the engineering value
 };
 
-enum class ReadStatus { kOk, kEnd, kError };
+// kIdle: nothing to deliver yet and nothing wrong (a network source waiting for its senders):
+// the capture loop looks at its stop flag and reads again.
+enum class ReadStatus { kOk, kEnd, kError, kIdle };
 
 class Source {
  public:
@@ -43,6 +48,9 @@ class Source {
   // complete while it waits for the rest (CaptureProgress::publish), so that the pipeline can
   // start moving it. A source that ignores it (the default) is read chunk by chunk, as before.
   virtual void set_progress(CaptureProgress* /*progress*/) noexcept {}
+  // What this kind of source counts besides (a network source's packets lost, ...), for the
+  // status' source entry. Any thread (atomics only; may throw: allocation).
+  virtual std::vector<std::pair<const char*, uint64_t>> counts() const { return {}; }
 };
 
 }  // namespace vigil

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <cmath>
@@ -251,6 +252,9 @@ const KindKeys kSourceKeys = {
     {"file", {"kind", "path", "chunk_frames", "rate_factor", "loop"}},
     {"alsa", {"kind", "device", "rate_hz", "channels", "format", "period_frames", "buffer_frames", "strict",
               "duration_s"}},
+    {"iio", {"kind", "uri", "device", "channels", "sample_rate_hz", "chunk_frames", "kernel_buffers"}},
+    {"vita49", {"kind", "listen", "interface", "streams", "channels", "rate_hz", "format", "chunk_frames", "max_wait_s",
+                "start_timeout_s"}},
 };
 
 const KindKeys kStageKeys = {
@@ -283,6 +287,9 @@ const KeyHints kSourceKeyHints = {
     {{"file", "rate_hz"}, "a recording brings its own rate, channels and format"},
     {{"file", "channels"}, "a recording brings its own rate, channels and format"},
     {{"file", "format"}, "a recording brings its own rate, channels and format"},
+    {{"iio", "rate_hz"}, "an IIO source takes sample_rate_hz (written to the device's sampling_frequency)"},
+    {{"iio", "format"}, "an IIO device's scan elements give the format"},
+    {{"vita49", "format"}, "the streams' context packets give the format; give it only for senders without them"},
 };
 
 std::string other_kind_hint(const KindKeys& table, const KeyHints& hints, const std::string& kind,
@@ -301,11 +308,119 @@ void check_kind_keys(Reader& r, const YAML::Node& n, const std::string& where, c
                [&](const std::string& key) { return other_kind_hint(table, hints, kind, key); });
 }
 
+// A VITA 49 source: where it listens, which streams are its channels, and the rate the stages are
+// designed for (the context packets must agree; their payload format gives the sample format).
+void read_vita49_source(Reader& r, const YAML::Node& n, Settings& s) {
+  const std::string where = "source";
+  check_kind_keys(r, n, where, kSourceKeys, "vita49", kSourceKeyHints);
+  Vita49SourceSpec& v = s.vita49;
+  std::string listen;
+  if (r.string(n, where, "listen", listen, true)) {
+    Endpoint ep;
+    std::string why;
+    if (!parse_endpoint(listen, ep, why)) r.error(n["listen"].Mark(), where + ".listen: " + why);
+    v.listen_host = ep.host;
+    v.listen_port = ep.port;
+    r.host(n["listen"], where + ".listen", ep.host, is_multicast_address(ep.host) ? HostPlace::Use::kDestination
+                                                                                  : HostPlace::Use::kListen);
+  }
+  if (r.string(n, where, "interface", v.interface) && !is_multicast_address(v.listen_host))
+    r.error(n["interface"].Mark(), where + ".interface: applies to a multicast group (224.0.0.0/4 or ff00::/8), not " +
+                                       v.listen_host);
+  if (const YAML::Node ids = n["streams"]) {
+    if (!ids.IsSequence() || ids.size() == 0 || ids.size() > 1024) {
+      r.error(ids.Mark(), where + ".streams: expected a list of 1..1024 stream ids (0x01000000 or 16777216), got " +
+                              describe(ids));
+    } else {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const std::string text = ids[i].IsScalar() ? ids[i].Scalar() : std::string();
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long long id = text.empty() ? 0 : std::strtoull(text.c_str(), &end, 0);
+        if (text.empty() || !end || *end || errno || id > 0xFFFFFFFFull || text[0] == '-') {
+          r.error(ids[i].Mark(), where + ".streams[" + std::to_string(i) + "]: expected a 32-bit stream id, got " +
+                                     describe(ids[i]));
+          continue;
+        }
+        if (std::find(v.streams.begin(), v.streams.end(), uint32_t(id)) != v.streams.end())
+          r.error(ids[i].Mark(), where + ".streams[" + std::to_string(i) + "]: stream " + text + " is listed twice");
+        v.streams.push_back(uint32_t(id));
+      }
+    }
+    if (n["channels"])
+      r.error(n["channels"].Mark(), where + ".channels: the streams list gives the channels (one a stream); give one "
+                                            "or the other");
+  } else {
+    r.number<uint32_t>(n, where, "channels", 1, 1024, v.channels);
+  }
+  r.number(n, where, "rate_hz", 1.0, 1e9, v.rate_hz, true);
+  std::string fmt;
+  if (r.choice(n, where, "format", {"int16", "int32", "float32"}, fmt)) v.format = *parse_sample_format(fmt);
+  r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, v.chunk_frames);
+  r.number(n, where, "max_wait_s", 0.001, 10.0, v.max_wait_s);
+  r.number(n, where, "start_timeout_s", 0.1, 3600.0, v.start_timeout_s);
+  SyntheticSpec& sp = s.synthetic;  // what the stages and the pool are checked against
+  sp.rate_hz = v.rate_hz;
+  sp.channels = v.streams.empty() ? v.channels : uint32_t(v.streams.size());
+  sp.format = v.format.value_or(SampleFormat::kInt32);  // the widest a stream may carry
+  sp.chunk_frames = v.chunk_frames;
+  sp.rate_factor = 1;
+}
+
+// An IIO source: the device and its channels, and the rate the stages are designed for (written
+// to the device, read back and checked when it opens).
+void read_iio_source(Reader& r, const YAML::Node& n, Settings& s) {
+  const std::string where = "source";
+  check_kind_keys(r, n, where, kSourceKeys, "iio", kSourceKeyHints);
+  if (!VIGIL_HAVE_IIO)
+    r.error(n["kind"].Mark(), "source.kind: this vigild was built without libiio (VIGIL_IIO=OFF or no libiio-dev)");
+  IioSourceSpec& io = s.iio;
+  if (r.string(n, where, "uri", io.uri) && io.uri != "local:" && io.uri.rfind("ip:", 0) != 0 &&
+      io.uri.rfind("usb:", 0) != 0)
+    r.error(n["uri"].Mark(), where + ".uri: expected local:, ip:HOST or usb:[BUS.DEV.INTF], got '" + io.uri + "'");
+  r.string(n, where, "device", io.device, true);
+  const YAML::Node ch = n["channels"];
+  if (!ch) {
+    r.error(n.Mark(), where + ": missing required key 'channels' (the channel ids to capture: [voltage0, voltage1])");
+  } else if (!ch.IsSequence() || ch.size() == 0 || ch.size() > 1024) {
+    r.error(ch.Mark(), where + ".channels: expected a list of 1..1024 channel ids ([voltage0, voltage1]), got " +
+                           describe(ch));
+  } else {
+    for (size_t i = 0; i < ch.size(); ++i) {
+      const std::string id = ch[i].IsScalar() ? ch[i].Scalar() : std::string();
+      if (id.empty() || id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
+        r.error(ch[i].Mark(), where + ".channels[" + std::to_string(i) + "]: expected a channel id (voltage0), got " +
+                                  describe(ch[i]));
+      else if (std::find(io.channels.begin(), io.channels.end(), id) != io.channels.end())
+        r.error(ch[i].Mark(), where + ".channels[" + std::to_string(i) + "]: " + id + " is listed twice");
+      else
+        io.channels.push_back(id);
+    }
+  }
+  r.number(n, where, "sample_rate_hz", 1.0, 1e9, io.sample_rate_hz, true);
+  r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, io.chunk_frames);
+  r.number<uint32_t>(n, where, "kernel_buffers", 1, 64, io.kernel_buffers);
+  SyntheticSpec& sp = s.synthetic;  // what the stages and the pool are checked against
+  sp.rate_hz = io.sample_rate_hz;
+  sp.channels = uint32_t(std::max<size_t>(1, io.channels.size()));
+  sp.format = SampleFormat::kInt32;  // the wider of the two an IIO channel may arrive as
+  sp.chunk_frames = io.chunk_frames;
+  sp.rate_factor = 1;
+}
+
 void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "source";
   if (!r.expect_map(n, where)) return;
-  r.choice(n, where, "kind", {"synthetic", "file", "alsa"}, s.source_kind);
+  r.choice(n, where, "kind", {"synthetic", "file", "alsa", "vita49", "iio"}, s.source_kind);
   SyntheticSpec& sp = s.synthetic;
+  if (s.source_kind == "vita49") {
+    read_vita49_source(r, n, s);
+    return;
+  }
+  if (s.source_kind == "iio") {
+    read_iio_source(r, n, s);
+    return;
+  }
   if (s.source_kind == "alsa") {
     check_kind_keys(r, n, where, kSourceKeys, "alsa", kSourceKeyHints);
     if (!VIGIL_HAVE_ALSA)

@@ -8,7 +8,9 @@
 
 #include "acquisition/alsa_spec.hpp"
 #include "acquisition/file_source.hpp"
+#include "acquisition/iio_source.hpp"
 #include "acquisition/synthetic_source.hpp"
+#include "acquisition/vita49_source.hpp"
 #include "dsp/ae_hit_detector.hpp"
 #include "dsp/fir_form.hpp"
 #include "dsp/alarm_rule.hpp"
@@ -195,10 +197,12 @@ struct RecordSettings {
 struct Settings {
   std::string path;                 // the file these came from
   std::string config_sha256;        // SHA-256 of the file's bytes (written into recordings)
-  std::string source_kind = "synthetic";  // "synthetic" | "file" | "alsa"
+  std::string source_kind = "synthetic";  // "synthetic" | "file" | "alsa" | "vita49" | "iio"
   SyntheticSpec synthetic;  // for "file" and "alsa": rate, channels, format and chunk size as expected
   FileSourceSpec file;
   AlsaSpec alsa;
+  Vita49SourceSpec vita49;
+  IioSourceSpec iio;
   PipelineSettings pipeline;
   std::vector<StageSettings> stages;
   std::vector<DataOutputSettings> data_outputs;

@@ -19,6 +19,8 @@
 #include <stdexcept>
 
 #include "acquisition/file_source.hpp"
+#include "acquisition/iio_source.hpp"
+#include "acquisition/vita49_source.hpp"
 #include "core/out_of_memory.hpp"
 #if VIGIL_HAVE_CUDA
 #include "cuda/cuda_check.hpp"
@@ -97,6 +99,18 @@ Service::Service(const Settings& settings) : settings_(settings) {
     auto file = std::make_unique<FileSource>(settings_.file);
     source_warnings_ = file->info().cuts;
     source_ = std::move(file);
+  }
+#if VIGIL_HAVE_IIO
+  else if (settings_.source_kind == "iio") {
+    auto iio = std::make_unique<IioSource>(settings_.iio);
+    source_notes_ = iio->description();
+    source_ = std::move(iio);
+  }
+#endif
+  else if (settings_.source_kind == "vita49") {
+    auto vita49 = std::make_unique<Vita49Source>(settings_.vita49);
+    source_notes_ = vita49->describe();
+    source_ = std::move(vita49);
   }
 #if VIGIL_HAVE_ALSA
   else if (settings_.source_kind == "alsa") {
@@ -352,6 +366,7 @@ nlohmann::json Service::status_json() const {
                  {"channels", format_.channels},
                  {"overruns", source_->overruns()},
                  {"late_chunks", source_->late_chunks()}};
+  for (const auto& [name, value] : source_->counts()) j["source"][name] = value;
   j["backend"] = backend_;
   if (recorder_) j["record"] = recorder_->status_json();
   if (health_) j["health"] = health_->status_json();

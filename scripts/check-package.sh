@@ -17,7 +17,7 @@ if [ "${1:-}" = "--arch" ] && [ "${2:-}" = arm64 ]; then
   # CPU backend links (a dependency computed against the build machine's amd64 libraries, or none
   # at all, would show here as a missing name).
   names=$(echo "$depends" | tr ',' '\n' | sed 's/^ *//; s/ .*//')
-  for lib in libc6 libstdc++6 libgcc-s1 libyaml-cpp0.7 libfftw3-single3 libssl3 libnats3.4 libasound2 libsndfile1 libsystemd0 systemd; do
+  for lib in libc6 libstdc++6 libgcc-s1 libyaml-cpp0.7 libfftw3-single3 libssl3 libnats3.4 libiio0 libasound2 libsndfile1 libsystemd0 systemd; do
     echo "$names" | grep -qxF "$lib" || fail "Depends lacks $lib"
   done
   files=$(dpkg-deb -c "$deb" | awk '{print $6}')

@@ -4,12 +4,13 @@
 # tests/fuzz/corpus/TARGET. A crash, a sanitizer report, a leak, an input that takes over 10 s
 # or memory over 2 GiB fails the run; the reproducer is left in build-fuzz/findings/ (add it to
 # the corpus once fixed: the test suite then replays it forever).
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   targets: config vita49 recording event_json listen_event fleet_message
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   targets: config vita49 vita49_source recording event_json listen_event
+#        fleet_message
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
-targets="${*:-config vita49 recording event_json listen_event fleet_message}"
+targets="${*:-config vita49 vita49_source recording event_json listen_event fleet_message}"
 build=build-fuzz
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=OFF -DVIGIL_BUILD_TESTS=OFF -DVIGIL_BUILD_BENCH=OFF \

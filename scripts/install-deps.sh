@@ -32,6 +32,12 @@ else
   $sudo apt-get update -qq
   updated=1
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+  # iiod comes for the IIO source's tests, which start their own: its package's service would serve
+  # this machine's IIO devices on the network, so the one installed here is left stopped.
+  if printf '%s\n' "${missing[@]}" | grep -qx iiod && command -v systemctl >/dev/null; then
+    $sudo systemctl disable --now iiod >/dev/null 2>&1 || true
+    echo "install-deps: iiod installed for the tests, its service left disabled (systemctl enable --now iiod serves this machine's IIO devices)"
+  fi
 fi
 if [ "${1:-}" = "--tests" ]; then
   extra=()

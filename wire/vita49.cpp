@@ -53,8 +53,6 @@ void put_prologue(uint8_t*& w, PacketType type, bool trailer, uint8_t count, siz
   put64(w, ts_frac_ps);
 }
 
-// Data item format word pair for real float32 samples, processing-efficient packing.
-constexpr uint64_t kFloat32PayloadFormat = uint64_t(0x0Eu << 24 | 31u << 6 | 31u) << 32;
 
 }  // namespace
 
@@ -138,21 +136,52 @@ bool decode(const uint8_t* d, size_t size, Decoded& o, std::string* why) noexcep
   if (end - at < 4) return fail("context packet without a CIF0 word");
   o.cif0 = get32(d + at);
   at += 4;
-  // Only the fields vigild sends are understood; anything above bit 21 (other than the change
-  // bit) would shift their positions.
-  if (o.cif0 & 0x7FC00000u) return fail("context packet carries fields this decoder does not read");
+  // CIF1, CIF2, CIF3 and CIF7 words, where enabled, follow CIF0 before any field.
+  for (const uint32_t bit : {1u, 2u, 3u, 7u})
+    if (o.cif0 & (1u << bit)) at += 4;
+  // The fields before the two read here, in descending bit order, and their sizes in words
+  // (VITA 49.2 table 9.1-1): skipped, so that a digitizer's context packet reads too.
+  auto skip = [&](uint32_t from_bit, uint32_t to_bit) {
+    static constexpr uint8_t kWords[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           1, 2, 1, 1, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 1, 0};
+    for (uint32_t bit = from_bit; bit > to_bit; --bit)
+      if (o.cif0 & (1u << bit)) at += 4 * size_t(kWords[bit]);
+  };
+  skip(30, 21);
+  if (at > end) return fail("context packet truncated before the sample rate field");
   if (o.cif0 & kCifSampleRate) {
     if (end - at < 8) return fail("context packet truncated in the sample rate field");
     o.has_sample_rate = true;
     o.sample_rate_hz = double(int64_t(get64(d + at))) / double(1 << 20);
     at += 8;
   }
+  skip(20, 15);
+  if (at > end) return fail("context packet truncated before the payload format field");
   if (o.cif0 & kCifPayloadFormat) {
     if (end - at < 8) return fail("context packet truncated in the payload format field");
     o.has_payload_format = true;
     o.payload_format = get64(d + at);
     at += 8;
   }
+  return true;
+}
+
+bool payload_sample_format(uint64_t f, SampleFormat& format, std::string* why) noexcept {
+  const uint32_t w = uint32_t(f >> 32);
+  const uint32_t real_complex = (w >> 29) & 3, item_format = (w >> 24) & 0x1F;
+  const uint32_t packing_bits = ((w >> 6) & 0x3F) + 1, item_bits = (w & 0x3F) + 1;
+  const uint32_t tags = (w >> 16) & 0x7F;  // event and channel tag sizes
+  auto no = [&](const char* msg) {
+    if (why) *why = msg;
+    return false;
+  };
+  if (real_complex != 0) return no("complex samples (only real samples are read)");
+  if (tags) return no("event or channel tags in the samples");
+  if (item_bits != packing_bits) return no("samples packed in wider fields than their size");
+  if (item_format == 0x0E && item_bits == 32) format = SampleFormat::kFloat32;
+  else if (item_format == 0 && item_bits == 16) format = SampleFormat::kInt16;
+  else if (item_format == 0 && item_bits == 32) format = SampleFormat::kInt32;
+  else return no("a sample format other than signed 16- or 32-bit fixed point or 32-bit IEEE float");
   return true;
 }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/sample_format.hpp"
+
 namespace vigil::vita49 {
 
 constexpr uint32_t kOui = 0xFF'FF'FA;          // class id OUI: a placeholder, not IEEE-assigned (docs/PROTOCOL.md)
@@ -99,6 +101,14 @@ struct Decoded {
 
 // Decodes one datagram. Returns false (with why) for anything malformed or unsupported.
 bool decode(const uint8_t* data, size_t size, Decoded& out, std::string* why = nullptr) noexcept;
+
+// A context packet's data payload format field: the sample format it says the data packets carry
+// (real, no tags, signed 16/32-bit fixed point or float32, each in a field of its own size); false
+// with why for anything else.
+bool payload_sample_format(uint64_t payload_format, SampleFormat& format, std::string* why = nullptr) noexcept;
+
+// The payload format field vigild's context packets carry: real float32.
+constexpr uint64_t kFloat32PayloadFormat = uint64_t(0x0Eu << 24 | 31u << 6 | 31u) << 32;
 
 // A stream id as receivers name it: eight lower-case hex digits ("01002003").
 std::string stream_id_hex(uint32_t stream_id);
