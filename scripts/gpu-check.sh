@@ -3,14 +3,20 @@
 # sm_90, runs the whole test suite (no CUDA test may skip there), the CUDA tests under
 # compute-sanitizer memcheck and racecheck, and the GPU benchmarks (CPU benchmarks belong to the
 # machine whose CPU they describe). Results go to $OUT (or ./gpu-out), at most 8 files.
-# Usage: scripts/gpu-check.sh [all|tests|sanitize|bench]: `tests` builds and runs the tests,
-# `sanitize` builds (a no-op after `tests` on the same machine) and runs the sanitizers, `bench`
-# (after a build) the benchmarks; `all` (the default) all three. The device tool's calls are
-# limited to 10 minutes, and on a fresh machine the three take longer: there, run them one by one.
+# Usage: scripts/gpu-check.sh [all|tests|sanitize|bench|kernels|peers|scenarios]: `tests` builds and
+# runs the tests, `sanitize` builds (a no-op after `tests` on the same machine) and runs the
+# sanitizers; the benchmarks come in three parts, each of which builds first where the build is
+# not there yet: `kernels` (the stages' kernels), `peers` (each against CuPy and PyTorch in the
+# same run) and `scenarios` (the real vigild); `bench` is the three. `all` (the default) is
+# everything. The device tool's calls are limited to 10 minutes: there, run the parts one by one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
-case "$part" in all|tests|sanitize|bench) ;; *) echo "usage: scripts/gpu-check.sh [all|tests|sanitize|bench]" >&2; exit 2 ;; esac
+case "$part" in all|tests|sanitize|bench|kernels|peers|scenarios) ;;
+  *) echo "usage: scripts/gpu-check.sh [all|tests|sanitize|bench|kernels|peers|scenarios]" >&2; exit 2 ;; esac
+runs() {  # whether part $1 runs in this call
+  [ "$part" = all ] || [ "$part" = "$1" ] || { [ "$part" = bench ] && case "$1" in kernels|peers|scenarios) true ;; *) false ;; esac; }
+}
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
 build=build-gpu
@@ -19,12 +25,12 @@ status=0
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   nvcc --version | tail -2
 } | tee "$out/device.txt"
-if [ "$part" != bench ]; then
+if runs tests || runs sanitize || [ ! -x "$build/bench/fir_stage_bench" ]; then
 cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=ON -DVIGIL_ALSA=OFF -DVIGIL_WEB=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 fi
-if [ "$part" = tests ] || [ "$part" = all ]; then
+if runs tests; then
 # The unit tests first, then the services (vigild judged on its deadlines): the CUDA unit tests'
 # sweeps keep the GPU busy, and the driver time-slices it between processes. The services run
 # four at a time: with eight, a paced vigild (2 channels at 10x, 1 ms chunks) that started beside
@@ -44,7 +50,7 @@ if grep -q "Skipped" "$cuda_log"; then
   echo "gpu-check: a CUDA test skipped on the GPU machine:"; grep "Skipped" "$cuda_log"; status=1
 fi
 fi
-if [ "$part" = sanitize ] || [ "$part" = all ]; then
+if runs sanitize; then
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # One job per (tool, binary), SANITIZE_JOBS (default 6) at a time: the tools spend most of their
@@ -98,8 +104,7 @@ else
   echo "gpu-check: compute-sanitizer not found" | tee -a "$out/ctest.log"; status=1
 fi
 fi
-if [ "$part" = bench ] || [ "$part" = all ]; then
-[ -x "$build/bench/fir_stage_bench" ] || { echo "gpu-check: bench: build first (scripts/gpu-check.sh tests)"; exit 1; }
+if runs kernels; then
 {
   for b in convert_bench ae_hits_bench; do
     "$build/bench/$b" --benchmark_repetitions=15 --benchmark_report_aggregates_only=true 2>&1
@@ -108,6 +113,8 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
   # 10 minutes (it took 593 s with 5 repetitions and 20000 crossover chunks, 2026-11-22).
   "$build/bench/fir_stage_bench" --benchmark_repetitions=3 --benchmark_min_time=0.2 --benchmark_report_aggregates_only=true 2>&1
 } | tee "$out/bench.txt" | grep -E "median|Run on"
+fi
+if runs peers; then
 # Each against its comparison in the same run (CuPy, PyTorch), into one file. (A group piped into
 # tee runs in a subshell: it exits with its own status, which pipefail hands on.)
 {
@@ -120,6 +127,8 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
   "$build/bench/gpu_idle_bench" || st=1  # an idle GPU against pipeline.gpu_keep_warm
   exit $st
 } 2>&1 | tee "$out/comparisons.txt" || status=1
+fi
+if runs scenarios; then
 # Issue 9's end-to-end scenarios with the real vigild on the GPU backend; then S1 at 16 channels
 # with each stage's time, with pipeline.gpu_resident off and on (the default: the AE stage on the
 # GPU reading the denoised chunk there), paced and unpaced.
