@@ -134,18 +134,16 @@ void AlsaSource::go_down() noexcept {
   pcm_ = nullptr;
   down_.store(true, std::memory_order_relaxed);
   overrun_pending_ = false;  // the gap the next chunk reports is the outage, not an overrun
-  backoff_ns_ = kFirstRetryNs;
-  retry_at_ns_ = mono_now_ns() + backoff_ns_;
+  backoff_.start(mono_now_ns());
 }
 
 bool AlsaSource::try_reopen() noexcept {
   const int64_t now = mono_now_ns();
-  if (now < retry_at_ns_) return false;
+  if (!backoff_.due(now)) return false;
   try {
     open_and_configure();  // allocates: acceptable while the device is gone anyway
   } catch (...) {
-    backoff_ns_ = std::min(backoff_ns_ * 2, kMaxRetryNs);  // capped exponential backoff
-    retry_at_ns_ = now + backoff_ns_;
+    backoff_.failed(now);  // capped exponential backoff
     return false;
   }
   down_.store(false, std::memory_order_relaxed);

@@ -14,6 +14,7 @@
 
 #include "acquisition/alsa_spec.hpp"
 #include "acquisition/device_clock_offset.hpp"
+#include "acquisition/reopen_backoff.hpp"
 #include "acquisition/source.hpp"
 #include "acquisition/wall_clock.hpp"
 
@@ -55,9 +56,8 @@ class AlsaSource final : public Source {
   void open_and_configure();  // throws std::runtime_error
   void go_down() noexcept;
   bool try_reopen() noexcept;
-  static constexpr int64_t kFirstRetryNs = 100'000'000, kMaxRetryNs = 5'000'000'000;
   bool overrun_pending_ = false, gap_pending_ = false;
-  int64_t retry_at_ns_ = 0, backoff_ns_ = kFirstRetryNs;
+  ReopenBackoff backoff_;
   std::atomic<bool> down_{false};
   std::atomic<uint64_t> overruns_{0}, reopens_{0};
 };

@@ -200,19 +200,17 @@ void IioSource::open() {
 void IioSource::go_down() noexcept {
   close();
   down_.store(true, std::memory_order_relaxed);
-  backoff_ns_ = kFirstRetryNs;
-  retry_at_ns_ = mono_now_ns() + backoff_ns_;
+  backoff_.start(mono_now_ns());
 }
 
 bool IioSource::try_reopen() noexcept {
   const int64_t now = mono_now_ns();
-  if (now < retry_at_ns_) return false;
+  if (!backoff_.due(now)) return false;
   try {
     left_shift_.clear();
     open();  // allocates: acceptable while the device is gone anyway
   } catch (...) {
-    backoff_ns_ = std::min(backoff_ns_ * 2, kMaxRetryNs);  // capped exponential backoff
-    retry_at_ns_ = now + backoff_ns_;
+    backoff_.failed(now);  // capped exponential backoff
     return false;
   }
   down_.store(false, std::memory_order_relaxed);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "acquisition/device_clock_offset.hpp"
+#include "acquisition/reopen_backoff.hpp"
 #include "acquisition/source.hpp"
 #include "acquisition/wall_clock.hpp"
 
@@ -81,8 +82,7 @@ class IioSource final : public Source {
   WallClockWatch wall_clock_;
   DeviceClockOffset offset_;
   bool resumed_ = false;
-  static constexpr int64_t kFirstRetryNs = 100'000'000, kMaxRetryNs = 5'000'000'000;
-  int64_t retry_at_ns_ = 0, backoff_ns_ = kFirstRetryNs;
+  ReopenBackoff backoff_;
   int64_t last_data_mono_ns_ = 0;  // when the last refill brought samples
   std::atomic<bool> down_{false};
   std::atomic<uint64_t> gaps_{0}, frames_lost_{0}, reopens_{0}, refills_{0};
