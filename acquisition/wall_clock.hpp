@@ -4,7 +4,12 @@
 // clock, vigild starts, and NTP sets the clock minutes or years later; without this every
 // timestamp and event time of a run lasting months would stay off by that much. NTP's slewing
 // moves both clocks alike, so only steps (settimeofday, clock_settime, a leap second) change
-// their difference. Thread: the capture thread's; RT-safe (vDSO clock reads).
+// their difference. A step of kStepNs or more (NTP daemons slew anything under 128 ms, so a
+// step that large is the clock being set) is followed at once; a smaller move only once it has
+// lasted kSettleNs: some virtual machines' time agents keep the guest's clock by stepping it a
+// millisecond at a time, and following each would break every stream's time line several times a
+// second for a difference a receiver cannot tell from reading noise.
+// Thread: the capture thread's; RT-safe (vDSO clock reads).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +39,10 @@ class WallClockWatch {
  public:
   // Differences up to this are reading noise, not a step.
   static constexpr int64_t kToleranceNs = 1'000'000;
+  // A move this large is followed at once; a smaller one (beyond the tolerance) once it has
+  // lasted kSettleNs, so the time line is never further than that from the wall clock for longer.
+  static constexpr int64_t kStepNs = 100'000'000;
+  static constexpr int64_t kSettleNs = 10'000'000'000;
 
   // Looked at no more often than this (three clock reads; S3's chunks come every 10 us unpaced).
   static constexpr int64_t kIntervalNs = 1'000'000;
@@ -46,26 +55,38 @@ class WallClockWatch {
     next_ns_ = mono_ns + kIntervalNs;
     return true;
   }
-  // The step since the anchor or the last step (ns, negative: the clock went back), 0 when within
-  // the tolerance. A step becomes the new anchor.
-  int64_t step(int64_t offset_ns) noexcept {
+  // The step since the anchor or the last step (ns, negative: the clock went back) as seen at
+  // monotonic time mono_ns, or 0: within the tolerance, or a small move not yet kSettleNs old.
+  // A step becomes the new anchor.
+  int64_t step(int64_t offset_ns, int64_t mono_ns) noexcept {
     const int64_t d = offset_ns - offset_ns_;
-    if (std::llabs(d) <= kToleranceNs) return 0;
+    const int64_t size = std::llabs(d);
+    if (size <= kToleranceNs) {
+      moved_since_ns_ = kNotMoved;
+      return 0;
+    }
+    if (size < kStepNs) {
+      if (moved_since_ns_ == kNotMoved) moved_since_ns_ = mono_ns;
+      if (mono_ns - moved_since_ns_ < kSettleNs) return 0;
+    }
     offset_ns_ = offset_ns;
+    moved_since_ns_ = kNotMoved;
     return d;
   }
 
  private:
+  static constexpr int64_t kNotMoved = INT64_MIN;
   int64_t offset_ns_ = 0;
   int64_t next_ns_ = 0;
+  int64_t moved_since_ns_ = kNotMoved;  // when the difference first left the tolerance
 };
 
 // Per chunk of a live source whose frame 0 is at `start_utc_ns`, at monotonic time mono_ns: a step
-// of the wall clock since it last looked (at most a millisecond ago) moves the time line by it,
-// from this chunk on, and flags the chunk.
+// of the wall clock (WallClockWatch::step) moves the time line by it, from this chunk on, and
+// flags the chunk.
 inline void follow_wall_clock(WallClockWatch& watch, int64_t mono_ns, int64_t& start_utc_ns, ChunkHeader& h) noexcept {
   if (!watch.due(mono_ns)) return;
-  if (const int64_t step = watch.step(utc_minus_mono_ns())) {
+  if (const int64_t step = watch.step(utc_minus_mono_ns(), mono_ns)) {
     start_utc_ns += step;
     h.flags |= chunk_flags::kClockStepped;
     h.clock_step_ns += step;
