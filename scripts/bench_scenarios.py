@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end scenario benchmarks (issue 9): the real vigild on each config of bench/scenarios/
+"""End-to-end scenario benchmarks (issues 9, 51): the real vigild on each config of bench/scenarios/
 at increasing load, vigil-listen receiving on loopback. For every load step: input samples/s
 sustained, per-chunk end-to-end latency (capture of the chunk's last frame -> its last datagram
 sent: vigild's own histogram) p50/p99/p99.9/max, deadline misses, frames dropped in vigild, data
@@ -7,6 +7,7 @@ lost on the way to the receiver; then the highest load with zero misses and zero
 Run through scripts/bench-scenarios.sh (its --help lists the options)."""
 import argparse, contextlib, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
 
+import bench_peers
 from host_load import HostLoad
 
 # A cross build's tests run the target's programs under an emulator (tests set VIGIL_EMULATOR,
@@ -26,12 +27,13 @@ TITLES = {"s1": "S1 AE rig: 10 MS/s int16 per channel, 65536-frame chunks, FIR 2
           "s2": "S2 vibration: 51.2 kS/s per channel, 1024-frame chunks, 4 bands x 8191 taps -> vibration, bands out",
           "s3": "S3 crossover: 2 channels x 48 kHz float, 256-frame chunks, 4 x 8191-tap crossover, bands out"}
 # Load steps (channels, rate_factor): the CPU ones climb to the goals of issue 9 on a 2-core
-# machine, the GPU ones to the H100's.
+# machine, the GPU ones past issue 51's 13 G samples/s for S1 (1300 channels).
 LOADS = {
     "cpu": {"s1": [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1)],
             "s2": [(64, 1), (64, 5), (64, 10), (64, 20), (64, 35), (64, 50)],
             "s3": [(2, 1), (2, 10), (2, 50), (2, 100), (2, 200), (2, 500), (2, 1000)]},
-    "cuda": {"s1": [(16, 1), (32, 1), (64, 1), (128, 1), (256, 1), (512, 1), (800, 1)],
+    "cuda": {"s1": [(16, 1), (32, 1), (64, 1), (128, 1), (256, 1), (512, 1), (800, 1), (1024, 1), (1300, 1),
+                    (1600, 1)],
              "s2": [(64, 1), (256, 1), (512, 1), (1024, 1), (1024, 2), (1024, 4)],
              "s3": [(2, 1), (2, 10), (2, 100), (2, 500), (2, 1000), (2, 2000)]},
 }
@@ -93,10 +95,12 @@ def final_status(listen_out):
     return final, summary
 
 
-def scenario_config(args, scen, channels, rate_factor, busy_poll, data_port, event_port, workdir):
-    """The scenario's config text with the runner's values filled in (bench/scenarios/*.yaml)."""
+def scenario_config(args, scen, channels, rate_factor, busy_poll, data_port, event_port, workdir, s3_block=0):
+    """The scenario's config text with the runner's values filled in (bench/scenarios/*.yaml);
+    s3_block: S3's chunk and filter delay in frames (0: its own, a 256-frame chunk and no more delay)."""
     text = open(os.path.join(args.scenarios, FILES[scen])).read()
     for k, v in {"CHANNELS": channels, "RATE_FACTOR": rate_factor, "BACKEND": args.backend,
+                 "CHUNK_FRAMES": s3_block or 256, "MAX_LATENCY": s3_block,
                  "BUSY_POLL": "true" if busy_poll and scen in ("s2", "s3") else "false",
                  "THREADS": args.threads.get(scen, THREADS[args.backend].get(scen, 0)),
                  "SEND_THREADS": SEND_THREADS[args.backend].get(scen, 1),
@@ -162,11 +166,12 @@ def run_vigild(args, config, log):
             return None
 
 
-def run_step(args, scen, channels, rate_factor, workdir):
+def run_step(args, scen, channels, rate_factor, workdir, s3_block=0):
     """One step: vigild on the scenario, vigil-listen receiving its data and events."""
     data_port, event_port = free_port(), free_port()
-    text = scenario_config(args, scen, channels, rate_factor, args.busy_poll, data_port, event_port, workdir)
-    config = os.path.join(workdir, f"{scen}-{channels}-{rate_factor}.yaml")
+    text = scenario_config(args, scen, channels, rate_factor, args.busy_poll, data_port, event_port, workdir,
+                           s3_block)
+    config = os.path.join(workdir, f"{scen}-{channels}-{rate_factor}-{s3_block}.yaml")
     open(config, "w").write(text)
     listen_out = config + ".listen.jsonl"
     # With --busy-poll vigil-listen spins too (S2, S3): on loopback a datagram is delivered inside
@@ -287,7 +292,7 @@ def combine_runs(rows):
     return row
 
 
-def run_unreceived(args, scen, channels, workdir):
+def run_unreceived(args, scen, channels, workdir, s3_block=0):
     """vigild unpaced with its band data sent to a socket that never reads it (the kernel drops it
     once its buffer is full), as a null sink takes it; its events go to vigil-listen (events only,
     a few a second) for the final status: the sustained rate (frames_out_per_s, the start left out)."""
@@ -295,8 +300,8 @@ def run_unreceived(args, scen, channels, workdir):
     sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sink.bind(("127.0.0.1", 0))
     port, event_port = sink.getsockname()[1], free_port()
-    text = scenario_config(args, scen, channels, 0, False, port, event_port, workdir)
-    config = os.path.join(workdir, f"{scen}-{channels}-unreceived.yaml")
+    text = scenario_config(args, scen, channels, 0, False, port, event_port, workdir, s3_block)
+    config = os.path.join(workdir, f"{scen}-{channels}-{s3_block}-unreceived.yaml")
     open(config, "w").write(text)
     listen_out = config + ".listen.jsonl"
     log = config + ".vigild.log"
@@ -319,6 +324,108 @@ GNURADIO_BANDS = {
 }
 # GNU Radio runs S3 ~50 times faster than S2 in real-time terms: as much wall time for each.
 GNURADIO_SIGNAL_SCALE = {"s2": 1, "s3": 50}
+# GNU Radio's fft_filter_fff with 8191 taps runs 16384-point FFTs: blocks of 8194 frames, so a sample
+# waits up to 8194 frames for its output. Vigil at that delay: S3 in 4096-frame chunks with a filter
+# delay of 4096 (max_latency_frames), 8192 frames in all; S3's own is a 256-frame chunk and no added
+# delay. S2's config has a filter delay of 8192 already (vibration tolerates it) in 1024-frame chunks.
+GNURADIO_S3_BLOCK = 4096
+
+
+def design_taps(args, work, scen):
+    """The peers' filters for the scenario (GNURADIO_BANDS) as float64 files: their paths."""
+    dsp = os.path.join(args.build, "apps/vigil-dsp")
+    taps = []
+    for i, (kind, cut) in enumerate(GNURADIO_BANDS[scen]):
+        taps.append(os.path.join(work, f"{scen}-taps{i}.f64"))
+        subprocess.check_call(EMULATOR + [dsp, "firdesign", "--type", kind, "--taps", "8191", "--cutoff", cut,
+                                          "--rate", str(RATES[scen]), "--out", taps[-1]])
+    return taps
+
+
+def compare_peers(args, work, best):
+    """S3 at its own 256-frame latency against zita-convolver and BruteFIR (scripts/bench_peers.py),
+    rounds of the four one after the other (the machine's drift hits all alike): each engine's rate
+    in real-time multiples and the CPU cores it kept busy, Vigil's whole S3 unpaced (with vigil-listen
+    receiving, and with its band data to a socket nobody reads); the ratios of each round and the
+    medians."""
+    scen, channels, rate = "s3", NOMINAL_CHANNELS["s3"], RATES["s3"]
+    zita = os.path.join(args.build, "bench/zita_bank")
+    if not os.access(zita, os.X_OK):
+        print(f"\n(No zita-convolver comparison: {zita} is not built; apt-get install libzita-convolver-dev, "
+              "then build.)", flush=True)
+        return None
+    if subprocess.call(["sh", "-c", "command -v brutefir"], stdout=subprocess.DEVNULL) != 0:
+        print("\n(No BruteFIR comparison: apt-get install brutefir.)", flush=True)
+        return None
+    peers = bench_peers.Peers(args.build, work, rate, channels, design_taps(args, work, scen), args.peers_signal_s)
+    rounds = []
+    for _ in range(args.peers_rounds):
+        z, b = peers.run_zita(), peers.run_brutefir()
+        bank = bench_peers.run_bank(args.build)
+        vigil = run_step(args, scen, channels, 0, work)
+        alone = run_unreceived(args, scen, channels, work)
+        rounds.append({"z": z, "b": b, "k_x": bank.get("x_realtime"), "k_err": bank.get("error"),
+                       "v_x": vigil["samples_per_s"] / (channels * rate) if "error" not in vigil else None,
+                       "v_cores": vigil["host"]["own_cores"] if "error" not in vigil else None,
+                       "a_x": alone["samples_per_s"] / (channels * rate) if "error" not in alone else None,
+                       "v_err": vigil.get("error"), "a_err": alone.get("error")})
+    zm, zv = peers.zita_options
+    trials = ", ".join(f"{m}{' vector' if v else ''} {x:.0f}x" for x, m, v in sorted(peers.zita_trials, reverse=True))
+    print(f"\n### S3 against zita-convolver and BruteFIR at 256-frame latency ({len(rounds)} rounds)\n")
+    print(f"Each engine: 2 channels x 4 bands x 8191 taps at 48 kHz, periods of 256 frames. zita-convolver "
+          f"{rounds[0]['z'].get('version', '?')} (bench/zita_bank: non-uniform partitions from 256 to {zm}"
+          f"{', vector mode' if zv else ''}, its levels on threads of their own; chosen as the fastest of: {trials}; "
+          f"{args.peers_signal_s:g} s of signal; output checked against direct convolution, relative RMS error "
+          f"{rounds[0]['z'].get('check_rel_rms_error', float('nan')):.1e}). BruteFIR {peers.brutefir_version} "
+          f"(filter_length 256,32; one filter process per channel; a raw float file of {args.peers_signal_s:g} s "
+          f"read as fast as it goes, output to /dev/null; checked on a short run: relative RMS error "
+          f"{peers.brutefir_check if peers.brutefir_check is not None else float('nan'):.1e}). Vigil: the whole S3 "
+          f"unpaced for {args.seconds:g} s, with vigil-listen receiving on the same cores, then with no receiver; "
+          f"and its bank alone (bench/fir_bank_scenarios_bench {bench_peers.BANK_BENCH}: the crossover as the "
+          "pipeline runs it, 2 threads, no source and no sending), the engine beside the engines. "
+          "Cores: CPU time over wall time (zita: its process; BruteFIR: the whole machine while it filtered, as its "
+          "filter processes are not its children; Vigil: vigild and vigil-listen).\n")
+    print("| round | zita-convolver x real time (cores) | BruteFIR x real time (cores) | Vigil, receiving (cores) "
+          "| ÷ zita | ÷ BruteFIR | Vigil, no receiver | ÷ zita | ÷ BruteFIR | Vigil's bank alone | ÷ zita | ÷ BruteFIR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def peer(r):
+        return f"failed: {r['error'][:80]}" if "error" in r else f"{r['x_realtime']:.1f}x ({r['cpu_cores']:.2f})"
+
+    def ratio(v, r):
+        return "" if v is None or "error" in r else f"{v / r['x_realtime']:.2f}x"
+
+    for i, r in enumerate(rounds, 1):
+        v = f"failed: {r['v_err'][:80]}" if r["v_x"] is None else f"{r['v_x']:.1f}x ({r['v_cores']:.2f})"
+        a = f"failed: {r['a_err'][:80]}" if r["a_x"] is None else f"{r['a_x']:.1f}x"
+        k = f"failed: {r['k_err'][:80]}" if r["k_x"] is None else f"{r['k_x']:.1f}x"
+        print(f"| {i} | {peer(r['z'])} | {peer(r['b'])} | {v} | {ratio(r['v_x'], r['z'])} | {ratio(r['v_x'], r['b'])} "
+              f"| {a} | {ratio(r['a_x'], r['z'])} | {ratio(r['a_x'], r['b'])} "
+              f"| {k} | {ratio(r['k_x'], r['z'])} | {ratio(r['k_x'], r['b'])} |")
+
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    ok = [r for r in rounds if "error" not in r["z"] and "error" not in r["b"]]
+    result = {key: med(r[vk] / r[pk]["x_realtime"] for r in ok if r[vk] is not None)
+              for key, vk, pk in (("zita", "v_x", "z"), ("brutefir", "v_x", "b"),
+                                  ("zita_unreceived", "a_x", "z"), ("brutefir_unreceived", "a_x", "b"),
+                                  ("zita_bank", "k_x", "z"), ("brutefir_bank", "k_x", "b"))}
+    def t(v):
+        return "none" if v is None else f"**{v:.2f}x**"
+    def x(values):
+        v = med(values)
+        return "none" if v is None else f"{v:.1f}x"
+    print(f"| median | {x(r['z'].get('x_realtime') for r in rounds)} | {x(r['b'].get('x_realtime') for r in rounds)} "
+          f"| {x(r['v_x'] for r in rounds)} | {t(result['zita'])} | {t(result['brutefir'])} "
+          f"| {x(r['a_x'] for r in rounds)} | {t(result['zita_unreceived'])} | {t(result['brutefir_unreceived'])} "
+          f"| {x(r['k_x'] for r in rounds)} | {t(result['zita_bank'])} | {t(result['brutefir_bank'])} |")
+    print(f"\nVigil unpaced / zita-convolver, S3 at 256 frames, median of {len(ok)} rounds: {t(result['zita'])} with "
+          f"vigil-listen receiving ({t(result['zita_unreceived'])} without, {t(result['zita_bank'])} the bank alone); "
+          f"/ BruteFIR: {t(result['brutefir'])} ({t(result['brutefir_unreceived'])} without, "
+          f"{t(result['brutefir_bank'])} the bank alone).", flush=True)
+    return result
 
 
 def ensure_gnuradio(gr_python):
@@ -355,13 +462,8 @@ def compare_gnuradio(args, work, scen, best):
     this CPU, against Vigil's whole scenario unpaced (the source as fast as the pipeline takes it)."""
     gr_python = "/usr/bin/python3"  # Debian's, where its gnuradio package installs
     ensure_gnuradio(gr_python)
-    dsp = os.path.join(args.build, "apps/vigil-dsp")
     channels, rate = NOMINAL_CHANNELS[scen], RATES[scen]
-    taps = []
-    for i, (kind, cut) in enumerate(GNURADIO_BANDS[scen]):
-        taps.append(os.path.join(work, f"{scen}-taps{i}.f64"))
-        subprocess.check_call(EMULATOR + [dsp, "firdesign", "--type", kind, "--taps", "8191", "--cutoff", cut, "--rate", str(rate),
-                               "--out", taps[-1]])
+    taps = design_taps(args, work, scen)
     # Rounds of GNU Radio, Vigil with vigil-listen, Vigil with no receiver, one after the other, so
     # that the machine's drift (a shared 2-vCPU guest moves 20-40 % over minutes) hits all three
     # alike: the ratio of each round, and the medians. GNU Radio gets about 4 s of wall time a round.
@@ -374,11 +476,16 @@ def compare_gnuradio(args, work, scen, best):
         # The same with the band data going to a socket nobody reads (as GNU Radio's null sink takes
         # its output): no receiver of the data shares the two cores.
         alone = run_unreceived(args, scen, channels, work)
+        # S3 again at GNU Radio's filter delay, vigil-listen receiving.
+        at_gr = run_step(args, scen, channels, 0, work, s3_block=GNURADIO_S3_BLOCK) if scen == "s3" else {}
+        at_gr_alone = run_unreceived(args, scen, channels, work, s3_block=GNURADIO_S3_BLOCK) if scen == "s3" else {}
         # A failed Vigil run is shown as such and left out of the medians, never counted as 0x.
+        def x_of(run):
+            return run["samples_per_s"] / (channels * rate) if run and "error" not in run else None
         rounds.append({"gr": gr, "gr_x": gr["x_realtime"], "backend": vigil.get("backend", "?"),
-                       "v_x": vigil["samples_per_s"] / (channels * rate) if "error" not in vigil else None,
-                       "a_x": alone["samples_per_s"] / (channels * rate) if "error" not in alone else None,
-                       "v_err": vigil.get("error"), "a_err": alone.get("error")})
+                       "v_x": x_of(vigil), "a_x": x_of(alone), "d_x": x_of(at_gr), "e_x": x_of(at_gr_alone),
+                       "v_err": vigil.get("error"), "a_err": alone.get("error"), "d_err": at_gr.get("error"),
+                       "e_err": at_gr_alone.get("error")})
     name = scen.upper()
     print(f"\n### {name} against GNU Radio {rounds[0]['gr']['gnuradio']} on this CPU ({len(rounds)} rounds)\n")
     print(f"GNU Radio: per channel ({channels}) a null source -> {len(taps)} x fft_filter_fff (8191 taps) -> null "
@@ -387,15 +494,24 @@ def compare_gnuradio(args, work, scen, best):
           f"{args.seconds:g} s ({TITLES[scen].split(': ', 1)[1]}), with vigil-listen receiving on the same cores, then "
           "with its band data sent to a socket nobody reads (as GNU Radio's null sink); the sustained rate, the "
           "start left out.\n")
-    print("| round | GNU Radio x real time | Vigil, vigil-listen receiving | ratio | Vigil, no receiver | ratio |")
-    print("|---|---|---|---|---|---|")
+    at_delay = scen == "s3"
+    if at_delay:
+        print(f"Last, S3 again at GNU Radio's delay, with vigil-listen receiving and with no receiver: chunks of "
+              f"{GNURADIO_S3_BLOCK} frames and a filter delay of {GNURADIO_S3_BLOCK} (max_latency_frames), so that a "
+              f"sample waits at most {2 * GNURADIO_S3_BLOCK} frames for its band output, as in GNU Radio's 8194-frame "
+              "blocks.\n")
+    print("| round | GNU Radio x real time | Vigil, vigil-listen receiving | ratio | Vigil, no receiver | ratio |"
+          + (f" Vigil at GNU Radio's delay ({GNURADIO_S3_BLOCK}-frame chunks), receiving | ratio | the same, no "
+             "receiver | ratio |" if at_delay else ""))
+    print("|---|---|---|---|---|---|" + ("---|---|---|---|" if at_delay else ""))
     def cells(r, key):
         if r[key] is None:
             return f"failed: {r[key[0] + '_err']} | "
         return f"{r[key]:.1f}x | {r[key] / r['gr_x']:.2f}x"
 
     for i, r in enumerate(rounds, 1):
-        print(f"| {i} | {r['gr_x']:.1f}x | {cells(r, 'v_x')} | {cells(r, 'a_x')} |")
+        print(f"| {i} | {r['gr_x']:.1f}x | {cells(r, 'v_x')} | {cells(r, 'a_x')} |"
+              + (f" {cells(r, 'd_x')} | {cells(r, 'e_x')} |" if at_delay else ""))
 
     def median(values):
         values = list(values)
@@ -404,11 +520,15 @@ def compare_gnuradio(args, work, scen, best):
     def text(v, form):
         return "none ran" if v is None else form.format(v)
 
-    med = {k: median(r[k] for r in rounds if r[k] is not None) for k in ("gr_x", "v_x", "a_x")}
+    med = {k: median(r[k] for r in rounds if r[k] is not None) for k in ("gr_x", "v_x", "a_x", "d_x", "e_x")}
     v_ratio = median(r["v_x"] / r["gr_x"] for r in rounds if r["v_x"] is not None)
     a_ratio = median(r["a_x"] / r["gr_x"] for r in rounds if r["a_x"] is not None)
+    d_ratio = median(r["d_x"] / r["gr_x"] for r in rounds if r["d_x"] is not None)
+    e_ratio = median(r["e_x"] / r["gr_x"] for r in rounds if r["e_x"] is not None)
     print(f"| median | {med['gr_x']:.1f}x | {text(med['v_x'], '{:.1f}x')} | {text(v_ratio, '**{:.2f}x**')} "
-          f"| {text(med['a_x'], '{:.1f}x')} | {text(a_ratio, '**{:.2f}x**')} |")
+          f"| {text(med['a_x'], '{:.1f}x')} | {text(a_ratio, '**{:.2f}x**')} |"
+          + (f" {text(med['d_x'], '{:.1f}x')} | {text(d_ratio, '**{:.2f}x**')} | {text(med['e_x'], '{:.1f}x')} "
+             f"| {text(e_ratio, '**{:.2f}x**')} |" if at_delay else ""))
     if best:
         b_x = best["samples_per_s"] / (channels * rate)
         print(f"\nVigil paced, highest load with zero deadline misses and drops: {fmt_rate(best['samples_per_s'])} "
@@ -421,8 +541,13 @@ def compare_gnuradio(args, work, scen, best):
         return f"{ratio:.2f}x{some}"
 
     print(f"\nVigil unpaced / GNU Radio, {name}, median of {len(rounds)} rounds: {of_runs('v_x', v_ratio)} with "
-          f"vigil-listen receiving on the same cores, {of_runs('a_x', a_ratio)} with no receiver", flush=True)
-    return {"ratio": v_ratio, "ratio_unreceived": a_ratio, "vigil_x": med["v_x"], "gnuradio_x": med["gr_x"]}
+          f"vigil-listen receiving on the same cores, {of_runs('a_x', a_ratio)} with no receiver"
+          + (f", {of_runs('d_x', d_ratio)} at GNU Radio's delay with vigil-listen receiving "
+             f"({of_runs('e_x', e_ratio)} without)" if at_delay else
+             " (S2's bank has GNU Radio's filter delay already: max_latency_frames 8192, in 1024-frame chunks)"), flush=True)
+    return {"ratio": v_ratio, "ratio_unreceived": a_ratio, "vigil_x": med["v_x"], "gnuradio_x": med["gr_x"],
+            "ratio_at_gnuradio_delay": d_ratio if at_delay else v_ratio,
+            "ratio_at_gnuradio_delay_unreceived": e_ratio if at_delay else a_ratio}
 
 
 # Issue 9's goals, by the backend that ran: each a scenario, the goal's words, and a function of
@@ -473,17 +598,6 @@ def channels_goal(least):
     return judge
 
 
-def realtime_goal(scen, least_x):
-    def judge(rows, gr):
-        b = clean_best(rows)
-        x = b["samples_per_s"] / (RATES[scen] * NOMINAL_CHANNELS[scen]) if b else 0
-        text = f"{x:.1f}x with zero misses and drops (paced)" if b else "no clean step"
-        if gr and gr.get("vigil_x") is not None:
-            text += f"; {gr['vigil_x']:.1f}x unpaced"
-        return text, x >= least_x
-    return judge
-
-
 def report_channels(rows, _gr):
     b = clean_best(rows)
     return (f"{b['channels']} channel{'s' if b['channels'] != 1 else ''} at x{b['rate_factor']}" if b
@@ -491,7 +605,8 @@ def report_channels(rows, _gr):
 
 
 def gnuradio_goal(least):
-    def judge(_rows, gr):
+    def judge(_rows, cmp):
+        gr = cmp.get("gnuradio")
         if not gr or gr.get("ratio") is None:
             return "the comparison did not run (--gnuradio)", "not run"
         return f"{gr['ratio']:.2f}x GNU Radio ({gr['vigil_x']:.1f}x against {gr['gnuradio_x']:.1f}x)", \
@@ -499,34 +614,57 @@ def gnuradio_goal(least):
     return judge
 
 
+def peer_goal(key, least, name):
+    def judge(_rows, cmp):
+        v = (cmp.get("peers") or {}).get(key)
+        if v is None:
+            return "the comparison did not run (--peers)", "not run"
+        return f"{v:.2f}x {name}, vigil-listen receiving", v >= least
+    return judge
+
+
+def gnuradio_delay_goal(least):
+    def judge(_rows, cmp):
+        gr = cmp.get("gnuradio")
+        if not gr or gr.get("ratio_at_gnuradio_delay") is None:
+            return "the comparison did not run (--gnuradio)", "not run"
+        unreceived = gr.get("ratio_at_gnuradio_delay_unreceived")
+        alone = f" ({unreceived:.2f}x with no receiver)" if unreceived is not None else ""
+        return f"{gr['ratio_at_gnuradio_delay']:.2f}x GNU Radio at its delay, vigil-listen receiving{alone}", \
+            gr["ratio_at_gnuradio_delay"] >= least
+    return judge
+
+
+# Issue 51's goals (issue 9's where 51 kept them): on the CPU only ratios to the peers of the same run.
 GOALS = {
-    "cuda": [("s1", "8 G samples/s sustained, zero misses", rate_goal(8e9)),
+    "cuda": [("s1", "13 G samples/s sustained, zero misses", rate_goal(13e9)),
              ("s1", "p99 <= 1 ms at nominal load (16 channels)", p99_goal(16, 1000)),
-             ("s2", "p99 <= 500 us at nominal load (64 channels)", p99_goal(64, 500)),
+             ("s2", "p99 <= 250 us at nominal load (64 channels)", p99_goal(64, 250)),
              ("s2", ">= 1000 channels sustained", channels_goal(1000)),
-             ("s3", "p99 <= 100 us (2 channels)", p99_goal(2, 100))],
+             ("s3", "p99 <= 60 us (2 channels)", p99_goal(2, 60))],
     "cpu": [("s1", "report the sustainable channel count", report_channels),
-            ("s2", ">= 35x real time at 64 channels", realtime_goal("s2", 35)),
-            ("s2", ">= 1.5x GNU Radio, same run", gnuradio_goal(1.5)),
-            ("s3", ">= 500x real time", realtime_goal("s3", 500))],
+            ("s2", ">= 2x GNU Radio, same run, at its filter delay", gnuradio_goal(2.0)),
+            ("s3", ">= 1.5x GNU Radio at its delay", gnuradio_delay_goal(1.5)),
+            ("s3", ">= 5x zita-convolver at 256 frames", peer_goal("zita", 5.0, "zita-convolver")),
+            ("s3", ">= 5x BruteFIR at 256 frames", peer_goal("brutefir", 5.0, "BruteFIR"))],
 }
 
 
-def print_goals(rows_of, gnuradio_of):
-    """After the scenarios: issue 9's goals for the backend that ran, each with what this run
-    measured and whether it meets it (a goal of a scenario that did not run is left out)."""
+def print_goals(rows_of, gnuradio_of, peers=None):
+    """After the scenarios: the goals for the backend that ran, each with what this run measured
+    and whether it meets it (a goal of a scenario that did not run is left out)."""
     backends = {r.get("backend") for rows in rows_of.values() for r in rows if "error" not in r}
     backend = "cuda" if "cuda" in backends else "cpu" if backends else None
     if backend is None:
         return
-    where = "the H100/H200 test machine" if backend == "cuda" else "a 2-core CPU"
-    print(f"\n### Against issue 9's goals for {where} (backend {backend})\n")
+    where = "the H100/H200 test machine" if backend == "cuda" else "the CPU, ratios to the peers on the same cores"
+    print(f"\n### Against the goals for {where} (backend {backend})\n")
     print("| scenario | goal | this run | met? |")
     print("|---|---|---|---|")
     for scen, goal, judge in GOALS[backend]:
         if scen not in rows_of:
             continue
-        text, met = judge(rows_of[scen], gnuradio_of.get(scen))
+        text, met = judge(rows_of[scen], {"gnuradio": gnuradio_of.get(scen), "peers": peers})
         verdict = met if isinstance(met, str) else "yes" if met else "**no**"
         print(f"| {scen.upper()} | {goal} | {text} | {verdict} |")
     sys.stdout.flush()
@@ -572,6 +710,12 @@ def main():
     p.add_argument("--gnuradio", action="store_true",
                    help="also run S2 and S3 (those of --only) through GNU Radio (installs Debian's gnuradio if "
                         "missing) and Vigil unpaced")
+    p.add_argument("--peers", action="store_true",
+                   help="also run S3 (if in --only) against zita-convolver (bench/zita_bank, built where "
+                        "libzita-convolver-dev is installed) and BruteFIR (Debian's brutefir) at its 256-frame latency")
+    p.add_argument("--peers-rounds", type=int, default=3, help="rounds of the --peers comparison (default 3)")
+    p.add_argument("--peers-signal-s", type=float, default=300,
+                   help="seconds of signal zita-convolver and BruteFIR filter each round (default 300)")
     p.add_argument("--gnuradio-rounds", type=int, default=3,
                    help="rounds of the comparison (GNU Radio, Vigil received, Vigil unreceived, in turn); medians")
     p.add_argument("--gnuradio-signal-s", type=float, default=40,
@@ -582,11 +726,12 @@ def main():
                         "latency tails, without Vigil")
     args = p.parse_args()
     for name, value, least in (("--repeat", args.repeat, 1), ("--failures", args.failures, 1),
-                               ("--gnuradio-rounds", args.gnuradio_rounds, 1)):
+                               ("--gnuradio-rounds", args.gnuradio_rounds, 1), ("--peers-rounds", args.peers_rounds, 1)):
         if value < least:
             p.error(f"{name} must be at least {least}, got {value}")
     # vigild reads --seconds 0 as "until stopped"; the runner needs each step to end.
-    for name, value in (("--seconds", args.seconds), ("--gnuradio-signal-s", args.gnuradio_signal_s)):
+    for name, value in (("--seconds", args.seconds), ("--gnuradio-signal-s", args.gnuradio_signal_s),
+                        ("--peers-signal-s", args.peers_signal_s)):
         if not 0 < value < 1e6:
             p.error(f"{name} must be a number of seconds above 0, got {value:g}")
     if not 0 <= args.host_probe_s < 1e6:
@@ -609,7 +754,7 @@ def main():
         loads[m.group(1)] = [tuple(int(v) for v in step.split("x")) for step in m.group(2).split(",")]
         if any(ch == 0 for ch, _ in loads[m.group(1)]):
             p.error(f"--steps {spec!r}: a step needs at least 1 channel (a rate factor of 0 runs unpaced)")
-    needed = ["apps/vigild", "apps/vigil-listen"] + (["apps/vigil-dsp"] if args.gnuradio else [])
+    needed = ["apps/vigild", "apps/vigil-listen"] + (["apps/vigil-dsp"] if args.gnuradio or args.peers else [])
     missing = [n for n in needed if not os.access(os.path.join(args.build, n), os.X_OK)]
     if missing:
         p.error(f"--build {args.build}: no {os.path.join(args.build, missing[0])}; build first (scripts/test.sh "
@@ -686,7 +831,8 @@ def main():
             for scen in args.only.split(","):
                 if scen in GNURADIO_BANDS:
                     gnuradio_of[scen] = compare_gnuradio(args, work, scen, best_of.get(scen))
-    print_goals(rows_of, gnuradio_of)
+        peers = compare_peers(args, work, best_of.get("s3")) if args.peers and "s3" in args.only.split(",") else None
+    print_goals(rows_of, gnuradio_of, peers)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,12 @@ def _proc_stat():
     return busy, steal, busy + idle + iowait + steal
 
 
+def busy_cpu_s():
+    """CPU seconds all CPUs spent busy since boot (for what a program whose processes it does not
+    wait for, such as BruteFIR's filter processes, kept busy: the difference over its run)."""
+    return _proc_stat()[0] / _HZ
+
+
 def _children_cpu_s():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime

@@ -100,7 +100,7 @@ TEST(ConfigLoader, TheScenarioConfigsAreValid) {
   const std::vector<std::pair<std::string, std::string>> fill = {
       {"@CHANNELS@", "2"}, {"@RATE_FACTOR@", "1"}, {"@BACKEND@", "cpu"}, {"@BUSY_POLL@", "false"},
       {"@THREADS@", "8"}, {"@SEND_THREADS@", "4"}, {"@DATA_PORT@", "5000"}, {"@EVENT_PORT@", "5001"},
-      {"@WISDOM@", "/tmp/w"}};
+      {"@WISDOM@", "/tmp/w"}, {"@MAX_LATENCY@", "4096"}, {"@CHUNK_FRAMES@", "4096"}};
   for (const char* name : {"s1-ae.yaml", "s2-vibration.yaml", "s3-crossover.yaml"}) {
     std::ifstream f(std::string(VIGIL_SOURCE_DIR) + "/bench/scenarios/" + name);
     ASSERT_TRUE(f) << name;

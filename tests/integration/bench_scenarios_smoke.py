@@ -78,17 +78,19 @@ def main():
     check(out.count("The host meanwhile, per step:") == 3, "a scenario's host-load line is missing")
     check(out.count("Highest load with zero misses") + out.count("No load step ran without misses") == 3,
           "a scenario's verdict line is missing")
-    # Last, issue 9's goals for the backend that ran, each with this run's figure and a verdict; the
-    # paced steps here are far below the goals, and the GNU Radio comparison did not run.
-    goals = out.split("### Against issue 9's goals for a 2-core CPU (backend cpu)", 1)
+    # Last, the goals for the backend that ran (issue 51's: on the CPU, ratios to the peers), each
+    # with this run's figure and a verdict; the comparisons (--gnuradio, --peers) did not run.
+    goals = out.split("### Against the goals for the CPU, ratios to the peers on the same cores (backend cpu)", 1)
     check(len(goals) == 2, "the goals table is missing")
     if len(goals) == 2:
         lines = [l for l in goals[1].splitlines() if l.startswith("| S")]
-        check(len(lines) == 4, f"expected 4 goals, got {lines}")
+        check(len(lines) == 5, f"expected 5 goals, got {lines}")
         expected = [("| S1 | report the sustainable channel count | ", "| reported |"),
-                    ("| S2 | >= 35x real time at 64 channels | ", "| **no** |"),
-                    ("| S2 | >= 1.5x GNU Radio, same run | the comparison did not run", "| not run |"),
-                    ("| S3 | >= 500x real time | ", "| **no** |")]
+                    ("| S2 | >= 2x GNU Radio, same run, at its filter delay | the comparison did not run (--gnuradio)",
+                     "| not run |"),
+                    ("| S3 | >= 1.5x GNU Radio at its delay | the comparison did not run (--gnuradio)", "| not run |"),
+                    ("| S3 | >= 5x zita-convolver at 256 frames | the comparison did not run (--peers)", "| not run |"),
+                    ("| S3 | >= 5x BruteFIR at 256 frames | the comparison did not run (--peers)", "| not run |")]
         for line, (start, end) in zip(lines, expected):
             check(line.startswith(start) and line.endswith(end), f"goal line {line!r}: expected {start!r}...{end!r}")
 
