@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "acquisition/sample_file.hpp"
+#include "apps/ae_locate_command.hpp"
 #include "apps/cli_args.hpp"
 #include "dsp/convolution.hpp"
 #include "dsp/dwt.hpp"
@@ -40,6 +41,7 @@ const std::map<std::string, std::set<std::string>> kOps = {
     {"idwt", {"wavelet", "levels", "in", "out", "channel", "backend"}},
     {"denoise", {"wavelet", "levels", "mode", "noise", "in", "out", "channel", "backend"}},
     {"psd", {"rate", "nperseg", "window", "beta", "atten", "in", "out", "channel", "backend"}},
+    {"aelocate", {"geometry", "hits", "rate"}},
 };
 
 const char* kUsage =
@@ -52,6 +54,8 @@ const char* kUsage =
     "  idwt     --wavelet NAME --levels J\n"
     "  denoise  --wavelet NAME [--levels J] [--mode soft|hard] [--noise finest|per-level]\n"
     "  psd      --rate R --nperseg N [--window W]  (one-sided Welch PSD, as scipy.signal.welch; W default hann)\n"
+    "  aelocate --geometry G.yaml --hits HITS.jsonl [--rate R]\n"
+    "           (AE events located from hits, as vigil-listen --json writes them; JSON lines to stdout)\n"
     "Windows W: hamming (firdesign's default), hann, blackman, rectangular, kaiser [--beta B | --atten DB]\n"
     "           (kaiser's default beta 8.6).\n"
     "Files: .f32/.f64 raw little-endian, .wav input (first channel, or --channel N).\n"
@@ -230,7 +234,8 @@ int main(int argc, char** argv) {
                 {"atten", true, "Kaiser attenuation dB", ""}, {"kernel", true, "kernel file", ""},
                 {"wavelet", true, "wavelet", ""},      {"levels", true, "levels", ""},
                 {"mode", true, "soft or hard", ""},    {"noise", true, "finest or per-level", ""},
-                {"nperseg", true, "segment length", ""}, {"help", false, "help", ""}});
+                {"nperseg", true, "segment length", ""}, {"geometry", true, "AE sensor geometry file", ""},
+                {"hits", true, "AE hits (JSON lines)", ""}, {"help", false, "help", ""}});
   try {
     args.parse(argc - 1, argv + 1);
     if (args.has("help")) {  // vigil-dsp OP --help
@@ -238,9 +243,14 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     for (const char* name : {"in", "out", "backend", "channel", "type", "taps", "cutoff", "rate", "window", "beta",
-                             "atten", "kernel", "wavelet", "levels", "mode", "noise", "nperseg"})
+                             "atten", "kernel", "wavelet", "levels", "mode", "noise", "nperseg", "geometry", "hits"})
       if (args.has(name) && !it->second.count(name))
         throw Usage("--" + std::string(name) + " does not apply to " + op);
+    if (op == "aelocate") {
+      if (!args.has("geometry") || !args.has("hits")) throw Usage("aelocate needs --geometry and --hits");
+      return vigil::run_ae_locate(args.get("geometry"), args.get("hits"),
+                                  args.has("rate") ? args.number("rate", 1, 1e12) : 0, std::cout, std::cerr);
+    }
     const std::string backend = args.get("backend");
     if (backend != "cpu" && backend != "cuda" && backend != "auto")
       throw Usage("--backend must be cpu, cuda or auto, got '" + backend + "'");
