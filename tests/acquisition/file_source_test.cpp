@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -78,22 +79,44 @@ TEST_F(FileSourceTest, WavSamplesArriveInOrderInTheirChannels) {
   EXPECT_EQ(src.read(c), ReadStatus::kEnd);
 }
 
-// Replayed at its rate (chunks of 80 frames at 8 kHz: one due every 10 ms), a reader that pauses
-// 45 ms after the first chunk finds chunks 1 to 3 more than a period past due (about 35, 25 and
-// 15 ms: counted), chunk 4 within one, and the rest in time.
+// Replayed at its rate (chunks of 80 frames at 8 kHz: one period P = 10 ms), chunk k is due at
+// start + (k+1)P and counted late where it is read more than a period past that. A reader that
+// pauses 45 ms after the first chunk finds chunks 1 to 3 late (about 35, 25 and 15 ms past due):
+// at least those are counted. How many more depends on how long this machine stalled the test, so
+// each read is timed: a chunk read wholly after start + (k+2)P must be counted, one read wholly
+// before it must not, and only those in between may go either way.
 TEST_F(FileSourceTest, ChunksReplayedMoreThanAPeriodLateAreCounted) {
+  using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC, the pace's clock
+  constexpr auto kPeriod = std::chrono::milliseconds(10);
   const std::string p = write_wav(1, 800, 16, ramp);
   FileSource src({p, 80, 1.0, false});
   ChunkPool pool(2, 80 * 2);
   Chunk& c = pool.chunk(0);
-  ASSERT_EQ(src.read(c), ReadStatus::kOk);
+  const Clock::time_point first_before = Clock::now();
+  ASSERT_EQ(src.read(c), ReadStatus::kOk);  // starts the pace, returns when chunk 0 is due
+  const Clock::time_point first_after = Clock::now();
   EXPECT_EQ(src.late_chunks(), 0u);
+  const Clock::time_point start_earliest = first_before;
+  const Clock::time_point start_latest = first_after - kPeriod;
   std::this_thread::sleep_for(std::chrono::milliseconds(45));
   int chunks = 1;
-  while (src.read(c) == ReadStatus::kOk) ++chunks;
+  uint64_t must_be_late = 0;
+  uint64_t may_be_late = 0;
+  for (;;) {
+    const int k = chunks;
+    const Clock::time_point before = Clock::now();
+    const ReadStatus status = src.read(c);
+    const Clock::time_point after = Clock::now();
+    if (status != ReadStatus::kOk) break;
+    ++chunks;
+    const auto late_after = (k + 2) * kPeriod;  // past due by more than a period from here on
+    if (before > start_latest + late_after) ++must_be_late;
+    else if (after > start_earliest + late_after) ++may_be_late;
+  }
   EXPECT_EQ(chunks, 10);
-  EXPECT_GE(src.late_chunks(), 3u);
-  EXPECT_LE(src.late_chunks(), 4u);  // 4 only where this machine stalled the test by a period
+  EXPECT_GE(must_be_late, 3u);  // the 45 ms pause alone makes chunks 1 to 3 late
+  EXPECT_GE(src.late_chunks(), must_be_late);
+  EXPECT_LE(src.late_chunks(), must_be_late + may_be_late);
 }
 
 TEST_F(FileSourceTest, Wav24BitIsWidenedToInt32) {

@@ -226,24 +226,38 @@ TEST(SyntheticSource, PacingIsNeverFasterThanTheRateFactor) {
 // time, counts each one more than a chunk period late; read in time (the first chunk, and after a
 // pause shorter than a period), none.
 TEST(SyntheticSource, ChunksDeliveredMoreThanAPeriodLateAreCounted) {
+  using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC, the pace's clock
   SyntheticSpec s = base();
-  s.rate_factor = 1;  // 500 frames at 48 kHz: a chunk due every 10.4 ms
+  s.rate_factor = 1;  // 500 frames at 48 kHz: a chunk due every period P = 10.4 ms
   s.duration_s = 1;
+  const auto period = std::chrono::nanoseconds(500'000'000'000 / 48'000);
   SyntheticSource src(s);
   ChunkPool pool(2, 500 * 3 * 4);
-  ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
+  const Clock::time_point first_before = Clock::now();
+  ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);  // starts the pace, returns when chunk 0 is due
+  const Clock::time_point first_after = Clock::now();
   EXPECT_EQ(src.late_chunks(), 0u);
-  // Chunk k is due (k + 1) periods from the start. A 60 ms pause after the first: chunks 1 to 4
-  // are then past due by about 50, 39, 29 and 18 ms, each more than a period (counted, and read
-  // at once); chunk 5 by about 8 ms, within a period; from chunk 6 on the source waits again.
+  // Chunk k is due at start + (k+1)P and counted late where it is read more than a period past
+  // that. A 60 ms pause after the first: chunks 1 to 4 are then past due by about 50, 39, 29 and
+  // 18 ms (counted, and read at once), chunk 5 by about 8 ms (within a period), and from chunk 6
+  // on the source waits again. How many more are late depends on how long this machine stalled
+  // the test, so each read is timed: one wholly after start + (k+2)P must be counted, one wholly
+  // before it must not, and only those in between may go either way.
+  const Clock::time_point start_earliest = first_before;
+  const Clock::time_point start_latest = first_after - period;
   std::this_thread::sleep_for(std::chrono::milliseconds(60));
-  ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
-  EXPECT_EQ(src.late_chunks(), 1u);
-  while (src.late_chunks() < 4) ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
-  for (int i = 0; i < 6; ++i) ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
-  // 4; one more only where this machine stalled the test by a period in those reads.
-  EXPECT_GE(src.late_chunks(), 4u);
-  EXPECT_LE(src.late_chunks(), 5u);
+  uint64_t must_be_late = 0;
+  uint64_t may_be_late = 0;
+  for (int k = 1; k <= 10; ++k) {
+    const Clock::time_point before = Clock::now();
+    ASSERT_EQ(src.read(pool.chunk(0)), ReadStatus::kOk);
+    const Clock::time_point after = Clock::now();
+    if (before > start_latest + (k + 2) * period) ++must_be_late;
+    else if (after > start_earliest + (k + 2) * period) ++may_be_late;
+  }
+  EXPECT_GE(must_be_late, 4u);  // the 60 ms pause alone makes chunks 1 to 4 late
+  EXPECT_GE(src.late_chunks(), must_be_late);
+  EXPECT_LE(src.late_chunks(), must_be_late + may_be_late);
   const SyntheticSource unpaced(base());
   EXPECT_EQ(unpaced.late_chunks(), 0u);
 }
