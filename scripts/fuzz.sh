@@ -14,7 +14,7 @@ targets="${*:-config vita49 vita49_source recording event_json listen_event flee
 build=build-fuzz
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DVIGIL_CUDA=OFF -DVIGIL_BUILD_TESTS=OFF -DVIGIL_BUILD_BENCH=OFF \
-  -DVIGIL_BUILD_FUZZ=ON -DVIGIL_WEB=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$flags" \
+  -DVIGIL_BUILD_FUZZ=ON -DVIGIL_WEB=OFF -DVIGIL_LINK_GOLD=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null || exit 1
 cmake --build "$build" -j "$(nproc)" --target $(for t in $targets; do echo "fuzz_$t"; done) || exit 1
 out="$build/findings"
