@@ -250,6 +250,10 @@ void Vita49Source::put(Lane& lane, uint64_t frame, const uint8_t* samples, size_
       const uint64_t from = std::max(lane.filled_to, next_frame_), to = std::min(frame, window_end);
       for (uint64_t f = from; f < to; ++f) std::memset(&lane.ring[(f % ring_frames_) * b], 0, b);
       if (to > from) missing_samples_.fetch_add(to - from, std::memory_order_relaxed);
+      // Beyond the window no stream can have frames (each is cut there): the frames up to its
+      // samples are lost, for every stream, rather than chunks of zeros delivered up to them (a
+      // timestamp far ahead would otherwise be hours of zeros, chunk by chunk).
+      if (frame > window_end) add_hole(window_end, frame);
     }
   }
   lane.started = true;

@@ -253,6 +253,59 @@ TEST(Vita49Source, ASilentStreamIsZerosAfterTheWaitCountedAndTheSourceDown) {
   EXPECT_EQ(counts["missing_samples"], 4000u);
 }
 
+// A silent stream that comes back an hour ahead (a digitizer whose clock was set): the hour is
+// frames lost, counted and flagged on the chunk where the stream's samples resume, not an hour of
+// zeros delivered chunk by chunk first (a fuzz finding: unpaced, the capture thread was held up
+// producing them). Its packets keep coming, a few each time the source has nothing to deliver;
+// those that arrive before the source has skipped the hour are beyond its window and lost too.
+TEST(Vita49Source, ASilentStreamBackFarAheadIsFramesLostNotAnHourOfZeros) {
+  const std::vector<uint32_t> streams = {1, 2};
+  Rig rig(Generator::Kind::kInt16, streams);
+  Vita49Source src(rig.spec(streams));
+  rig.send(streams, 0, 20);  // 4000 frames of both
+  rig.send({1}, 20, 40);     // then stream 2 falls silent, and after 8000 frames stream 1 too
+  EXPECT_EQ(read_all(src, streams, 4000, Generator::Kind::kInt16).frames, 4000u);
+  EXPECT_EQ(read_all(src, streams, 4000, Generator::Kind::kInt16, {2}).frames, 4000u);
+  uint64_t next_packet = 864'000;  // an hour ahead: packets of 200 frames at 48 kHz
+  rig.send({2}, next_packet, next_packet + 5);
+  next_packet += 5;
+  ChunkPool pool(2, 1000 * streams.size() * 2);
+  Chunk& c = pool.chunk(0);
+  uint64_t chunks = 0, frames_before = 0;
+  bool resumed = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!resumed && std::chrono::steady_clock::now() < until) {
+    c.header = {};
+    const ReadStatus st = src.read(c);
+    if (st == ReadStatus::kIdle) {
+      rig.send({2}, next_packet, next_packet + 5);
+      next_packet += 5;
+      continue;
+    }
+    ASSERT_EQ(st, ReadStatus::kOk);
+    ++chunks;
+    const ChunkHeader& h = c.header;
+    if (h.frames_lost_before == 0) {
+      frames_before += h.frames;
+      continue;
+    }
+    resumed = true;
+    EXPECT_TRUE(h.flags & chunk_flags::kOverrunBefore);
+    EXPECT_EQ(h.first_frame, 8000 + frames_before + h.frames_lost_before);
+    EXPECT_GE(h.first_frame, 864'000u * kSamplesAPacket);
+    EXPECT_EQ(h.first_frame % kSamplesAPacket, 0u);  // where one of stream 2's packets began
+    for (uint32_t f = 0; f < h.frames; ++f) {
+      ASSERT_EQ(reinterpret_cast<const int16_t*>(c.data)[f * 2], 0) << f;  // stream 1: silent
+      ASSERT_EQ(reinterpret_cast<const int16_t*>(c.data)[f * 2 + 1], value(2, h.first_frame + f, rig.kind)) << f;
+    }
+    std::map<std::string, uint64_t> counts;
+    for (const auto& [name, v] : src.counts()) counts[name] = v;
+    EXPECT_EQ(counts["frames_lost"], h.frames_lost_before);
+  }
+  ASSERT_TRUE(resumed) << chunks << " chunks of " << frames_before << " frames, and no loss";
+  EXPECT_LE(frames_before, 10'896u);  // at most what the source's window held (its ring)
+}
+
 TEST(Vita49Source, TheFirstStreamsToAppearAreTheChannelsWhenNoneAreListed) {
   const std::vector<uint32_t> streams = {0x20, 0x10};
   Rig rig(Generator::Kind::kInt32, streams);
