@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <linux/limits.h>
 #include <net/if.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -168,6 +169,9 @@ class Generator {
                         get(std::string(kDevice) + "/scan_elements/in_timestamp_en") == "1";
         const int fd = ::open("/dev/iio:device0", O_WRONLY);
         if (fd < 0) return;
+        // Writes that wait for the reader give way to stop_: a reader that keeps the FIFO open
+        // but no longer reads (iiod after its client left) must not hold the destructor's join.
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
         std::vector<uint8_t> out;
         for (uint64_t n = 0; n < frames_a_pass && !stop_; ++n, ++k) {
           for (const ChannelFile* c : on) {
@@ -186,12 +190,12 @@ class Generator {
             for (int b = 0; b < 8; ++b) out.push_back(uint8_t(uint64_t(t) >> (8 * b)));
           }
           if (out.size() >= 8192 || (paced && k % 256 == 255)) {
-            if (::write(fd, out.data(), out.size()) != ssize_t(out.size())) break;
+            if (!write_all(fd, out)) break;
             out.clear();
             if (paced) sleep_until_mono_ns(start + frames_to_ns(k + 1, kRate));
           }
         }
-        if (!out.empty()) (void)!::write(fd, out.data(), out.size());
+        if (!out.empty()) (void)write_all(fd, out);
         ::close(fd);
         written_ = k;
         if (pass + 1 == passes) break;
@@ -213,6 +217,23 @@ class Generator {
   }
 
  private:
+  // All of `out` into the non-blocking FIFO, waiting for room while not stopped.
+  bool write_all(int fd, const std::vector<uint8_t>& out) {
+    size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
+      if (n > 0) {
+        done += size_t(n);
+        continue;
+      }
+      if (n < 0 && errno != EAGAIN) return false;  // the reader left (EPIPE)
+      if (stop_) return false;
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 50);
+    }
+    return true;
+  }
+
   std::vector<ChannelFile> channels_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> written_{0};
@@ -233,6 +254,16 @@ IioSourceSpec spec_for(const std::string& uri, std::vector<std::string> channels
   return s;
 }
 
+// The next chunk, or kIdle if none came within `wait` (a device or iiod that stopped delivering
+// fails the test, named, instead of hanging it).
+ReadStatus read_within(IioSource& src, Chunk& c, std::chrono::seconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  ReadStatus st;
+  while ((st = src.read(c)) == ReadStatus::kIdle && std::chrono::steady_clock::now() < until) {
+  }
+  return st;
+}
+
 // Reads `chunks` chunks and checks every sample of the listed channel indexes (in that order).
 void expect_every_sample(IioSource& src, const std::vector<int>& indexes, int chunks) {
   ChunkPool pool(2, 1024 * indexes.size() * 4);
@@ -243,9 +274,7 @@ void expect_every_sample(IioSource& src, const std::vector<int>& indexes, int ch
   int64_t t_first = 0;
   for (int n = 0; n < chunks; ++n) {
     c.header = {};
-    ReadStatus st;
-    while ((st = src.read(c)) == ReadStatus::kIdle) {
-    }
+    const ReadStatus st = read_within(src, c, std::chrono::seconds(20));
     ASSERT_EQ(st, ReadStatus::kOk) << "chunk " << n;
     ASSERT_EQ(c.header.first_frame, uint64_t(n) * 1024);
     ASSERT_EQ(c.header.frames, 1024u);
@@ -307,9 +336,7 @@ TEST(IioSource, ATimestampJumpIsExactlyThoseFramesLostFlaggedAsAnOverrun) {
   uint64_t next = 0;
   for (int n = 0; n < 6; ++n) {
     c.header = {};
-    ReadStatus st;
-    while ((st = src.read(c)) == ReadStatus::kIdle) {
-    }
+    const ReadStatus st = read_within(src, c, std::chrono::seconds(20));
     ASSERT_EQ(st, ReadStatus::kOk);
     const ChunkHeader& h = c.header;
     if (n == 0) {
