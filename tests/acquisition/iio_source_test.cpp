@@ -250,7 +250,11 @@ IioSourceSpec spec_for(const std::string& uri, std::vector<std::string> channels
   s.channels = std::move(channels);
   s.sample_rate_hz = kRate;
   s.chunk_frames = 1024;
-  s.kernel_buffers = 2;
+  // Without a timestamp channel a refill later than kernel_buffers periods is frames lost (the
+  // device's buffers would have overflowed). These tests feed every sample, so a stall of the
+  // reader must not read as a loss: 16 buffers allow 341 ms (a sanitizer build under load once
+  // stalled 44 ms, past the 2 buffers' 43 ms, and iiod's test saw 2101 frames "lost").
+  s.kernel_buffers = 16;
   return s;
 }
 
@@ -352,6 +356,44 @@ TEST(IioSource, ATimestampJumpIsExactlyThoseFramesLostFlaggedAsAnOverrun) {
     for (uint32_t f = 0; f < 1024; ++f) ASSERT_EQ(d[f], int32_t(uint32_t(raw24(1, k0 + f)) << 8)) << k0 + f;
   }
   EXPECT_EQ(src.overruns(), 1u);
+}
+
+// Without a timestamp channel, a refill later than the kernel buffers could have held is frames
+// lost: about as many as it came late, counted once and flagged (a device's buffers overflow
+// while nobody reads; this FIFO keeps them, so the samples after it are still the next ones).
+TEST(IioSource, ARefillLaterThanTheKernelBuffersHoldIsFramesLostFlaggedAsAnOverrun) {
+  IN_ITS_NAMESPACE();
+  make_device(kChannels, false);
+  Generator gen(kChannels, 1 << 20, 1, 0, 0, true);  // paced, as a device writes
+  IioSourceSpec s = spec_for("local:", {"voltage0"});
+  s.kernel_buffers = 2;  // 43 ms
+  IioSource src(s);
+  ChunkPool pool(2, 1024 * 4);
+  Chunk& c = pool.chunk(0);
+  const int64_t period = frames_to_ns(1024, kRate);
+  int64_t last_return = 0, t0 = 0;
+  for (int n = 0; n < 8; ++n) {  // at the device's pace, the time line settles
+    c.header = {};
+    ASSERT_EQ(read_within(src, c, std::chrono::seconds(20)), ReadStatus::kOk) << "chunk " << n;
+    last_return = mono_now_ns();
+    if (n == 0) t0 = c.header.t_first_utc_ns;
+  }
+  const uint64_t gaps_before = src.overruns(), next = c.header.first_frame + c.header.frames;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  c.header = {};
+  ASSERT_EQ(read_within(src, c, std::chrono::seconds(20)), ReadStatus::kOk);
+  const int64_t late = c.header.t_capture_mono_ns - last_return;  // at most this late
+  const ChunkHeader& h = c.header;
+  EXPECT_TRUE(h.flags & chunk_flags::kOverrunBefore);
+  EXPECT_TRUE(h.flags & chunk_flags::kSourceOverrun);
+  EXPECT_EQ(src.overruns(), gaps_before + 1);
+  // Its chunk was due a period after the last one came; a period more for the scheduling of both.
+  EXPECT_GE(double(h.frames_lost_before), double(500'000'000 - 2 * period) * kRate / 1e9);
+  EXPECT_LE(double(h.frames_lost_before), double(late) * kRate / 1e9);
+  EXPECT_EQ(h.first_frame, next + h.frames_lost_before);
+  EXPECT_EQ(h.t_first_utc_ns, t0 + frames_to_ns(h.first_frame, kRate));  // the time line moved with it
+  const auto* d = reinterpret_cast<const int32_t*>(c.data);
+  for (uint32_t f = 0; f < 1024; ++f) ASSERT_EQ(d[f], int32_t(uint32_t(raw24(0, 8 * 1024 + f)) << 8)) << f;
 }
 
 TEST(IioSource, ADeviceThatGoesAwayIsReopenedAndItsOutageFlagged) {
