@@ -31,17 +31,27 @@ def fir(vigil_json, cupy_jsonl):
             best[int(m)] = (t, what)
         if kind == "BM_FirBankCuda" and (int(m) not in uniform or t < uniform[int(m)][0]):
             uniform[int(m)] = (t, what)
-    cupy = {r["m"]: r for r in map(json.loads, open(cupy_jsonl))}
+    peer = {r["m"]: r for r in map(json.loads, open(cupy_jsonl))}
+    # Every peer the script measured (older files: oaconvolve alone, as median_s).
+    names = list(next(iter(peer.values())).get("peers", {"cupy oaconvolve": None}))
     samples = 16 * (1 << 20)
-    lines = ["| taps M | Vigil CUDA (layout) | G samples/s | CuPy oaconvolve | G samples/s | ratio | Vigil uniform partitions |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| taps M | Vigil CUDA (layout) | G samples/s | " + " | ".join(names) +
+             " | best peer | Vigil / best peer | Vigil uniform partitions |",
+             "|---|---|---|" + "---|" * len(names) + "---|---|---|"]
     for m in sorted(best):
         t, what = best[m]
-        c = cupy[m]["median_s"]
+        r = peer[m]
+        times = r.get("peers", {"cupy oaconvolve": r["median_s"]})
+        b = r.get("best", names[0])
+        cells = " | ".join(f"{times[n]*1e3:.3f} ms" for n in names)
         tu, wu = uniform[m]
-        lines.append(f"| {m} | {t*1e3:.3f} ms ({what}) | {samples/t/1e9:.1f} | {c*1e3:.3f} ms | {samples/c/1e9:.1f} | "
-                     f"{c/t:.2f}x | {tu*1e3:.3f} ms ({wu}) |")
-    lines.append(f"CuPy {next(iter(cupy.values()))['cupy']}")
+        lines.append(f"| {m} | {t*1e3:.3f} ms ({what}) | {samples/t/1e9:.1f} | {cells} | {b} | "
+                     f"{r['median_s']/t:.2f}x | {tu*1e3:.3f} ms ({wu}) |")
+    first = next(iter(peer.values()))
+    checks = "; ".join(f"M={m} " + ", ".join(f"{n} {e:.1e}" for n, e in r.get("checks", {}).items())
+                       for m, r in sorted(peer.items()) if r.get("checks"))
+    lines.append(f"CuPy {first['cupy']}" + (f", PyTorch {first['torch']}" if first.get("torch") else "") +
+                 (f"; each peer's first channel against oaconvolve's, relative L2: {checks}" if checks else ""))
     return lines
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Vigil's CUDA FIR bank against CuPy's oaconvolve, same GPU, same run (see the two files it runs).
+# Vigil's CUDA FIR bank against CuPy (oaconvolve, fftconvolve) and PyTorch (conv1d), same GPU, same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD_DIR:-build}"
