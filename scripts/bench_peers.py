@@ -196,13 +196,16 @@ class Peers:
         self.brutefir_check = check_outputs(check_out, self.first_second, self.taps, channels) if rc == 0 else None
         os.remove(check_out)
         # zita's best options on this machine: a short run of each, the fastest kept.
-        trials = []
+        trials, failed = [], []
         for maxpart, vector in ZITA_TRIALS:
             r = run_zita(self.zita, rate, channels, min(signal_s, 20), taps_f64, maxpart, vector)
             if "error" not in r:
                 trials.append((r["x_realtime"], maxpart, vector))
+            else:  # said in the report, never dropped silently
+                failed.append((maxpart, vector, r["error"]))
         self.zita_options = max(trials)[1:] if trials else (8192, False)
         self.zita_trials = trials
+        self.zita_failed = failed
 
     def run_zita(self):
         return run_zita(self.zita, self.rate, self.channels, self.signal_s, self.taps_f64, *self.zita_options)

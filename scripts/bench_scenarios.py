@@ -371,6 +371,8 @@ def compare_peers(args, work, best):
                        "v_err": vigil.get("error"), "a_err": alone.get("error")})
     zm, zv = peers.zita_options
     trials = ", ".join(f"{m}{' vector' if v else ''} {x:.0f}x" for x, m, v in sorted(peers.zita_trials, reverse=True))
+    if peers.zita_failed:
+        trials += " (failed: " + "; ".join(f"{m}{' vector' if v else ''}: {e}" for m, v, e in peers.zita_failed) + ")"
     print(f"\n### S3 against zita-convolver and BruteFIR at 256-frame latency ({len(rounds)} rounds)\n")
     print(f"Each engine: 2 channels x 4 bands x 8191 taps at 48 kHz, periods of 256 frames. zita-convolver "
           f"{rounds[0]['z'].get('version', '?')} (bench/zita_bank: non-uniform partitions from 256 to {zm}"
