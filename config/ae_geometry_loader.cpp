@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/yaml_node_ref.hpp"
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -60,16 +62,29 @@ struct Reader {
 
 }  // namespace
 
+namespace {
+AeGeometryResult parse_root(const YAML::Node& root);
+}
+
 AeGeometryResult parse_ae_geometry(const std::string& yaml_text) {
-  AeGeometryResult result;
-  Reader r;
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
+    AeGeometryResult result;
     result.errors.push_back({e.mark.line + 1, e.mark.column + 1, "syntax error: " + e.msg});
     return result;
   }
+  return parse_root(root);
+}
+
+AeGeometryResult parse_ae_geometry_node(const detail::YamlNodeRef& node) { return parse_root(node.node); }
+
+namespace {
+
+AeGeometryResult parse_root(const YAML::Node& root) {
+  AeGeometryResult result;
+  Reader r;
   if (!r.keys(root, kTopKeys, "the geometry")) {
     result.errors = r.errors;
     return result;
@@ -116,6 +131,8 @@ AeGeometryResult parse_ae_geometry(const std::string& yaml_text) {
   if (result.errors.empty()) result.file = f;
   return result;
 }
+
+}  // namespace
 
 AeGeometryResult load_ae_geometry_file(const std::string& path) {
   std::ifstream in(path);

@@ -29,12 +29,19 @@ struct AeGeometryFile {
   double cluster_cell_m = 0;
 };
 
+namespace detail {
+struct YamlNodeRef;  // a YAML::Node, for the config loader (which reads a stage's inline geometry)
+}
+
 struct AeGeometryResult {
   std::optional<AeGeometryFile> file;  // set when errors is empty
   std::vector<ConfigError> errors;
 };
 
 AeGeometryResult parse_ae_geometry(const std::string& yaml_text);
+// The same from a mapping already read (a stage's `geometry:` in the config): marks are the
+// config file's.
+AeGeometryResult parse_ae_geometry_node(const detail::YamlNodeRef& node);
 // Reads and parses a file; an unreadable file gives one error with line 0.
 AeGeometryResult load_ae_geometry_file(const std::string& path);
 

@@ -1,6 +1,9 @@
 // YAML -> Settings. Every check reports at the node it concerns (yaml-cpp marks are 0-based).
 #include "config/config_loader.hpp"
 
+#include "config/ae_geometry_loader.hpp"
+#include "config/yaml_node_ref.hpp"
+
 #include "acquisition/sha256.hpp"
 
 #include <arpa/inet.h>
@@ -268,6 +271,7 @@ const KindKeys kStageKeys = {
                  "waveform"}},
     {"vibration", {"name", "kind", "input", "optional", "window_s", "hop_s", "full_scale_v", "sensitivity_mv_per_g",
                    "sensitivity_mv_per_ms2", "velocity", "iso_20816", "zones_mm_s", "envelope", "rules"}},
+    {"ae_locate", {"name", "kind", "input", "geometry"}},
 };
 
 const KindKeys kOutputKeys = {
@@ -717,11 +721,46 @@ void read_denoise(Reader& r, const YAML::Node& n, const std::string& where, Stag
   st.params = p;
 }
 
+// ae_locate: the geometry inline (a mapping, as in a geometry file) or a geometry file's path
+// (errors then name the file, line and column, at the key).
+void read_ae_locate(Reader& r, const YAML::Node& n, const std::string& where, StageSettings& st) {
+  check_kind_keys(r, n, where, kStageKeys, "ae_locate");
+  AeLocateSettings p;
+  const YAML::Node g = n["geometry"];
+  if (!g) {
+    r.error(n.Mark(), where + ": an ae_locate stage needs `geometry` (a mapping, or a geometry file's path)");
+  } else {
+    AeGeometryResult got;
+    if (g.IsScalar()) {
+      p.geometry_file = g.Scalar();
+      got = load_ae_geometry_file(p.geometry_file);
+    } else {
+      got = parse_ae_geometry_node(detail::YamlNodeRef{g});
+    }
+    for (const ConfigError& e : got.errors) {
+      if (p.geometry_file.empty()) {
+        r.errors.push_back({e.line, e.column, where + ".geometry: " + e.message});
+      } else {
+        std::string at = p.geometry_file;
+        if (e.line > 0) at += ":" + std::to_string(e.line) + ":" + std::to_string(e.column);
+        r.error(g.Mark(), where + ".geometry: " + at + ": " + e.message);
+      }
+    }
+    if (got.file) {
+      p.geometry = got.file->geometry;
+      p.timing_uncertainty_set = got.file->timing_uncertainty_set;
+      p.cluster_cell_m = got.file->cluster_cell_m;
+    }
+  }
+  st.params = p;
+}
+
 void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
   if (!r.expect_map(n, where)) return;
   r.string(n, where, "name", st.name, true);
   r.string(n, where, "input", st.input, true);
-  if (!r.choice(n, where, "kind", {"fir_bank", "wavelet_denoise", "band_rms", "ae_hits", "vibration"}, st.kind, true)) {
+  if (!r.choice(n, where, "kind", {"fir_bank", "wavelet_denoise", "band_rms", "ae_hits", "vibration", "ae_locate"}, st.kind,
+                true)) {
     // A kind given but wrong: its keys cannot be judged (the kind's error says what to fix).
     if (!n["kind"]) r.check_keys(n, where, {"name", "kind", "input", "optional"});
     return;
@@ -802,6 +841,8 @@ void read_stage(Reader& r, const YAML::Node& n, const std::string& where, double
     read_denoise(r, n, where, st);
   } else if (st.kind == "vibration") {
     read_vibration(r, n, where, nyquist, st);
+  } else if (st.kind == "ae_locate") {
+    read_ae_locate(r, n, where, st);
   } else if (st.kind == "ae_hits") {
     check_kind_keys(r, n, where, kStageKeys, "ae_hits");
     AeHitSettings p;
@@ -1166,13 +1207,31 @@ void check_graph(Reader& r, const YAML::Node& root, Settings& s) {
   std::set<std::string> names{"input"};
   std::set<std::string> sample_streams{"input"};
   std::set<std::string> waveform_streams;  // ae_hits stages that capture hit waveforms
+  std::map<std::string, const AeHitSettings*> hit_stages;  // what an ae_locate stage may read
   const YAML::Node stages = root["stages"];
   for (size_t i = 0; i < s.stages.size(); ++i) {
-    const StageSettings& st = s.stages[i];
+    StageSettings& st = s.stages[i];
     const YAML::Node sn = stages[i];
     if (st.name.empty()) continue;
     if (names.count(st.name)) r.error(sn["name"].Mark(), "stages[" + std::to_string(i) + "].name: '" + st.name +
                                                              "' is already used (names must be unique; 'input' is reserved)");
+    if (auto* loc = std::get_if<AeLocateSettings>(&st.params); st.kind == "ae_locate" && loc) {
+      // It reads hits, not samples: an earlier ae_hits stage.
+      if (const auto h = hit_stages.find(st.input); h != hit_stages.end()) {
+        loc->hits_settle_s = h->second->max_duration_s + h->second->hdt_s;
+      } else if (!st.input.empty()) {
+        std::vector<std::string> cands;
+        for (const auto& [name, hs] : hit_stages) cands.push_back(name);
+        std::string msg = "stages[" + std::to_string(i) + "].input: an ae_locate stage reads the hits of an earlier "
+                          "ae_hits stage; there is none named '" + st.input + "'";
+        const std::string near = nearest_key(st.input, cands);
+        if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+        r.error(sn["input"].Mark(), msg);
+      }
+      names.insert(st.name);
+      continue;
+    }
+    if (const auto* hs = std::get_if<AeHitSettings>(&st.params); st.kind == "ae_hits" && hs) hit_stages[st.name] = hs;
     if (!st.input.empty() && !sample_streams.count(st.input)) {
       std::vector<std::string> cands(sample_streams.begin(), sample_streams.end());
       std::string msg = "stages[" + std::to_string(i) + "].input: no earlier stage with samples named '" + st.input + "'";

@@ -12,6 +12,7 @@
 #include "acquisition/synthetic_source.hpp"
 #include "acquisition/vita49_source.hpp"
 #include "dsp/ae_hit_detector.hpp"
+#include "dsp/ae_location.hpp"
 #include "dsp/fir_form.hpp"
 #include "dsp/alarm_rule.hpp"
 #include "wire/endpoint.hpp"
@@ -74,12 +75,26 @@ struct DenoiseStageSettings {
   bool operator==(const DenoiseStageSettings&) const = default;
 };
 
+// ae_locate: events located from an ae_hits stage's hits (docs/CONFIG.md).
+struct AeLocateSettings {
+  AeGeometry geometry;
+  bool timing_uncertainty_set = false;  // else one sample period of the hits' stream
+  double cluster_cell_m = 0;            // 0: no cluster counts
+  std::string geometry_file;            // where `geometry:` named a file ("" : inline)
+  // How long after its arrival the input stage may still emit a hit (its longest hit plus its hit
+  // definition time): hits are put in arrival order over this window before events are built.
+  double hits_settle_s = 0;
+  bool operator==(const AeLocateSettings&) const = default;
+};
+
 struct StageSettings {
   std::string name;
-  std::string kind;   // "fir_bank" | "wavelet_denoise" | "band_rms" | "ae_hits" | "vibration"
-  std::string input;  // "input" or an earlier stage's name
+  std::string kind;   // "fir_bank" | "wavelet_denoise" | "band_rms" | "ae_hits" | "vibration" | "ae_locate"
+  std::string input;  // "input" or an earlier stage's name (ae_locate: an ae_hits stage)
   bool optional = false;  // may be shed under overload (detectors only)
-  std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings, DenoiseStageSettings> params;
+  std::variant<FirBankSettings, BandRmsSettings, AeHitSettings, VibrationStageSettings, DenoiseStageSettings,
+               AeLocateSettings>
+      params;
   bool operator==(const StageSettings&) const = default;
 };
 
@@ -128,7 +143,7 @@ struct FleetOutputSettings {
 
 // The event types a fleet output may select (`types`).
 inline const std::vector<std::string> kFleetEventTypes = {
-    "alarm", "ae_hit", "ae_level", "vibration", "health", "record", "source", "backend", "status", "start", "overload"};
+    "alarm", "ae_hit", "ae_level", "ae_event", "vibration", "health", "record", "source", "backend", "status", "start", "overload"};
 
 struct PipelineSettings {
   std::string backend = "auto";     // auto | cpu | cuda

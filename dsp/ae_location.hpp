@@ -29,6 +29,7 @@ enum class AeLocationKind { kLinear, kPlanar };
 
 struct AePoint {
   double x = 0, y = 0, z = 0;
+  bool operator==(const AePoint&) const = default;
 };
 
 struct AeGeometry {
@@ -46,6 +47,7 @@ struct AeGeometry {
   // How far an arrival time may be off (one sample period where arrivals are sample-exact): a
   // linear time difference within this of the whole spacing counts as the whole spacing.
   double timing_uncertainty_s = 0;
+  bool operator==(const AeGeometry&) const = default;
 };
 
 // The definition time in force: set, or derived (see AeGeometry). Throws std::invalid_argument

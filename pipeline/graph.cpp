@@ -130,6 +130,14 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     n.input_stream = find_stream(n.input);
+    if (const int p = find_stage(n.input); n.input_stream < 0 && p >= 0 && size_t(p) < i &&
+                                           nodes_[size_t(p)].output_stream < 0) {
+      // A reader of an earlier stage's events (ae_locate of an ae_hits stage's hits): it works on
+      // the output thread from those events, and is not run on the pipeline's.
+      n.events_only_input = true;
+      n.events_format = n.stage->prepare(nodes_[size_t(p)].events_format, max_frames);
+      continue;
+    }
     if (n.input_stream < 0)
       throw std::invalid_argument("stage '" + n.name + "': input '" + n.input + "' is not an earlier sample stream");
     const Stream& input_stream = streams_[size_t(n.input_stream)];
@@ -142,6 +150,7 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
     }
     const StreamFormat out = n.stage->prepare(input_stream.format, max_frames);
     n.output_stream = out.bands > 0 ? add_stream(n.name, out, n.gpu ? n.gpu->output_buffer() : nullptr) : -1;
+    if (out.bands == 0) n.events_format = out;
     if (n.output_stream >= 0) {
       streams_[size_t(n.output_stream)].producer = int(i);
       streams_[size_t(n.output_stream)].on_device_only = keep;
@@ -224,7 +233,7 @@ Graph::Step Graph::start(const Exec& exec) noexcept {
 Graph::Step Graph::advance(const Exec& exec) noexcept {
   for (; next_node_ < nodes_.size(); ++next_node_) {
     Node& n = nodes_[next_node_];
-    if (n.optional && shed_) continue;
+    if ((n.optional && shed_) || n.events_only_input) continue;
     if (n.optional && test_optional_cost_ns_ > 0) sleep_until_mono_ns(mono_now_ns() + test_optional_cost_ns_);
     const Block& in = input_of(n);
     Block& out = output_of(n);

@@ -184,6 +184,8 @@ class Graph {
     int input_stream = -1;
     int output_stream = -1;  // -1 for detectors
     int producer = -1;       // the node whose output is this node's input (-1: the input stream)
+    StreamFormat events_format;      // what prepare() returned where the stage gives events only
+    bool events_only_input = false;  // it reads an earlier stage's events: not run here
     Block scratch;           // output block handed to detectors (empty)
     std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
     bool optional = false;

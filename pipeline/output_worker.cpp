@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -28,6 +29,15 @@ OutputWorker::OutputWorker(const Settings& settings, const Graph& graph, std::ve
       event_batch_(UdpSender::kMaxBatch, kEventBatchBytes),
       start_mono_ns_(mono_now_ns()) {
   for (size_t i = 0; i < graph_.stage_count(); ++i) text_writers_.push_back(text_writer(graph_.stage(i)));
+  locators_of_.resize(graph_.stage_count());
+  for (size_t i = 0; i < graph_.stage_count() && i < settings.stages.size(); ++i) {
+    // Its output-thread part: only this thread calls take_hit() and advance().
+    auto* loc = dynamic_cast<AeLocateStage*>(const_cast<Stage*>(&graph_.stage(i)));
+    const int input = loc ? graph_.find_stage(settings.stages[i].input) : -1;
+    if (input < 0) continue;
+    locators_of_[size_t(input)].push_back(loc);
+    locators_.emplace_back(uint16_t(i), loc);
+  }
   pass_events_.resize(kEventsPerPass);
   event_types_.reserve(UdpSender::kMaxBatch);
   if (options_.send_threads > 1) {
@@ -95,6 +105,7 @@ void OutputWorker::send_slots(OutputSlot* first) noexcept {
   }
   if (together) batching_sink_->flush();  // what the chunks left in the batch, in one call
   const int64_t done = mono_now_ns();
+  if (n > 0) sent_frame_end_ = slots[n - 1]->header.first_frame + slots[n - 1]->header.frames;
   for (size_t i = 0; i < n; ++i) {
     account_sent(*slots[i], started[i], done);
     free_slots_.push(slots[i]);  // cannot fail: the free queue holds every slot
@@ -243,6 +254,36 @@ const char* OutputWorker::stage_event_type(EventKind kind) noexcept {
 void OutputWorker::count_event(const EventRecord& ev) noexcept {
   const size_t by = ev.kind == EventKind::kAeHit ? 1 : ev.kind == EventKind::kAeLevel ? 2 : ev.kind == EventKind::kVibration ? 3 : 0;
   events_by_type_[by].fetch_add(1, std::memory_order_relaxed);
+  if (ev.kind == EventKind::kAeHit && ev.stage < locators_of_.size() && !locators_of_[ev.stage].empty()) locate_hit(ev);
+}
+
+void OutputWorker::locate_hit(const EventRecord& ev) noexcept {
+  try {
+    nlohmann::json fields;  // amplitude and energy, as the hit's own stage computes them
+    graph_.stage(ev.stage).describe_event(ev, fields);
+    for (AeLocateStage* loc : locators_of_[ev.stage]) loc->take_hit(ev, fields);
+  } catch (...) {
+    counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void OutputWorker::advance_locators(uint64_t frame_end) noexcept {
+  for (auto& [index, loc] : locators_) {
+    try {
+      located_.clear();
+      loc->advance(frame_end, located_);
+      for (AeLocateStage::Located& e : located_) {
+        nlohmann::json body = std::move(e.body);
+        body["stage"] = graph_.stage_name(index);
+        body["frame"] = e.frame;
+        body["sample_time"] = rfc3339_utc(e.t_utc_ns);
+        send_event("ae_event", std::move(body), utc_now_ns());
+        events_by_type_[4].fetch_add(1, std::memory_order_relaxed);
+      }
+    } catch (...) {
+      counters_.send_errors.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
 }
 
 bool OutputWorker::pipeline_event(EventKind kind) noexcept {
@@ -367,7 +408,8 @@ nlohmann::json OutputWorker::status_json(bool final_report) const {
   j["events_by_type"] = {{"alarm", events_by_type_[0].load(std::memory_order_relaxed)},
                          {"ae_hit", events_by_type_[1].load(std::memory_order_relaxed)},
                          {"ae_level", events_by_type_[2].load(std::memory_order_relaxed)},
-                         {"vibration", events_by_type_[3].load(std::memory_order_relaxed)}};
+                         {"vibration", events_by_type_[3].load(std::memory_order_relaxed)},
+                         {"ae_event", events_by_type_[4].load(std::memory_order_relaxed)}};
   return j;
 }
 
@@ -425,6 +467,7 @@ void OutputWorker::run() noexcept {
     const int64_t t_events = mono_now_ns();
     pass_send_ns_ = 0;
     const bool any = drain_events();
+    if (!locators_.empty()) advance_locators(sent_frame_end_);
     flush_events();  // before the chunk's data: the events go out as soon as before
     batching_events_ = false;
     if (any) {
@@ -448,6 +491,10 @@ void OutputWorker::run() noexcept {
     // upstream_finished() acquires what the pipeline thread released when it finished.
     if (options_.upstream_finished && options_.upstream_finished()) {
       while (drain()) {
+      }
+      if (!locators_.empty()) {  // the end of the input: every open event closes
+        advance_locators(std::numeric_limits<uint64_t>::max());
+        flush_events();
       }
       break;
     }

@@ -20,6 +20,7 @@
 #include "pipeline/metrics.hpp"
 #include "sinks/output_slot.hpp"
 #include "sinks/sink.hpp"
+#include "stages/ae_locate_stage.hpp"
 #include "stages/event_record.hpp"
 #include "wire/datagram_batch.hpp"
 #include "wire/event_json.hpp"
@@ -152,8 +153,17 @@ class OutputWorker {
   // Deadline misses by culprit: [0] waiting in the capture queue, [1] sending, [2 + i] stage i
   // (the longest of the three parts of the chunk's time).
   std::unique_ptr<std::atomic<uint64_t>[]> misses_by_;
-  // Events sent by type: alarm, ae_hit, ae_level, vibration.
-  std::array<std::atomic<uint64_t>, 4> events_by_type_{};
+  // Events sent by type: alarm, ae_hit, ae_level, vibration, ae_event.
+  std::array<std::atomic<uint64_t>, 5> events_by_type_{};
+  // AE location (stages/ae_locate_stage.hpp), done on this thread: per stage, the ae_locate stages
+  // that read its hits; every ae_locate stage; where the stream stands for them (the end of the
+  // last chunk sent in an earlier pass: every hit of it has been drained by now).
+  std::vector<std::vector<AeLocateStage*>> locators_of_;
+  std::vector<std::pair<uint16_t, AeLocateStage*>> locators_;
+  uint64_t sent_frame_end_ = 0;
+  std::vector<AeLocateStage::Located> located_;
+  void locate_hit(const EventRecord& ev) noexcept;
+  void advance_locators(uint64_t frame_end) noexcept;
 };
 
 }  // namespace vigil

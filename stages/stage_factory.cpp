@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "stages/ae_hits_stage.hpp"
+#include "stages/ae_locate_stage.hpp"
 #include "stages/band_rms_stage.hpp"
 #include "stages/denoise_stage.hpp"
 #include "stages/fir_bank_stage.hpp"
@@ -64,6 +65,7 @@ std::unique_ptr<Stage> make_stage(const StageSettings& s, uint16_t index, bool o
   if (s.kind == "ae_hits") return std::make_unique<AeHitsStage>(std::get<AeHitSettings>(s.params), index, backend.pool);
   if (s.kind == "vibration")
     return std::make_unique<VibrationStage>(std::get<VibrationStageSettings>(s.params), index, backend.pool);
+  if (s.kind == "ae_locate") return std::make_unique<AeLocateStage>(std::get<AeLocateSettings>(s.params));
   throw std::invalid_argument("stage '" + s.name + "': unknown kind '" + s.kind + "'");
 }
 

@@ -19,6 +19,10 @@ double number(const json& o, const char* key) {
   const auto it = o.find(key);
   return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
 }
+bool flag(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_boolean() && it->get<bool>();
+}
 uint64_t count(const json& o, const char* key) {
   const auto it = o.find(key);
   if (it == o.end()) return 0;
@@ -53,6 +57,16 @@ std::string joined(const json& ev, const char* key) {
   if (it == ev.end() || !it->is_array()) return out;
   for (const json& v : *it)
     if (v.is_string()) out += (out.empty() ? "" : ", ") + v.get<std::string>();
+  return out;
+}
+
+// A list of whole numbers (channels) as "3, 0, 2"; other items left out.
+std::string numbers_joined(const json& ev, const char* key) {
+  std::string out;
+  const auto it = ev.find(key);
+  if (it == ev.end() || !it->is_array()) return out;
+  for (const json& v : *it)
+    if (v.is_number_unsigned()) out += (out.empty() ? "" : ", ") + std::to_string(v.get<uint64_t>());
   return out;
 }
 
@@ -214,6 +228,22 @@ std::string event_line(const json& ev) {
     return format("event ae_level seq %" PRIu64 ": %s%s channel %" PRIu64 ": rms %.4g V, ASL %s over %.3g s to %s",
                   seq, text(ev, "stage").c_str(), band_part(ev).c_str(), count(ev, "channel"), number(ev, "rms_v"),
                   level.c_str(), number(ev, "interval_s"), text(ev, "sample_time").c_str());
+  }
+  if (type == "ae_event") {
+    const std::string hits = format("%" PRIu64 " hits, first channel %" PRIu64 " [%s]", count(ev, "hits"),
+                                    count(ev, "first_channel"), numbers_joined(ev, "channels").c_str());
+    if (!flag(ev, "located"))
+      return format("event ae_event seq %" PRIu64 ": %s: not located (%s), %s, energy %.4g eu at %s", seq,
+                    text(ev, "stage").c_str(), text(ev, "why_not").c_str(), hits.c_str(), number(ev, "energy_eu"),
+                    text(ev, "sample_time").c_str());
+    std::string cluster;
+    if (const auto c = ev.find("cluster"); c != ev.end() && c->is_object())
+      cluster = format(", cluster of %" PRIu64, count(*c, "events"));
+    return format("event ae_event seq %" PRIu64 ": %s: at x %.4f m, y %.4f m (%s), residual %.3g m, %s, energy %.4g "
+                  "eu%s at %s",
+                  seq, text(ev, "stage").c_str(), number(ev, "x_m"), number(ev, "y_m"),
+                  flag(ev, "inside") ? "inside" : "outside the array", number(ev, "residual_m"), hits.c_str(),
+                  number(ev, "energy_eu"), cluster.c_str(), text(ev, "sample_time").c_str());
   }
   if (type == "reload") return reload_line(ev, seq);
   if (type == "health") return health_line(ev, seq);

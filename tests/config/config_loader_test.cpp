@@ -869,3 +869,78 @@ TEST(ConfigLoader, FramingIsNoneOrVrl) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// An ae_locate stage after the ae_hits stage of kDetectors (2 channels): a pipe of two sensors.
+std::string with_locate(const std::string& stage) { return edit_detectors("  - name: vib\n", stage + "  - name: vib\n"); }
+
+const char* kPipe = "  - name: where\n    kind: ae_locate\n    input: hits\n    geometry:\n      kind: linear\n"
+                    "      velocity_m_s: 5100\n      sensors: [{x_m: 0, y_m: 0}, {x_m: 3, y_m: 0}]\n"
+                    "      event_lockout_s: 0.002\n      cluster_cell_m: 0.1\n";
+
+TEST(ConfigLoader, AnAeLocateStageReadsItsGeometryInlineOrFromAFile) {
+  ConfigResult r = parse_config(with_locate(kPipe), "d.yaml");
+  ASSERT_TRUE(r.settings) << format_error("d.yaml", r.errors[0]);
+  const StageSettings& st = r.settings->stages[1];
+  EXPECT_EQ(st.kind, "ae_locate");
+  EXPECT_EQ(st.input, "hits");
+  const auto& loc = std::get<AeLocateSettings>(st.params);
+  EXPECT_EQ(loc.geometry.kind, AeLocationKind::kLinear);
+  EXPECT_EQ(loc.geometry.velocity_m_s, 5100);
+  ASSERT_EQ(loc.geometry.sensors.size(), 2u);
+  EXPECT_EQ(loc.geometry.sensors[1].x, 3);
+  EXPECT_EQ(loc.geometry.event_lockout_s, 0.002);
+  EXPECT_EQ(loc.cluster_cell_m, 0.1);
+  EXPECT_FALSE(loc.timing_uncertainty_set);
+  EXPECT_TRUE(loc.geometry_file.empty());
+  // Hits settle over the input stage's longest hit (default 100 ms) and its HDT (800 us).
+  EXPECT_NEAR(loc.hits_settle_s, 0.1 + 800e-6, 1e-12);
+
+  const std::string file = testing::TempDir() + "/vigil-geometry-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(file) << "kind: linear\nvelocity_m_s: 3000\nsensors:\n  - {x_m: 0, y_m: 0}\n  - {x_m: 1, y_m: 0.5}\n";
+  r = parse_config(with_locate("  - {name: where, kind: ae_locate, input: hits, geometry: " + file + "}\n"), "d.yaml");
+  ASSERT_TRUE(r.settings) << format_error("d.yaml", r.errors[0]);
+  const auto& from_file = std::get<AeLocateSettings>(r.settings->stages[1].params);
+  EXPECT_EQ(from_file.geometry_file, file);
+  EXPECT_EQ(from_file.geometry.kind, AeLocationKind::kLinear);
+  EXPECT_EQ(from_file.geometry.sensors[1].y, 0.5);
+
+  // A mistake in the file: named with the file's own line and column, at the stage's key.
+  std::ofstream(file) << "kind: linear\nvelocity_m_s: fast\nsensors:\n  - {x_m: 0, y_m: 0}\n  - {x_m: 1, y_m: 0.5}\n";
+  expect_one_error_in(with_locate("  - {name: where, kind: ae_locate, input: hits, geometry: " + file + "}\n"), 9, 59,
+                      "stages[1].geometry: " + file + ":2:15: velocity_m_s: expected a number");
+  std::remove(file.c_str());
+  expect_one_error_in(with_locate("  - {name: where, kind: ae_locate, input: hits, geometry: /nonexistent.yaml}\n"), 9,
+                      59, "stages[1].geometry: /nonexistent.yaml: cannot read the file");
+}
+
+TEST(ConfigLoader, AeLocateErrorsPointAtTheirPlace) {
+  // Inline: at the key in the config itself.
+  std::string pipe = kPipe;
+  expect_one_error_in(with_locate(pipe.replace(pipe.find("velocity_m_s: 5100"), 18, "velocity_m_s: 0")), 14, 21,
+                      "stages[1].geometry: velocity_m_s: 0 is out of range 1 ... 20000");
+  pipe = kPipe;
+  expect_one_error_in(with_locate(pipe.replace(pipe.find("kind: linear"), 12, "kind: cylindrical")), 13, 13,
+                      "stages[1].geometry: kind: expected planar or linear, got 'cylindrical'");
+  pipe = kPipe;
+  expect_one_error_in(with_locate(pipe.replace(pipe.find("{x_m: 3, y_m: 0}"), 16, "{x_m: 0, y_m: 0}")), 15, 16,
+                      "stages[1].geometry: sensors of channels 0 and 1 are at the same place");
+  // It reads an ae_hits stage's hits: not samples, not another kind of stage.
+  pipe = kPipe;
+  expect_one_error_in(with_locate(pipe.replace(pipe.find("input: hits"), 11, "input: input")), 11, 12,
+                      "stages[1].input: an ae_locate stage reads the hits of an earlier ae_hits stage; there is none "
+                      "named 'input'");
+  pipe = kPipe;
+  expect_one_error_in(with_locate(pipe.replace(pipe.find("input: hits"), 11, "input: hit")), 11, 12,
+                      "there is none named 'hit' (did you mean 'hits'?)");
+  expect_one_error_in(with_locate("  - {name: where, kind: ae_locate, input: hits}\n"), 9, 5,
+                      "stages[1]: an ae_locate stage needs `geometry`");
+  expect_one_error_in(with_locate("  - {name: where, kind: ae_locate, input: hits, optional: true, geometry: {kind: linear,"
+                                  " velocity_m_s: 3000, sensors: [{x_m: 0, y_m: 0}, {x_m: 1, y_m: 0}]}}\n"),
+                      9, 49, "unknown key 'optional' in stages[1] (it applies to kind: ae_hits");
+}
+
+}  // namespace
+}  // namespace vigil

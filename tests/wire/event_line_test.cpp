@@ -93,6 +93,21 @@ TEST(EventLine, EveryTypeVigildSendsIsLaidOut) {
   EXPECT_EQ(event_line(parse(R"({"type":"health","seq":20,"state":"cleared","rule":"throttling","clock":"devfreq/gpu",
       "kind":"gpu","cur_mhz":1300.5,"cap_mhz":1300.5,"max_mhz":1300.5})")),
             "event health seq 20: throttling cleared: devfreq/gpu (gpu) at 1300 MHz, cap 1300 of 1300 MHz");
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_event","seq":22,"stage":"where","located":true,"x_m":0.30079,
+      "y_m":0.59962,"z_m":0,"inside":true,"residual_m":0.000593,"hits":4,"first_channel":3,"channels":[3,0,2,1],
+      "energy_eu":9.6486e9,"cluster":{"cell":[6,11],"events":2},"sample_time":"T"})")),
+            "event ae_event seq 22: where: at x 0.3008 m, y 0.5996 m (inside), residual 0.000593 m, 4 hits, first "
+            "channel 3 [3, 0, 2, 1], energy 9.649e+09 eu, cluster of 2 at T");
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_event","seq":23,"stage":"where","located":true,"x_m":1.5057,"y_m":0.3985,
+      "inside":false,"residual_m":0.0008,"hits":4,"first_channel":1,"channels":[1,2,0,3],"energy_eu":2,
+      "sample_time":"T"})")),
+            "event ae_event seq 23: where: at x 1.5057 m, y 0.3985 m (outside the array), residual 0.0008 m, 4 hits, "
+            "first channel 1 [1, 2, 0, 3], energy 2 eu at T");
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_event","seq":24,"stage":"where","located":false,
+      "why_not":"at or beyond the end sensor","hits":2,"first_channel":0,"channels":[0,1],"energy_eu":1,
+      "sample_time":"T"})")),
+            "event ae_event seq 24: where: not located (at or beyond the end sensor), 2 hits, first channel 0 [0, 1], "
+            "energy 1 eu at T");
   // A status with a health reading names the hottest zone and the clocks throttled.
   EXPECT_EQ(event_line(parse(R"({"type":"status","seq":21,"health":{"zones":[{"zone":"cpu","temp_c":48.5},
       {"zone":"GPU-therm","temp_c":61.0},{"zone":"x","temp_c":"hot"}],"clocks":[{"clock":"cpufreq/policy0",
@@ -122,6 +137,9 @@ TEST(EventLine, WrongTypesPrintDefaultsInsteadOfThrowing) {
             "event status seq 8: chunks in 0 out 0, dropped frames 0, deadline misses 0, latency p50/p99/max 0/0/0 us, "
             "send errors 0");
   EXPECT_EQ(event_line(parse(R"({"type":7,"seq":9})")), R"(event {"seq":9,"type":7})");
+  EXPECT_EQ(event_line(parse(R"({"type":"ae_event","seq":6,"located":"yes","inside":1,"channels":"0,1",
+      "cluster":{"events":"many"}})")),
+            "event ae_event seq 6: : not located (), 0 hits, first channel 0 [], energy 0 eu at ");
 }
 
 // The seq-only reader (vigil-listen's counting path) gives the tree's verdict and seq, whatever the
