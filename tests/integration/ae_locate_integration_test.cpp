@@ -62,12 +62,13 @@ std::string write_recording(const test::TempDir& dir, const std::string& name, c
   return base + ".sigmf-meta";
 }
 
-// vigild on the recording (paced, every chunk kept); its ae_events in order, and its final status.
+// vigild on the recording (unpaced: the source waits for the pipeline, so nothing is dropped on a
+// slow or loaded machine); its ae_events in order, and its final status.
 void locate(const test::TempDir& dir, const std::string& recording, const std::string& geometry,
             std::vector<json>& events, json& final_status) {
   test::UdpSocket data, ev;
   std::ostringstream c;
-  c << "source: {kind: file, path: " << recording << ", chunk_frames: 4096, rate_factor: 1}\n"
+  c << "source: {kind: file, path: " << recording << ", chunk_frames: 4096, rate_factor: 0}\n"
     << test::room_for_stalls()
     << "stages:\n"
        "  - {name: hits, kind: ae_hits, input: input, threshold_db: 100, full_scale_v: 1, preamp_gain_db: 0,"
