@@ -228,10 +228,9 @@ TEST(NatsSink, AServerKilledAndRestartedLosesNothingAndDuplicatesNothing) {
     NatsSink sink(settings_for(server, "rs"), "run1", counters);
     std::thread killer([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      // Frozen first, so that messages are in flight, unacknowledged, when it dies (long enough
-      // for a sink slowed by qemu to publish some: 200 ms was not, once).
+      // Frozen first, so that messages are in flight, unacknowledged, when it dies.
       server.freeze();
-      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
       server.kill();
       std::this_thread::sleep_for(std::chrono::milliseconds(700));
       EXPECT_TRUE(server.start()) << server.log();
