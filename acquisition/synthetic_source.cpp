@@ -60,6 +60,8 @@ SyntheticSource::SyntheticSource(SyntheticSpec spec) : spec_(std::move(spec)) {
       reject("impulse and burst times_s must be in ascending order");
   }
 
+  if (spec_.ae_sources)
+    planted_ = std::make_unique<PlantedAeSources>(*spec_.ae_sources, spec_.rate_hz, spec_.channels, spec_.seed);
   state_.resize(spec_.channels);
   for (uint32_t c = 0; c < spec_.channels; ++c) {
     ChannelState& st = state_[c];
@@ -164,6 +166,7 @@ void SyntheticSource::generate_channel(uint32_t c, uint32_t frames, float* out) 
     }
     out[i] = float(v);
   }
+  if (planted_) planted_->add(c, st.next_frame, frames, out);
   st.next_frame += frames;
 }
 
@@ -241,6 +244,11 @@ ReadStatus SyntheticSource::read(Chunk& chunk) noexcept {
   h.t_first_utc_ns = start_utc_ns_ + frames_to_ns(first, spec_.rate_hz);
   if (parts > 1) progress_->publish(frames);
   return ReadStatus::kOk;
+}
+
+std::vector<std::pair<const char*, uint64_t>> SyntheticSource::counts() const {
+  if (!planted_) return {};
+  return {{"planted_emissions", planted_->emissions()}};
 }
 
 uint32_t SyntheticSource::parts_of(uint32_t frames) const noexcept {

@@ -1,13 +1,15 @@
 // SyntheticSource: a deterministic test signal per channel (sines, noise, impulses, AE-like
-// bursts), paced in real time or rate_factor times faster. Thread: capture thread.
+// bursts, AE sources planted on a structure), paced in real time or rate_factor times faster. Thread: capture thread.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "acquisition/pace.hpp"
+#include "acquisition/planted_ae_sources.hpp"
 #include "acquisition/random.hpp"
 #include "acquisition/source.hpp"
 #include "acquisition/wall_clock.hpp"
@@ -63,6 +65,8 @@ struct SyntheticSpec {
   // 0: half the cores, 2 to 8.
   uint32_t copy_threads = 0;
   std::vector<ChannelSignal> signals;  // one per channel, or one for all channels
+  // AE sources planted on a structure, reaching every channel's sensor (added to the signals).
+  std::optional<PlantedAeSpec> ae_sources;
   bool operator==(const SyntheticSpec&) const = default;
 };
 
@@ -85,6 +89,9 @@ class SyntheticSource final : public Source {
   static constexpr size_t kPartBytes = size_t(512) << 10;
   static constexpr uint32_t kMaxParts = 16;
   static constexpr int64_t kMinPartNs = 200'000;
+
+  // With ae_sources: planted_emissions (emissions of all planted sources so far).
+  std::vector<std::pair<const char*, uint64_t>> counts() const override;
 
   // Frames produced so far (the next chunk's first frame index).
   uint64_t frames_produced() const noexcept { return next_frame_; }
@@ -116,6 +123,7 @@ class SyntheticSource final : public Source {
 
   SyntheticSpec spec_;
   std::vector<ChannelState> state_;
+  std::unique_ptr<PlantedAeSources> planted_;
   std::vector<float> scratch_;  // one channel of one chunk
   std::vector<std::byte> loop_;  // loop_s of interleaved samples in the output format (loop_s > 0)
   uint64_t loop_frames_ = 0;

@@ -12,19 +12,34 @@ import sys
 
 def medians(path):
     """run_name -> median real_time (us) of a Google Benchmark JSON file."""
+    return {name: b["real_time"] for name, b in median_rows(path).items()}
+
+
+def median_rows(path):
+    """run_name -> the median row (its counters too) of a Google Benchmark JSON file."""
     out = {}
     for b in json.load(open(path))["benchmarks"]:
         if b.get("aggregate_name") == "median":
-            out[b["run_name"]] = b["real_time"]
+            out[b["run_name"]] = b
     return out
 
 
 def fir(vigil_json, cupy_jsonl):
-    best, uniform = {}, {}  # per M: fastest of both layouts; fastest uniform-partition layout
-    for name, us in medians(vigil_json).items():
-        kind, m, arg = name.split("/")[:3]
+    best, uniform = {}, {}  # per M: fastest of every form and layout; fastest uniform-partition layout
+    direct = {}  # per M: the direct form's time and its share of the GPU's FP32 FMA peak
+    for name, row in median_rows(vigil_json).items():
+        us = row["real_time"]
+        parts = name.split("/")
+        kind, m = parts[0], parts[1]
+        if kind == "BM_FirDirectCuda":
+            peak, rate = row.get("fp32_fma_peak_per_s", 0), row.get("fma_per_s", 0)
+            direct[int(m)] = (us / 1e6, rate / peak if peak else None)
+            if int(m) not in best or us / 1e6 < best[int(m)][0]:
+                best[int(m)] = (us / 1e6, "direct")
+            continue
         if kind not in ("BM_FirBankCuda", "BM_OverlapSaveCuda"):
             continue
+        arg = parts[2]
         t = us / 1e6
         what = ("FFT " if "OverlapSave" in kind else "uniform B ") + arg
         if int(m) not in best or t < best[int(m)][0]:
@@ -36,8 +51,8 @@ def fir(vigil_json, cupy_jsonl):
     names = list(next(iter(peer.values())).get("peers", {"cupy oaconvolve": None}))
     samples = 16 * (1 << 20)
     lines = ["| taps M | Vigil CUDA (layout) | G samples/s | " + " | ".join(names) +
-             " | best peer | Vigil / best peer | Vigil uniform partitions |",
-             "|---|---|---|" + "---|" * len(names) + "---|---|---|"]
+             " | best peer | Vigil / best peer | Vigil uniform partitions | Vigil direct form (share of FP32 FMA peak) |",
+             "|---|---|---|" + "---|" * len(names) + "---|---|---|---|"]
     for m in sorted(best):
         t, what = best[m]
         r = peer[m]
@@ -45,8 +60,12 @@ def fir(vigil_json, cupy_jsonl):
         b = r.get("best", names[0])
         cells = " | ".join(f"{times[n]*1e3:.3f} ms" for n in names)
         tu, wu = uniform[m]
+        dcell = "–"
+        if m in direct:
+            td, share = direct[m]
+            dcell = f"{td*1e3:.3f} ms" + (f" ({share*100:.0f} %)" if share is not None else "")
         lines.append(f"| {m} | {t*1e3:.3f} ms ({what}) | {samples/t/1e9:.1f} | {cells} | {b} | "
-                     f"{r['median_s']/t:.2f}x | {tu*1e3:.3f} ms ({wu}) |")
+                     f"{r['median_s']/t:.2f}x | {tu*1e3:.3f} ms ({wu}) | {dcell} |")
     first = next(iter(peer.values()))
     checks = "; ".join(f"M={m} " + ", ".join(f"{n} {e:.1e}" for n, e in r.get("checks", {}).items())
                        for m, r in sorted(peer.items()) if r.get("checks"))

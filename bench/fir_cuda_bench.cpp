@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/cuda_event_time.hpp"
@@ -72,6 +73,53 @@ void BM_OverlapSaveCuda(benchmark::State& state) {
   vigil::cuda::OverlapSaveCuda os({taps}, kChannels, fft, kFrames, stream);
   vigil::bench::time_on_stream(state, stream, [&] { return os.process(d_in, kFrames, kFrames, d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
+  cudaStreamDestroy(stream);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+// The GPU's FP32 fused multiply-adds a second at its boost clock: SMs x FP32 lanes per SM x clock.
+// Lanes per SM: 64 on sm_60/sm_70/sm_80 (P100, V100, A100), 128 on later ones (sm_86 to sm_90:
+// GA10x, Orin, Ada, Hopper). 0 where the clock is not reported.
+double fp32_fma_per_s() {
+  int dev = 0, sms = 0, khz = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+    return 0;
+  const int lanes = (major < 8 || (major == 8 && minor == 0)) ? 64 : 128;
+  return double(sms) * lanes * double(khz) * 1e3;
+}
+
+// The direct form over the whole signal (16 ch x 2^20, one filter, device-resident), as the
+// FFT layouts above: FirDirectCuda sized for the call (the tiled kernel up to 4096 taps, the
+// split one beyond). Counters: the FMAs it does a second and the GPU's FP32 FMA peak, for the
+// share of it the compute-bound direct form reaches. Args: taps.
+void BM_FirDirectCuda(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const auto m = size_t(state.range(0));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d;
+  std::vector<float> taps(m), x(size_t(kChannels) * kFrames);
+  for (auto& v : taps) v = d(rng);
+  for (auto& v : x) v = d(rng);
+  float *d_in = nullptr, *d_out = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+  cudaStream_t stream;
+  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
+  vigil::cuda::FirDirectCuda direct({taps}, kChannels, stream, kFrames);
+  vigil::bench::time_on_stream(state, stream, [&] { return direct.process(d_in, kFrames, kFrames, d_out, kFrames); }, 3);
+  state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
+  state.counters["fma_per_s"] = benchmark::Counter(double(m) * kChannels * kFrames, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["fp32_fma_peak_per_s"] = fp32_fma_per_s();
+  state.SetLabel(direct.split() ? "split kernel" : "tiled kernel");
   cudaStreamDestroy(stream);
   cudaFree(d_in);
   cudaFree(d_out);
@@ -214,6 +262,7 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_FirBankCuda)->Apply(shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OverlapSaveCuda)->Apply(fft_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FirDirectCuda)->Arg(64)->Arg(256)->Arg(1024)->Arg(8192)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FirChunkCuda)->Apply(chunk_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ShortChunkCuda)->Apply(short_chunk_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 

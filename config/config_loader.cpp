@@ -251,7 +251,7 @@ using KindKeys = std::map<std::string, std::vector<std::string>>;
 
 const KindKeys kSourceKeys = {
     {"synthetic", {"kind", "rate_hz", "channels", "format", "chunk_frames", "seed", "rate_factor", "duration_s", "loop_s",
-                   "copy_threads", "signals"}},
+                   "copy_threads", "signals", "ae_sources"}},
     {"file", {"kind", "path", "chunk_frames", "rate_factor", "loop"}},
     {"alsa", {"kind", "device", "rate_hz", "channels", "format", "period_frames", "buffer_frames", "strict",
               "duration_s"}},
@@ -271,7 +271,7 @@ const KindKeys kStageKeys = {
                  "waveform"}},
     {"vibration", {"name", "kind", "input", "optional", "window_s", "hop_s", "full_scale_v", "sensitivity_mv_per_g",
                    "sensitivity_mv_per_ms2", "velocity", "iso_20816", "zones_mm_s", "envelope", "rules"}},
-    {"ae_locate", {"name", "kind", "input", "geometry"}},
+    {"ae_locate", {"name", "kind", "input", "geometry", "cluster_alarm"}},
 };
 
 const KindKeys kOutputKeys = {
@@ -412,6 +412,10 @@ void read_iio_source(Reader& r, const YAML::Node& n, Settings& s) {
   sp.rate_factor = 1;
 }
 
+std::optional<AeGeometryFile> read_geometry(Reader& r, const YAML::Node& parent, const std::string& where,
+                                            const std::string& needs, std::string& file);
+void read_ae_sources(Reader& r, const YAML::Node& n, double nyquist, uint32_t channels, SyntheticSpec& sp);
+
 void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   const std::string where = "source";
   if (!r.expect_map(n, where)) return;
@@ -504,6 +508,60 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
                                 " channels (give one per channel, or one for all)");
     }
   }
+  if (const YAML::Node a = n["ae_sources"]) read_ae_sources(r, a, sp.rate_hz / 2.0, sp.channels, sp);
+}
+
+// source.ae_sources: AE sources planted on a structure (a synthetic source's; issue 52).
+void read_ae_sources(Reader& r, const YAML::Node& n, double nyquist, uint32_t channels, SyntheticSpec& sp) {
+  const std::string where = "source.ae_sources";
+  if (!r.expect_map(n, where)) return;
+  r.check_keys(n, where, {"geometry", "attenuation_db_m", "spreading", "reference_m", "burst", "sources"});
+  PlantedAeSpec p;
+  std::string file;
+  if (const auto got = read_geometry(r, n, where, "planted sources need", file)) {
+    for (const AePoint& s : got->geometry.sensors) p.sensors.push_back({s.x, s.y, s.z});
+    p.velocity_m_s = got->geometry.velocity_m_s;
+    if (p.sensors.size() != channels)
+      r.error(n["geometry"].Mark(), where + ".geometry: " + std::to_string(p.sensors.size()) + " sensors for " +
+                                        std::to_string(channels) + " channels (one sensor a channel, in channel order)");
+  }
+  r.number(n, where, "attenuation_db_m", 0.0, 1e4, p.attenuation_db_m);
+  r.number(n, where, "reference_m", 1e-6, 1e3, p.reference_m);
+  std::string spreading;
+  if (r.choice(n, where, "spreading", {"none", "cylindrical", "spherical"}, spreading))
+    p.spreading = spreading == "none" ? AeSpreading::kNone
+                  : spreading == "spherical" ? AeSpreading::kSpherical : AeSpreading::kCylindrical;
+  if (const YAML::Node b = n["burst"]; b && r.expect_map(b, where + ".burst")) {
+    const std::string w = where + ".burst";
+    r.check_keys(b, w, {"freq_hz", "rise_s", "decay_s"});
+    r.number(b, w, "freq_hz", 0.0, nyquist, p.freq_hz);
+    r.number(b, w, "rise_s", 0.0, 1.0, p.rise_s);
+    r.number(b, w, "decay_s", 1e-9, 1.0, p.decay_s);
+  }
+  const YAML::Node src = n["sources"];
+  if (!src || !src.IsSequence() || src.size() == 0) {
+    r.error((src ? src : n).Mark(), where + ".sources: expected a list of sources ({x_m, y_m, amplitude, rate_hz "
+                                            "and/or times_s}), got " + (src ? describe(src) : std::string("none")));
+  } else {
+    for (size_t i = 0; i < src.size(); ++i) {
+      const std::string w = where + ".sources[" + std::to_string(i) + "]";
+      if (!r.expect_map(src[i], w)) continue;
+      r.check_keys(src[i], w, {"x_m", "y_m", "z_m", "amplitude", "rate_hz", "times_s"});
+      PlantedAeSource s;
+      r.number(src[i], w, "x_m", -1e6, 1e6, s.x_m, true);
+      r.number(src[i], w, "y_m", -1e6, 1e6, s.y_m);
+      r.number(src[i], w, "z_m", -1e6, 1e6, s.z_m);
+      r.number(src[i], w, "amplitude", -1e6, 1e6, s.amplitude, true);
+      r.number(src[i], w, "rate_hz", 0.0, 1e5, s.rate_hz);
+      r.number_list(src[i], w, "times_s", 0.0, 1e9, s.times_s);
+      if (!std::is_sorted(s.times_s.begin(), s.times_s.end()))
+        r.error(src[i]["times_s"].Mark(), w + ".times_s must be in ascending order");
+      if (s.rate_hz == 0 && s.times_s.empty())
+        r.error(src[i].Mark(), w + ": emits never: give rate_hz (a mean rate) or times_s");
+      p.sources.push_back(std::move(s));
+    }
+  }
+  sp.ae_sources = std::move(p);
 }
 
 void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
@@ -560,6 +618,17 @@ void read_band(Reader& r, const YAML::Node& n, const std::string& where, double 
   }
 }
 
+// An alarm rule's levels, hysteresis, delays and latching (dsp/alarm_rule.hpp).
+void read_alarm_levels(Reader& r, const YAML::Node& n, const std::string& where, AlarmRuleSettings& a) {
+  r.number(n, where, "alert", 1e-12, 1e12, a.alert, true);
+  if (r.number(n, where, "danger", 0.0, 1e12, a.danger) && a.danger != 0 && a.danger < a.alert)
+    r.error(n["danger"].Mark(), where + ".danger must be at least alert (" + num_str(a.alert) + "), got " + n["danger"].Scalar());
+  r.number(n, where, "hysteresis", 0.0, 1e12, a.hysteresis);
+  r.number(n, where, "on_delay_s", 0.0, 86400.0, a.on_delay_s);
+  r.number(n, where, "off_delay_s", 0.0, 86400.0, a.off_delay_s);
+  r.boolean(n, where, "latch", a.latch);
+}
+
 void read_vibration_rule(Reader& r, const YAML::Node& n, const std::string& where, VibrationRuleSettings& rule) {
   if (!r.expect_map(n, where)) return;
   r.check_keys(n, where, {"name", "metric", "alert", "danger", "hysteresis", "on_delay_s", "off_delay_s", "latch"});
@@ -568,14 +637,7 @@ void read_vibration_rule(Reader& r, const YAML::Node& n, const std::string& wher
   for (size_t m = 0; m < kVibrationMetricCount; ++m) metrics.push_back(to_string(VibrationMetric(m)));
   std::string metric;
   if (r.choice(n, where, "metric", metrics, metric, true)) parse_vibration_metric(metric, rule.metric);
-  AlarmRuleSettings& a = rule.levels;
-  r.number(n, where, "alert", 1e-12, 1e12, a.alert, true);
-  if (r.number(n, where, "danger", 0.0, 1e12, a.danger) && a.danger != 0 && a.danger < a.alert)
-    r.error(n["danger"].Mark(), where + ".danger must be at least alert (" + num_str(a.alert) + "), got " + n["danger"].Scalar());
-  r.number(n, where, "hysteresis", 0.0, 1e12, a.hysteresis);
-  r.number(n, where, "on_delay_s", 0.0, 86400.0, a.on_delay_s);
-  r.number(n, where, "off_delay_s", 0.0, 86400.0, a.off_delay_s);
-  r.boolean(n, where, "latch", a.latch);
+  read_alarm_levels(r, n, where, rule.levels);
 }
 
 void read_vibration(Reader& r, const YAML::Node& n, const std::string& where, double nyquist, StageSettings& st) {
@@ -721,35 +783,55 @@ void read_denoise(Reader& r, const YAML::Node& n, const std::string& where, Stag
   st.params = p;
 }
 
-// ae_locate: the geometry inline (a mapping, as in a geometry file) or a geometry file's path
-// (errors then name the file, line and column, at the key).
+// A geometry inline (a mapping, as in a geometry file) or a geometry file's path (errors then
+// name the file, line and column, at the key): an ae_locate stage's, or planted AE sources'.
+std::optional<AeGeometryFile> read_geometry(Reader& r, const YAML::Node& parent, const std::string& where,
+                                            const std::string& needs, std::string& file) {
+  const YAML::Node g = parent["geometry"];
+  if (!g) {
+    r.error(parent.Mark(), where + ": " + needs + " `geometry` (a mapping, or a geometry file's path)");
+    return std::nullopt;
+  }
+  AeGeometryResult got;
+  if (g.IsScalar()) {
+    file = g.Scalar();
+    got = load_ae_geometry_file(file);
+  } else {
+    got = parse_ae_geometry_node(detail::YamlNodeRef{g});
+  }
+  for (const ConfigError& e : got.errors) {
+    if (file.empty()) {
+      r.errors.push_back({e.line, e.column, where + ".geometry: " + e.message});
+    } else {
+      std::string at = file;
+      if (e.line > 0) at += ":" + std::to_string(e.line) + ":" + std::to_string(e.column);
+      r.error(g.Mark(), where + ".geometry: " + at + ": " + e.message);
+    }
+  }
+  return got.file;
+}
+
 void read_ae_locate(Reader& r, const YAML::Node& n, const std::string& where, StageSettings& st) {
   check_kind_keys(r, n, where, kStageKeys, "ae_locate");
   AeLocateSettings p;
-  const YAML::Node g = n["geometry"];
-  if (!g) {
-    r.error(n.Mark(), where + ": an ae_locate stage needs `geometry` (a mapping, or a geometry file's path)");
-  } else {
-    AeGeometryResult got;
-    if (g.IsScalar()) {
-      p.geometry_file = g.Scalar();
-      got = load_ae_geometry_file(p.geometry_file);
-    } else {
-      got = parse_ae_geometry_node(detail::YamlNodeRef{g});
-    }
-    for (const ConfigError& e : got.errors) {
-      if (p.geometry_file.empty()) {
-        r.errors.push_back({e.line, e.column, where + ".geometry: " + e.message});
-      } else {
-        std::string at = p.geometry_file;
-        if (e.line > 0) at += ":" + std::to_string(e.line) + ":" + std::to_string(e.column);
-        r.error(g.Mark(), where + ".geometry: " + at + ": " + e.message);
-      }
-    }
-    if (got.file) {
-      p.geometry = got.file->geometry;
-      p.timing_uncertainty_set = got.file->timing_uncertainty_set;
-      p.cluster_cell_m = got.file->cluster_cell_m;
+  if (const auto got = read_geometry(r, n, where, "an ae_locate stage needs", p.geometry_file)) {
+    p.geometry = got->geometry;
+    p.timing_uncertainty_set = got->timing_uncertainty_set;
+    p.cluster_cell_m = got->cluster_cell_m;
+  }
+  if (const YAML::Node a = n["cluster_alarm"]) {
+    const std::string w = where + ".cluster_alarm";
+    if (r.expect_map(a, w)) {
+      r.check_keys(a, w, {"metric", "window_s", "alert", "danger", "hysteresis", "on_delay_s", "off_delay_s", "latch"});
+      AeClusterAlarmSettings c;
+      std::string metric;
+      if (r.choice(a, w, "metric", {"events_per_s", "energy_per_s"}, metric))
+        c.metric = metric == "energy_per_s" ? AeClusterMetric::kEnergyPerS : AeClusterMetric::kEventsPerS;
+      r.number(a, w, "window_s", 1e-3, 86400.0, c.window_s);
+      read_alarm_levels(r, a, w, c.levels);
+      if (p.cluster_cell_m <= 0 && n["geometry"])
+        r.error(a.Mark(), w + ": clusters need the geometry's cluster_cell_m (the grid's cell size, above 0)");
+      p.cluster_alarm = c;
     }
   }
   st.params = p;

@@ -14,6 +14,7 @@
 #include "dsp/ae_hit_detector.hpp"
 #include "dsp/ae_location.hpp"
 #include "dsp/fir_form.hpp"
+#include "dsp/ae_cluster_alarm.hpp"
 #include "dsp/alarm_rule.hpp"
 #include "wire/endpoint.hpp"
 #include "dsp/vibration_analyzer.hpp"
@@ -84,6 +85,7 @@ struct AeLocateSettings {
   // How long after its arrival the input stage may still emit a hit (its longest hit plus its hit
   // definition time): hits are put in arrival order over this window before events are built.
   double hits_settle_s = 0;
+  std::optional<AeClusterAlarmSettings> cluster_alarm;  // on the cells' event or energy rate
   bool operator==(const AeLocateSettings&) const = default;
 };
 

@@ -277,8 +277,9 @@ void OutputWorker::advance_locators(uint64_t frame_end) noexcept {
         body["stage"] = graph_.stage_name(index);
         body["frame"] = e.frame;
         body["sample_time"] = rfc3339_utc(e.t_utc_ns);
-        send_event("ae_event", std::move(body), utc_now_ns());
-        events_by_type_[4].fetch_add(1, std::memory_order_relaxed);
+        const bool alarm = std::string_view(e.type) == "alarm";
+        send_event(e.type, std::move(body), utc_now_ns());
+        events_by_type_[alarm ? 0 : 4].fetch_add(1, std::memory_order_relaxed);
       }
     } catch (...) {
       counters_.send_errors.fetch_add(1, std::memory_order_relaxed);

@@ -25,7 +25,19 @@ nlohmann::json stream_layout(const Settings& settings, const std::vector<const S
                           {"threshold", p->threshold},
                           {"clear_threshold", p->clear_threshold}});
   }
-  return {{"outputs", std::move(outputs)}, {"band_rms", std::move(band_rms)}};
+  // Per ae_locate stage the sensors and the cluster grid: what a map of its events needs.
+  nlohmann::json ae_locate = nlohmann::json::array();
+  for (const StageSettings& s : settings.stages) {
+    if (const auto* p = std::get_if<AeLocateSettings>(&s.params)) {
+      nlohmann::json sensors = nlohmann::json::array();
+      for (const AePoint& at : p->geometry.sensors) sensors.push_back({at.x, at.y, at.z});
+      ae_locate.push_back({{"stage", s.name},
+                           {"location", p->geometry.kind == AeLocationKind::kLinear ? "linear" : "planar"},
+                           {"sensors", std::move(sensors)},
+                           {"cluster_cell_m", p->cluster_cell_m}});
+    }
+  }
+  return {{"outputs", std::move(outputs)}, {"band_rms", std::move(band_rms)}, {"ae_locate", std::move(ae_locate)}};
 }
 
 }  // namespace vigil

@@ -1,6 +1,7 @@
 // The service's stream layout, sent in `start` and `status` events so that a receiver (vigil-listen's
 // web view) can name what it receives: per VITA 49 output the stream, its bands and channels, the
-// rate sent; per band_rms detector its input stream and thresholds (docs/PROTOCOL.md).
+// rate sent; per band_rms detector its input stream and thresholds; per ae_locate stage its sensors
+// and cluster cell (docs/PROTOCOL.md).
 #pragma once
 
 #include <nlohmann/json.hpp>

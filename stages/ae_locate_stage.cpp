@@ -22,6 +22,8 @@ StreamFormat AeLocateStage::prepare(const StreamFormat& in, uint32_t /*max_frame
   settle_frames_ = uint64_t(std::ceil(settings_.hits_settle_s * rate_hz_)) + 1;
   builder_ = std::make_unique<AeEventBuilder>(ae_event_definition_s(geometry_), geometry_.event_lockout_s);
   grid_ = AeClusterGrid(settings_.cluster_cell_m > 0 ? settings_.cluster_cell_m : 1.0);
+  cluster_alarms_.reset();
+  if (settings_.cluster_alarm) cluster_alarms_ = std::make_unique<AeClusterAlarms>(*settings_.cluster_alarm, rate_hz_);
   pending_.clear();
   settled_to_ = 0;
   StreamFormat out;
@@ -70,6 +72,45 @@ void AeLocateStage::advance(uint64_t frame_end, std::vector<Located>& events) {
   lockout_hits_.store(builder_->lockout_hits(), std::memory_order_relaxed);
   repeated_channel_hits_.store(builder_->repeated_channel_hits(), std::memory_order_relaxed);
   for (const AeEventHits& e : closed_) events.push_back(describe(e));
+  if (cluster_alarms_) judge_clusters(end ? last_event_frame_ : settled, events);
+}
+
+int64_t AeLocateStage::utc_ns_of(uint64_t frame) const {
+  return ref_utc_ns_ + int64_t(std::llround((double(frame) - double(ref_frame_)) / rate_hz_ * 1e9));
+}
+
+void AeLocateStage::judge_clusters(uint64_t frame, std::vector<Located>& events) {
+  if (const uint64_t acks = ack_requests_.load(std::memory_order_relaxed); acks != acks_seen_) {
+    acks_seen_ = acks;
+    cluster_alarms_->acknowledge();
+  }
+  changes_.clear();
+  cluster_alarms_->evaluate(frame, changes_);
+  const AeClusterAlarmSettings& a = *settings_.cluster_alarm;
+  const double cell_m = settings_.cluster_cell_m;
+  for (const AeClusterAlarms::Change& c : changes_) {
+    const AlarmTransition& t = c.transition;
+    const bool raised = t.to > t.from;
+    if (raised) cluster_alarms_raised_.fetch_add(1, std::memory_order_relaxed);
+    Located out;
+    out.type = "alarm";
+    out.frame = t.cross_frame;
+    out.t_utc_ns = utc_ns_of(t.cross_frame);
+    out.body = {{"state", raised ? "raised" : "cleared"},
+                {"rule", "cluster"},
+                {"metric", to_string(a.metric)},
+                {"level", to_string(t.to)},
+                {"from", to_string(t.from)},
+                {"value", t.value},
+                {"threshold", t.threshold},
+                {"window_s", a.window_s},
+                {"cell", {c.cell.first, c.cell.second}},
+                {"cell_m", cell_m},
+                {"x_m", (double(c.cell.first) + 0.5) * cell_m},  // the cell's centre
+                {"y_m", (double(c.cell.second) + 0.5) * cell_m}};
+    events.push_back(std::move(out));
+  }
+  cells_in_alarm_.store(cluster_alarms_->cells_raised(), std::memory_order_relaxed);
 }
 
 AeLocateStage::Located AeLocateStage::describe(const AeEventHits& event) {
@@ -78,7 +119,8 @@ AeLocateStage::Located AeLocateStage::describe(const AeEventHits& event) {
   Located out;
   const AeArrival& first = event.hits.front();
   out.frame = uint64_t(std::llround(first.time_s * rate_hz_));
-  out.t_utc_ns = ref_utc_ns_ + int64_t(std::llround((double(out.frame) - double(ref_frame_)) / rate_hz_ * 1e9));
+  out.t_utc_ns = utc_ns_of(out.frame);
+  last_event_frame_ = std::max(last_event_frame_, out.frame);
   nlohmann::json& b = out.body;
   nlohmann::json channels = nlohmann::json::array(), amplitudes = nlohmann::json::array(),
                  arrivals = nlohmann::json::array();
@@ -118,6 +160,7 @@ AeLocateStage::Located AeLocateStage::describe(const AeEventHits& event) {
                     {"cell_m", settings_.cluster_cell_m},
                     {"events", c.events},
                     {"energy_eu", c.energy}};
+    if (cluster_alarms_) cluster_alarms_->add(cell, out.frame, energy);
   }
   return out;
 }
@@ -131,6 +174,10 @@ void AeLocateStage::add_status(nlohmann::json& status) const {
   status["lockout_hits"] = lockout_hits_.load(std::memory_order_relaxed);
   status["repeated_channel_hits"] = repeated_channel_hits_.load(std::memory_order_relaxed);
   status["late_hits"] = late_hits_.load(std::memory_order_relaxed);
+  if (settings_.cluster_alarm) {
+    status["cluster_alarms_raised"] = cluster_alarms_raised_.load(std::memory_order_relaxed);
+    status["cells_in_alarm"] = cells_in_alarm_.load(std::memory_order_relaxed);
+  }
 }
 
 }  // namespace vigil

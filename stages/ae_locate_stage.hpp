@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "config/settings.hpp"
+#include "dsp/ae_cluster_alarm.hpp"
 #include "dsp/ae_location.hpp"
 #include "stages/event_record.hpp"
 #include "stages/stage.hpp"
@@ -33,6 +34,8 @@ class AeLocateStage final : public Stage {
   StreamFormat prepare(const StreamFormat& in, uint32_t max_frames) override;
   StageStatus process(const Block& in, Block& out, const Exec& exec) noexcept override;
   void reset() noexcept override {}
+  // Pipeline thread: latched cluster alarms are released at the output thread's next advance.
+  void acknowledge() noexcept override { ack_requests_.fetch_add(1, std::memory_order_relaxed); }
   void add_status(nlohmann::json& status) const override;
 
   // Output thread. One hit of the input stage (only band 0's: the lanes of its first band are
@@ -41,10 +44,12 @@ class AeLocateStage final : public Stage {
   // Output thread. The stream has been processed up to (not including) input frame `frame_end`
   // (UINT64_MAX: the end of the input): the events that closed, each an ae_event body (without
   // stage, frame and sample_time, which `first_hit` gives), onto `events`.
+  // An ae_event, or (type "alarm") a cluster alarm's raise or clear.
   struct Located {
     nlohmann::json body;
-    uint64_t frame = 0;     // the first hit's arrival
+    uint64_t frame = 0;     // the first hit's arrival (an alarm: the frame where its condition first held)
     int64_t t_utc_ns = 0;   // its time
+    const char* type = "ae_event";
   };
   void advance(uint64_t frame_end, std::vector<Located>& events);
 
@@ -56,6 +61,8 @@ class AeLocateStage final : public Stage {
     AeArrival arrival;
   };
   Located describe(const AeEventHits& event);
+  int64_t utc_ns_of(uint64_t frame) const;
+  void judge_clusters(uint64_t frame, std::vector<Located>& events);
 
   AeLocateSettings settings_;
   AeGeometry geometry_;  // with the timing uncertainty in force
@@ -63,6 +70,10 @@ class AeLocateStage final : public Stage {
   uint64_t settle_frames_ = 0;
   std::unique_ptr<AeEventBuilder> builder_;
   AeClusterGrid grid_{1};
+  std::unique_ptr<AeClusterAlarms> cluster_alarms_;  // with a cluster_alarm
+  std::vector<AeClusterAlarms::Change> changes_;
+  uint64_t acks_seen_ = 0;
+  uint64_t last_event_frame_ = 0;
   std::vector<Pending> pending_;  // not yet settled, in arrival order
   uint64_t settled_to_ = 0;       // hits before this frame went to the builder
   // A hit's frame and UTC time: an event's time from its first hit's frame.
@@ -70,7 +81,8 @@ class AeLocateStage final : public Stage {
   int64_t ref_utc_ns_ = 0;
   std::vector<AeEventHits> closed_;
   std::atomic<uint64_t> hits_{0}, events_{0}, located_{0}, not_locatable_{0}, outside_{0}, lockout_hits_{0},
-      repeated_channel_hits_{0}, late_hits_{0};
+      repeated_channel_hits_{0}, late_hits_{0}, cluster_alarms_raised_{0}, cells_in_alarm_{0};
+  std::atomic<uint64_t> ack_requests_{0};
 };
 
 }  // namespace vigil

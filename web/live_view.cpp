@@ -58,10 +58,12 @@ T field(const json& j, const char* key, T fallback) {
   if (it == j.end()) return fallback;
   if constexpr (std::is_same_v<T, std::string>) {
     return it->is_string() ? it->get<std::string>() : fallback;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return it->is_boolean() ? it->get<bool>() : fallback;
   } else if constexpr (std::is_floating_point_v<T>) {
     return it->is_number() ? it->get<T>() : fallback;
   } else {
-    static_assert(std::is_integral_v<T> && std::is_unsigned_v<T>, "field<>: unsigned integers, floats, strings");
+    static_assert(std::is_integral_v<T> && std::is_unsigned_v<T>, "field<>: unsigned integers, bools, floats, strings");
     constexpr uint64_t most = std::numeric_limits<T>::max();
     if (it->is_number_unsigned()) {
       const uint64_t v = it->get<uint64_t>();
@@ -168,9 +170,11 @@ void LiveView::on_event(const json& ev) {
                      field<double>(ev, "amplitude_db", 0)});
     while (hits_.size() > opt_.max_hits) hits_.pop_front();
   }
-  // Periodic measurements and hits (drawn in their own chart) would flood the log and push the
-  // alarms out of it.
-  if (type == "ae_level" || type == "vibration" || type == "ae_hit") return;
+  if (type == "ae_event") on_ae_event(ev);
+  if (type == "alarm" && field<std::string>(ev, "rule", "") == "cluster") on_cluster_alarm(ev);
+  // Periodic measurements, hits and AE events (drawn in their own charts) would flood the log and
+  // push the alarms out of it.
+  if (type == "ae_level" || type == "vibration" || type == "ae_hit" || type == "ae_event") return;
   // From a fleet (vigil-listen --nats): the rig it came from, for the page's rig selector.
   const std::string rig = field<std::string>(ev, "rig", "");
   json entry{{"seq", field<uint64_t>(ev, "seq", 0)},
@@ -180,6 +184,87 @@ void LiveView::on_event(const json& ev) {
   if (!rig.empty()) entry["rig"] = rig;
   events_.push_back(std::move(entry));
   while (events_.size() > opt_.max_events) events_.pop_front();
+}
+
+void LiveView::on_ae_event(const json& ev) {
+  if (ae_maps_.size() >= 16 && !ae_maps_.count(field<std::string>(ev, "stage", ""))) return;  // bounded
+  AeMap& m = ae_maps_[clipped(field<std::string>(ev, "stage", ""), 100)];
+  const double x = field<double>(ev, "x_m", NAN), y = field<double>(ev, "y_m", NAN);
+  if (!field<bool>(ev, "located", false) || !std::isfinite(x) || !std::isfinite(y)) {
+    ++m.not_located;
+    return;
+  }
+  ++m.located;
+  double db = -INFINITY;
+  if (const auto a = ev.find("amplitudes_db"); a != ev.end() && a->is_array())
+    for (const json& v : *a)
+      if (v.is_number()) db = std::max(db, v.get<double>());
+  const double t = utc_seconds(ev, "sample_time");
+  newest_ae_s_ = std::max(newest_ae_s_, t);
+  m.events.push_back({t, x, y, std::isfinite(db) ? db : 0.0});
+  while (m.events.size() > opt_.max_ae_events) m.events.pop_front();
+}
+
+void LiveView::on_cluster_alarm(const json& ev) {
+  const auto cell = ev.find("cell");
+  if (cell == ev.end() || !cell->is_array() || cell->size() != 2) return;
+  int64_t ij[2];
+  for (size_t k = 0; k < 2; ++k) {
+    const json& v = (*cell)[k];
+    if (!v.is_number() || !(std::fabs(v.get<double>()) < 1e12)) return;
+    ij[k] = int64_t(std::llround(v.get<double>()));
+  }
+  const std::string stage = field<std::string>(ev, "stage", "");
+  if (ae_maps_.size() >= 16 && !ae_maps_.count(stage)) return;
+  AeMap& m = ae_maps_[clipped(stage, 100)];
+  const std::string level = field<std::string>(ev, "level", "");
+  if (field<std::string>(ev, "state", "") == "cleared" && level == "normal") {
+    m.alarm_cells.erase({ij[0], ij[1]});
+  } else if (m.alarm_cells.size() < 1000 || m.alarm_cells.count({ij[0], ij[1]})) {
+    m.alarm_cells[{ij[0], ij[1]}] = clipped(level, 16);
+  }
+}
+
+// Per ae_locate stage of the layout (and any other that sent events): sensors and grid from the
+// layout, the located events (times relative to the newest), the cluster cells in alarm.
+json LiveView::ae_maps() const {
+  json maps = json::array();
+  std::map<std::string, json> from_layout;
+  if (const auto l = layout_.find("ae_locate"); l != layout_.end() && l->is_array())
+    for (const json& st : *l)
+      if (st.is_object()) from_layout[field<std::string>(st, "stage", "")] = st;
+  std::vector<std::string> names;
+  for (const auto& [name, st] : from_layout) names.push_back(name);
+  for (const auto& [name, m] : ae_maps_)
+    if (!from_layout.count(name)) names.push_back(name);
+  for (const std::string& name : names) {
+    json o{{"stage", name}, {"sensors", json::array()}, {"cell_m", 0}, {"location", "planar"}};
+    if (const auto st = from_layout.find(name); st != from_layout.end()) {
+      if (const auto s = st->second.find("sensors"); s != st->second.end() && s->is_array() && s->size() <= 1024)
+        o["sensors"] = *s;
+      o["cell_m"] = field<double>(st->second, "cluster_cell_m", 0);
+      o["location"] = field<std::string>(st->second, "location", "planar");
+    }
+    json age = json::array(), x = json::array(), y = json::array(), db = json::array(), cells = json::array();
+    uint64_t located = 0, not_located = 0;
+    if (const auto m = ae_maps_.find(name); m != ae_maps_.end()) {
+      for (const auto& e : m->second.events) {
+        age.push_back(round_significant(newest_ae_s_ - e[0], 3));
+        x.push_back(round_significant(e[1], 5));
+        y.push_back(round_significant(e[2], 5));
+        db.push_back(round_significant(e[3], 3));
+      }
+      for (const auto& [cell, level] : m->second.alarm_cells) cells.push_back({cell.first, cell.second, level});
+      located = m->second.located;
+      not_located = m->second.not_located;
+    }
+    o["events"] = {{"age_s", std::move(age)}, {"x", std::move(x)}, {"y", std::move(y)}, {"db", std::move(db)}};
+    o["alarm_cells"] = std::move(cells);
+    o["located"] = located;
+    o["not_located"] = not_located;
+    maps.push_back(std::move(o));
+  }
+  return maps;
 }
 
 json LiveView::build(const json& counters, const StreamMonitor& monitor, size_t wave_points, size_t spectrum_bytes,
@@ -208,6 +293,7 @@ json LiveView::build(const json& counters, const StreamMonitor& monitor, size_t 
     hd.push_back(round_significant(h[2], 4));
   }
   j["hits"] = {{"t", std::move(ht)}, {"ch", std::move(hc)}, {"db", std::move(hd)}};
+  j["ae_maps"] = ae_maps();
 
   // Spectra: round robin from the cursor while they fit this update's share.
   size_t spent = 0;

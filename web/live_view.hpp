@@ -25,6 +25,7 @@ class LiveView {
     size_t max_update_bytes = 100'000;  // per update: 1 MB/s at 10 updates/s
     size_t max_events = 40;             // the event log's length
     size_t max_hits = 400;              // AE hits shown (the newest)
+    size_t max_ae_events = 300;         // located AE events on each map (the newest)
     size_t max_streams = 256;           // streams shown; packets of further ones are counted
   };
   explicit LiveView(const Options& options) : opt_(options) {}
@@ -64,6 +65,18 @@ class LiveView {
   std::map<uint32_t, Stream> streams_;
   std::deque<nlohmann::json> events_;  // {seq, type, alarm, text}
   std::deque<std::array<double, 3>> hits_;  // time, channel, amplitude dB_AE
+  // Per ae_locate stage (by name): its located events and the cluster cells in alarm, for its map
+  // (the sensors and grid come from the layout).
+  struct AeMap {
+    std::deque<std::array<double, 4>> events;  // time, x_m, y_m, the largest hit amplitude dB_AE
+    std::map<std::pair<int64_t, int64_t>, std::string> alarm_cells;  // cell -> level
+    uint64_t located = 0, not_located = 0;
+  };
+  void on_ae_event(const nlohmann::json& ev);
+  void on_cluster_alarm(const nlohmann::json& ev);
+  nlohmann::json ae_maps() const;
+  std::map<std::string, AeMap> ae_maps_;
+  double newest_ae_s_ = 0;  // the newest AE event's time: the map's "now" for fading
   uint64_t hits_seen_ = 0;
   uint64_t packets_not_shown_ = 0;
   uint64_t updates_ = 0;

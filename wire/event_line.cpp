@@ -207,6 +207,12 @@ std::string event_line(const json& ev) {
   const std::string type = text(ev, "type");
   const uint64_t seq = count(ev, "seq");
   if (type == "status") return status_line(ev);
+  if (type == "alarm" && text(ev, "rule") == "cluster")  // an AE cluster's rate (ae_locate)
+    return format("event alarm seq %" PRIu64 ": %s %s (%s) cluster at x %.4f m, y %.4f m (cell %.3g m): %s %.4g, "
+                  "threshold %.4g at %s",
+                  seq, text(ev, "stage").c_str(), text(ev, "state").c_str(), text(ev, "level").c_str(),
+                  number(ev, "x_m"), number(ev, "y_m"), number(ev, "cell_m"), text(ev, "metric").c_str(),
+                  number(ev, "value"), number(ev, "threshold"), text(ev, "sample_time").c_str());
   if (type == "alarm") {
     const std::string level = ev.contains("level") ? " (" + text(ev, "level") + ")" : "";
     return format("event alarm seq %" PRIu64 ": %s %s%s %s%s channel %" PRIu64 ": value %.4g, threshold %.4g at %s",

@@ -942,5 +942,74 @@ TEST(ConfigLoader, AeLocateErrorsPointAtTheirPlace) {
                       9, 49, "unknown key 'optional' in stages[1] (it applies to kind: ae_hits");
 }
 
+TEST(ConfigLoader, AClusterAlarmReadsItsLevelsAndWantsTheGeometrysCell) {
+  ConfigResult r = parse_config(with_locate(std::string(kPipe) + "    cluster_alarm: {metric: energy_per_s, window_s: 30, "
+                                                                 "alert: 1000, danger: 5000, latch: true}\n"),
+                                "d.yaml");
+  ASSERT_TRUE(r.settings) << format_error("d.yaml", r.errors[0]);
+  const auto& loc = std::get<AeLocateSettings>(r.settings->stages[1].params);
+  ASSERT_TRUE(loc.cluster_alarm);
+  EXPECT_EQ(loc.cluster_alarm->metric, AeClusterMetric::kEnergyPerS);
+  EXPECT_EQ(loc.cluster_alarm->window_s, 30);
+  EXPECT_EQ(loc.cluster_alarm->levels.alert, 1000);
+  EXPECT_EQ(loc.cluster_alarm->levels.danger, 5000);
+  EXPECT_TRUE(loc.cluster_alarm->levels.latch);
+  std::string no_cell = kPipe;
+  no_cell.erase(no_cell.find("      cluster_cell_m: 0.1\n"), 26);
+  expect_one_error_in(with_locate(no_cell + "    cluster_alarm: {alert: 2}\n"), 17, 20,
+                      "stages[1].cluster_alarm: clusters need the geometry's cluster_cell_m");
+  expect_one_error_in(with_locate(std::string(kPipe) + "    cluster_alarm: {metric: hits_per_s, alert: 2}\n"), 18, 29,
+                      "metric must be one of events_per_s, energy_per_s, got 'hits_per_s'");
+  expect_one_error_in(with_locate(std::string(kPipe) + "    cluster_alarm: {window_s: 10}\n"), 18, 20,
+                      "stages[1].cluster_alarm: missing required key 'alert'");
+}
+
+// AE sources planted by the synthetic source: the example rig's crack, its geometry shared with
+// the ae_locate stage through a YAML anchor.
+TEST(ConfigLoader, TheExampleRigPlantsItsCrackOnTheGeometryItLocatesWith) {
+  const ConfigResult r = load_config_file(std::string(VIGIL_SOURCE_DIR) + "/config/examples/ae-rig.yaml");
+  ASSERT_TRUE(r.settings) << format_error("ae-rig.yaml", r.errors[0]);
+  const SyntheticSpec& sp = r.settings->synthetic;
+  ASSERT_TRUE(sp.ae_sources);
+  const PlantedAeSpec& p = *sp.ae_sources;
+  ASSERT_EQ(p.sensors.size(), 4u);
+  EXPECT_EQ(p.sensors[2], (PlantedAeSensor{1, 1, 0}));
+  EXPECT_EQ(p.velocity_m_s, 3000);
+  EXPECT_EQ(p.attenuation_db_m, 10);
+  EXPECT_EQ(p.spreading, AeSpreading::kCylindrical);
+  EXPECT_EQ(p.freq_hz, 150000);
+  ASSERT_EQ(p.sources.size(), 1u);
+  EXPECT_EQ(p.sources[0].x_m, 0.63);
+  EXPECT_EQ(p.sources[0].rate_hz, 2);
+  const auto& loc = std::get<AeLocateSettings>(r.settings->stages.back().params);
+  EXPECT_EQ(loc.geometry.sensors[2], (AePoint{1, 1, 0}));
+  EXPECT_EQ(loc.cluster_cell_m, 0.05);
+  ASSERT_TRUE(loc.cluster_alarm);
+  EXPECT_EQ(loc.cluster_alarm->levels.alert, 0.5);
+}
+
+TEST(ConfigLoader, PlantedAeSourceErrorsPointAtTheirPlace) {
+  const std::string base = "source:\n  kind: synthetic\n  rate_hz: 2000000\n  channels: 2\n  ae_sources:\n"
+                           "    geometry: {kind: linear, velocity_m_s: 3000, sensors: [{x_m: 0, y_m: 0}, {x_m: 2, y_m: 0}]}\n"
+                           "    spreading: cylindrical\n"
+                           "    sources:\n      - {x_m: 0.5, y_m: 0, amplitude: 0.1, rate_hz: 3}\n";
+  const ConfigResult ok = parse_config(base, "s.yaml");
+  ASSERT_TRUE(ok.settings) << format_error("s.yaml", ok.errors[0]);
+  EXPECT_EQ(ok.settings->synthetic.ae_sources->sources[0].rate_hz, 3);
+  auto edit = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  expect_one_error(edit("channels: 2", "channels: 3"), 6, 15,
+                   "source.ae_sources.geometry: 2 sensors for 3 channels (one sensor a channel, in channel order)");
+  expect_one_error(edit("spreading: cylindrical", "spreading: conical"), 7, 16,
+                   "source.ae_sources.spreading must be one of none, cylindrical, spherical, got 'conical'");
+  expect_one_error(edit(", rate_hz: 3", ""), 9, 9, "source.ae_sources.sources[0]: emits never: give rate_hz");
+  expect_one_error(edit("amplitude: 0.1, ", ""), 9, 9, "source.ae_sources.sources[0]: missing required key 'amplitude'");
+  expect_one_error(edit("    spreading: cylindrical\n", "    spreading: cylindrical\n    burst: {freq_hz: 2000000}\n"), 8,
+                   22, "source.ae_sources.burst.freq_hz must be 0..1e+06, got 2000000");
+}
+
 }  // namespace
 }  // namespace vigil

@@ -164,6 +164,64 @@ TEST(LiveView, SurvivesEventsOfTheWrongShape) {
   EXPECT_EQ(u["hits"]["ch"], json::array({0.0, 0.0, 0.0, 0.0, 7.0}));
 }
 
+// The AE map: the sensors and grid from the layout, the located events (ages from the newest),
+// the not located counted, the cluster cells in alarm from raise to clear; ae_events stay out of
+// the log (the map draws them), the cluster alarm is in it.
+TEST(LiveView, AnAeMapHasTheLayoutsSensorsTheLocatedEventsAndTheCellsInAlarm) {
+  LiveView::Options o;
+  o.max_ae_events = 3;
+  LiveView view(o);
+  StreamMonitor mon;
+  view.on_event({{"type", "start"}, {"seq", 0}, {"layout", {{"outputs", json::array()}, {"band_rms", json::array()},
+      {"ae_locate", {{{"stage", "plate"}, {"location", "planar"}, {"cluster_cell_m", 0.05},
+                      {"sensors", {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}}}}}}}}});
+  auto event = [&](uint64_t seq, double x, double y, const char* time, json amps) {
+    view.on_event({{"type", "ae_event"}, {"seq", seq}, {"stage", "plate"}, {"located", true}, {"x_m", x}, {"y_m", y},
+                   {"amplitudes_db", amps}, {"sample_time", time}});
+  };
+  event(1, 0.1, 0.2, "2026-12-05T10:00:00Z", {60.5, 70.25, 55});
+  event(2, 0.63, 0.37, "2026-12-05T10:00:01.5Z", {80});
+  event(3, 0.62, 0.36, "2026-12-05T10:00:02Z", {81, 79});
+  event(4, 0.64, 0.38, "2026-12-05T10:00:04Z", {82});
+  view.on_event({{"type", "ae_event"}, {"seq", 5}, {"stage", "plate"}, {"located", false}, {"why_not", "too few hits"}});
+  view.on_event({{"type", "alarm"}, {"seq", 6}, {"stage", "plate"}, {"rule", "cluster"}, {"state", "raised"},
+                 {"level", "alert"}, {"cell", {12, 7}}, {"x_m", 0.625}, {"y_m", 0.375}});
+  view.on_event({{"type", "alarm"}, {"seq", 7}, {"stage", "plate"}, {"rule", "cluster"}, {"state", "raised"},
+                 {"level", "danger"}, {"cell", {2, 4}}});
+  json u = json::parse(view.update(json::object(), mon));
+  ASSERT_EQ(u["ae_maps"].size(), 1u);
+  const json& m = u["ae_maps"][0];
+  EXPECT_EQ(m["stage"], "plate");
+  EXPECT_EQ(m["cell_m"], 0.05);
+  EXPECT_EQ(m["sensors"][2], json::array({1, 1, 0}));
+  EXPECT_EQ(m["located"], 4);
+  EXPECT_EQ(m["not_located"], 1);
+  EXPECT_EQ(m["events"]["x"], json::array({0.63, 0.62, 0.64}));  // the newest 3
+  EXPECT_EQ(m["events"]["y"], json::array({0.37, 0.36, 0.38}));
+  EXPECT_EQ(m["events"]["age_s"], json::array({2.5, 2.0, 0.0}));
+  EXPECT_EQ(m["events"]["db"], json::array({80.0, 81.0, 82.0}));  // each event's largest hit
+  EXPECT_EQ(m["alarm_cells"], json::array({json::array({2, 4, "danger"}), json::array({12, 7, "alert"})}));
+  ASSERT_EQ(u["events"].size(), 3u);  // the start and the alarms, no ae_event
+  EXPECT_EQ(u["events"][0]["type"], "start");
+  EXPECT_TRUE(u["events"][1]["alarm"].get<bool>());
+  EXPECT_TRUE(u["events"][2]["alarm"].get<bool>());
+  view.on_event({{"type", "alarm"}, {"seq", 8}, {"stage", "plate"}, {"rule", "cluster"}, {"state", "cleared"},
+                 {"level", "normal"}, {"cell", {12, 7}}});
+  view.on_event({{"type", "alarm"}, {"seq", 9}, {"stage", "plate"}, {"rule", "cluster"}, {"state", "cleared"},
+                 {"level", "alert"}, {"cell", {2, 4}}});
+  // Of the wrong shape: ignored, never thrown.
+  view.on_event({{"type", "alarm"}, {"stage", "plate"}, {"rule", "cluster"}, {"state", "raised"}, {"cell", {1e300, 2}}});
+  view.on_event({{"type", "alarm"}, {"stage", "plate"}, {"rule", "cluster"}, {"cell", "x"}});
+  view.on_event({{"type", "ae_event"}, {"stage", 5}, {"located", "yes"}, {"x_m", "a"}, {"amplitudes_db", 3}});
+  view.on_event({{"type", "ae_event"}, {"stage", "plate"}, {"located", true}, {"x_m", 0.5}, {"y_m", 0.5},
+                 {"amplitudes_db", {"loud", json::object()}}});
+  u = json::parse(view.update(json::object(), mon));
+  ASSERT_EQ(u["ae_maps"].size(), 2u);  // and the stage "" of the event without a name
+  const json& p = u["ae_maps"][0]["stage"] == "plate" ? u["ae_maps"][0] : u["ae_maps"][1];
+  EXPECT_EQ(p["alarm_cells"], json::array({json::array({2, 4, "alert"})}));
+  EXPECT_EQ(p["events"]["db"].back(), 0.0);
+}
+
 TEST(LiveView, ShowsAtMostMaxStreamsAndCountsTheRest) {
   LiveView::Options o;
   o.max_streams = 3;

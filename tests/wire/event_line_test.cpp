@@ -108,6 +108,11 @@ TEST(EventLine, EveryTypeVigildSendsIsLaidOut) {
       "sample_time":"T"})")),
             "event ae_event seq 24: where: not located (at or beyond the end sensor), 2 hits, first channel 0 [0, 1], "
             "energy 1 eu at T");
+  EXPECT_EQ(event_line(parse(R"({"type":"alarm","seq":25,"stage":"plate","state":"raised","rule":"cluster",
+      "metric":"events_per_s","level":"alert","from":"normal","value":0.5,"threshold":0.5,"window_s":10,
+      "cell":[12,7],"cell_m":0.05,"x_m":0.625,"y_m":0.375,"sample_time":"T"})")),
+            "event alarm seq 25: plate raised (alert) cluster at x 0.6250 m, y 0.3750 m (cell 0.05 m): events_per_s "
+            "0.5, threshold 0.5 at T");
   // A status with a health reading names the hottest zone and the clocks throttled.
   EXPECT_EQ(event_line(parse(R"({"type":"status","seq":21,"health":{"zones":[{"zone":"cpu","temp_c":48.5},
       {"zone":"GPU-therm","temp_c":61.0},{"zone":"x","temp_c":"hot"}],"clocks":[{"clock":"cpufreq/policy0",

@@ -7,6 +7,7 @@ const state = window.vigil = {
   connected: false, connections: 0, updates: 0, bytes: 0, firstAt: 0, lastAt: 0, serverMs: 0,
   streams: {}, hits: 0, events: [], alarmsInLog: 0, counters: {}, service: {}, errors: [],
   rig: '', rigs: [],  // vigil-listen --nats: the rig the log shows ('': all) and the fleet's rigs
+  aeMaps: {},  // per ae_locate stage: what its map drew (sensors and events with their pixels)
 };
 let lastEvents = [];
 const charts = {};   // stream id -> {card, wave, spec, rms}
@@ -42,7 +43,7 @@ function makeChart(parent, name, opts, data) {
 }
 
 function savePng(u, name) {
-  const src = u.ctx.canvas;
+  const src = u.ctx ? u.ctx.canvas : u;  // a uPlot chart, or a canvas
   const out = document.createElement('canvas');
   out.width = src.width;
   out.height = src.height;
@@ -257,9 +258,143 @@ function applyCounters(counters, service) {
     : `vigild up ${fmt(service.uptime_s, 4)} s`;
 }
 
+// AE source location: per ae_locate stage a map of the structure (x right, y up, one scale for
+// both): the sensors (numbered by channel), the cluster grid with the cells in alarm filled, and
+// the located events coloured by their largest hit amplitude and fading over a minute.
+const aeMapCards = {};
+const MAP_FADE_S = 60;
+
+function amplitudeColour(db) {  // 40 dB_AE blue ... 70 green ... 100 red
+  const f = Math.min(1, Math.max(0, (db - 40) / 60));
+  const hue = 220 - 220 * f;
+  return `hsl(${hue.toFixed(0)}, 90%, 60%)`;
+}
+
+function aeMapCard(m) {
+  let card = aeMapCards[m.stage];
+  if (card) return card;
+  const el = document.createElement('div');
+  el.className = 'card ae-map';
+  el.dataset.stage = m.stage;
+  el.innerHTML = '<h3></h3><div class="chart"></div><div class="legend"></div>';
+  el.querySelector('h3').textContent = `AE location · ${m.stage}`;
+  const box = el.querySelector('.chart');
+  const canvas = document.createElement('canvas');
+  box.appendChild(canvas);
+  const button = document.createElement('button');
+  button.className = 'save';
+  button.textContent = 'save PNG';
+  button.title = 'save this map as ae-map-' + m.stage + '.png';
+  button.addEventListener('click', () => savePng(canvas, 'ae-map-' + m.stage));
+  box.appendChild(button);
+  document.getElementById('ae-maps').appendChild(el);
+  card = aeMapCards[m.stage] = { el, canvas };
+  return card;
+}
+
+function drawAeMap(m) {
+  const card = aeMapCard(m);
+  const canvas = card.canvas;
+  const width = Math.max(300, card.el.clientWidth - 12), height = 320;
+  const dpr = window.devicePixelRatio || 1;
+  if (canvas.width !== Math.round(width * dpr)) {
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.width = width + 'px';
+    canvas.style.height = height + 'px';
+  }
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = '#181e27';
+  ctx.fillRect(0, 0, width, height);
+  // The view: the sensors' extent (else the events'), a fifth of it around, one scale for x and y.
+  const pts = m.sensors.length ? m.sensors : m.events.x.map((x, i) => [x, m.events.y[i]]);
+  if (!pts.length) return;
+  let x0 = Math.min(...pts.map(p => p[0])), x1 = Math.max(...pts.map(p => p[0]));
+  let y0 = Math.min(...pts.map(p => p[1])), y1 = Math.max(...pts.map(p => p[1]));
+  const span = Math.max(x1 - x0, y1 - y0, 1e-3);
+  x0 -= span * 0.2; x1 += span * 0.2; y0 -= span * 0.2; y1 += span * 0.2;
+  const pad = 24;
+  const scale = Math.min((width - 2 * pad) / (x1 - x0), (height - 2 * pad) / (y1 - y0));
+  const ox = (width - scale * (x1 - x0)) / 2, oy = (height - scale * (y1 - y0)) / 2;
+  const px = x => ox + (x - x0) * scale, py = y => height - oy - (y - y0) * scale;
+  const drawn = { scale, sensors: [], events: [], cells: [] };
+  // The cluster grid (where its lines are at least 6 px apart) and the cells in alarm.
+  if (m.cell_m > 0) {
+    for (const [i, j, level] of m.alarm_cells) {
+      ctx.fillStyle = level === 'danger' ? 'rgba(255, 60, 60, 0.55)' : 'rgba(255, 93, 93, 0.32)';
+      ctx.fillRect(px(i * m.cell_m), py((j + 1) * m.cell_m), m.cell_m * scale, m.cell_m * scale);
+      drawn.cells.push({ i, j, level });
+    }
+    if (m.cell_m * scale >= 6) {
+      ctx.strokeStyle = '#222a36';
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      for (let k = Math.ceil(x0 / m.cell_m); k * m.cell_m <= x1; k++) {
+        ctx.moveTo(px(k * m.cell_m), py(y0)); ctx.lineTo(px(k * m.cell_m), py(y1));
+      }
+      for (let k = Math.ceil(y0 / m.cell_m); k * m.cell_m <= y1; k++) {
+        ctx.moveTo(px(x0), py(k * m.cell_m)); ctx.lineTo(px(x1), py(k * m.cell_m));
+      }
+      ctx.stroke();
+    }
+  }
+  // The array's outline: the sensors in channel order (a plate's corners, a pipe's line).
+  if (m.sensors.length > 1) {
+    ctx.strokeStyle = '#3a4658';
+    ctx.beginPath();
+    m.sensors.forEach((s, c) => (c ? ctx.lineTo(px(s[0]), py(s[1])) : ctx.moveTo(px(s[0]), py(s[1]))));
+    if (m.location !== 'linear') ctx.closePath();
+    ctx.stroke();
+  }
+  // Events, oldest first so the newest lie on top.
+  const n = m.events.x.length;
+  for (let k = 0; k < n; k++) {
+    const age = m.events.age_s[k];
+    const alpha = Math.max(0.12, 1 - age / MAP_FADE_S);
+    const ex = px(m.events.x[k]), ey = py(m.events.y[k]);
+    if (ex < 0 || ey < 0 || ex > width || ey > height) continue;  // far outside the array
+    ctx.globalAlpha = alpha;
+    ctx.fillStyle = amplitudeColour(m.events.db[k]);
+    ctx.beginPath();
+    ctx.arc(ex, ey, 4, 0, 2 * Math.PI);
+    ctx.fill();
+    drawn.events.push({ x: m.events.x[k], y: m.events.y[k], db: m.events.db[k], age, px: ex, py: ey });
+  }
+  ctx.globalAlpha = 1;
+  // The cells in alarm outlined over their events, so that a cell under its own dots still shows.
+  ctx.strokeStyle = '#ff5d5d';
+  ctx.lineWidth = 2;
+  for (const [i, j] of m.cell_m > 0 ? m.alarm_cells : [])
+    ctx.strokeRect(px(i * m.cell_m) - 1, py((j + 1) * m.cell_m) - 1, m.cell_m * scale + 2, m.cell_m * scale + 2);
+  ctx.lineWidth = 1;
+  ctx.font = '11px system-ui, sans-serif';
+  m.sensors.forEach((s, c) => {
+    const sx = px(s[0]), sy = py(s[1]);
+    ctx.fillStyle = '#d8dee9';
+    ctx.fillRect(sx - 5, sy - 5, 10, 10);
+    ctx.fillStyle = '#10141a';
+    ctx.textAlign = 'center';
+    ctx.textBaseline = 'middle';
+    ctx.fillText(String(c), sx, sy + 0.5);
+    drawn.sensors.push({ x: s[0], y: s[1], px: sx, py: sy });
+  });
+  ctx.fillStyle = '#7f8a9a';
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'alphabetic';
+  const metres = Math.pow(10, Math.floor(Math.log10(span / 2)));
+  ctx.fillRect(pad, height - 10, metres * scale, 2);
+  ctx.fillText(`${metres} m`, pad + metres * scale + 6, height - 6);
+  card.el.querySelector('.legend').textContent =
+    `${m.located} located, ${m.not_located} not located; colour: amplitude 40 (blue) to 100 dB_AE (red); ` +
+    `fading over ${MAP_FADE_S} s` + (m.cell_m > 0 ? `; grid ${m.cell_m} m, ${m.alarm_cells.length} cells in alarm` : '');
+  state.aeMaps[m.stage] = Object.assign(drawn, { located: m.located, notLocated: m.not_located, width, height });
+}
+
 function apply(u) {
   for (const s of u.streams) applyStream(s);
   applyHits(u.hits);
+  for (const m of u.ae_maps || []) drawAeMap(m);
   if (u.counters.fleet) applyFleet(u.counters.fleet);
   applyEvents(u.events);
   applyCounters(u.counters, u.service);
