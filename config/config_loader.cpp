@@ -26,6 +26,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <vector>
 #include <sstream>
 
 namespace vigil {
@@ -1260,7 +1261,11 @@ size_t invalid_utf8_at(const std::string& text) {
   return std::string::npos;
 }
 
-void check_utf8(Reader& r, const YAML::Node& n) {
+// Every scalar of the tree, each once. YAML aliases make the tree a graph (yaml-cpp gives an alias
+// its anchor's node): a list or mapping reached again is not walked again, and one that holds an
+// alias of itself is an error. Without that `&a [*a]` recursed until the stack overflowed, and
+// aliases of aliases would have taken exponential time (found by fuzz_config, 2026-12-05).
+void check_utf8(Reader& r, const YAML::Node& n, std::vector<YAML::Node>& path, std::set<int>& walked) {
   if (n.IsScalar()) {
     const std::string& text = n.Scalar();
     if (const size_t at = invalid_utf8_at(text); at != std::string::npos) {
@@ -1272,13 +1277,29 @@ void check_utf8(Reader& r, const YAML::Node& n) {
     }
     return;
   }
-  if (n.IsSequence())
-    for (const auto& item : n) check_utf8(r, item);
-  else if (n.IsMap())
-    for (const auto& kv : n) {
-      check_utf8(r, kv.first);
-      check_utf8(r, kv.second);
+  if (!n.IsSequence() && !n.IsMap()) return;
+  for (const YAML::Node& above : path)
+    if (above.is(n)) {
+      r.error(n.Mark(), "this node holds an alias of itself (an anchor named inside its own node): a config "
+                        "must be a tree");
+      return;
     }
+  if (const YAML::Mark m = n.Mark(); !m.is_null() && !walked.insert(m.pos).second) return;  // an alias's again
+  path.push_back(n);
+  if (n.IsSequence())
+    for (const auto& item : n) check_utf8(r, item, path, walked);
+  else
+    for (const auto& kv : n) {
+      check_utf8(r, kv.first, path, walked);
+      check_utf8(r, kv.second, path, walked);
+    }
+  path.pop_back();
+}
+
+void check_utf8(Reader& r, const YAML::Node& root) {
+  std::vector<YAML::Node> path;
+  std::set<int> walked;
+  check_utf8(r, root, path, walked);
 }
 
 // The stages' names and references and the outputs' streams: checked with every other error, so

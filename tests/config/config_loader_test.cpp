@@ -4,8 +4,10 @@
 #include "acquisition/sha256.hpp"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -940,6 +942,37 @@ TEST(ConfigLoader, AeLocateErrorsPointAtTheirPlace) {
   expect_one_error_in(with_locate("  - {name: where, kind: ae_locate, input: hits, optional: true, geometry: {kind: linear,"
                                   " velocity_m_s: 3000, sensors: [{x_m: 0, y_m: 0}, {x_m: 1, y_m: 0}]}}\n"),
                       9, 49, "unknown key 'optional' in stages[1] (it applies to kind: ae_hits");
+}
+
+// YAML aliases make the config a graph: one inside the node it names is an error, not a stack
+// overflow (fuzz_config, 2026-12-05), and aliases of aliases nine deep (512 paths to each leaf)
+// are walked once each, not once a path.
+TEST(ConfigLoader, AnAliasInsideItsOwnNodeIsAnErrorAndAliasesAreWalkedOnce) {
+  const ConfigResult loop =
+      parse_config("source: {kind: synthetic, rate_hz: 48000, channels: 1}\nx: &loop {a: 1, b: *loop}\n", "l.yaml");
+  ASSERT_FALSE(loop.settings);
+  // Named at the anchored node (and `x` as an unknown key).
+  size_t cycles = 0;
+  for (const ConfigError& e : loop.errors)
+    if (e.message.find("this node holds an alias of itself") != std::string::npos) {
+      ++cycles;
+      EXPECT_EQ(e.line, 2);
+      EXPECT_EQ(e.column, 4);
+    }
+  EXPECT_EQ(cycles, 1u);
+  std::string nested = "source: {kind: synthetic, rate_hz: 48000, channels: 1}\nlevels:\n  l0: &l0 [a\xff" "b]\n";
+  for (int k = 1; k < 10; ++k)
+    nested += "  l" + std::to_string(k) + ": &l" + std::to_string(k) + " [*l" + std::to_string(k - 1) + ", *l" +
+              std::to_string(k - 1) + "]\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const ConfigResult r = parse_config(nested, "n.yaml");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(r.settings);
+  // The invalid byte named once (its node walked once, not once for each of its 512 paths).
+  size_t utf8 = 0;
+  for (const ConfigError& e : r.errors) utf8 += e.message.find("not valid UTF-8") != std::string::npos;
+  EXPECT_EQ(utf8, 1u);
+  EXPECT_LT(s, 1.0);
 }
 
 TEST(ConfigLoader, AClusterAlarmReadsItsLevelsAndWantsTheGeometrysCell) {
