@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/clock.hpp"
+#include "wire/alarm_state.hpp"
 #include "wire/event_line.hpp"
 #include "wire/fleet_order.hpp"
 #include "wire/stream_monitor.hpp"
@@ -58,7 +59,7 @@ int listen_fleet(const FleetListenOptions& o, volatile std::sig_atomic_t* stop) 
     return 2;
   }
 #endif
-  // Per rig: the alarms raised and not cleared (stage, rule, band, channel), for the fleet table.
+  // Per rig: the alarms raised and not cleared (wire/alarm_state.hpp), for the fleet table.
   std::map<std::string, std::set<std::string>> alarms_active;
   FleetOrder order(o.hold_s);
   uint64_t messages = 0, malformed = 0, emitted = 0;
@@ -70,11 +71,9 @@ int listen_fleet(const FleetListenOptions& o, volatile std::sig_atomic_t* stop) 
     nlohmann::json ev;
     const bool parsed = parse_event_datagram(reinterpret_cast<const uint8_t*>(text.data()), text.size(), ev) &&
                         ev.is_object();
-    if (parsed && ev.value("type", "") == "alarm" && ev["state"].is_string()) {
-      const std::string key = ev.value("stage", "") + "/" + ev.value("rule", "") + "/" + ev.value("band", "") + "/" +
-                              (ev["channel"].is_number() ? ev["channel"].dump() : "");
-      if (ev["state"] == "raised") alarms_active[rig].insert(key);
-      else if (ev["state"] == "cleared") alarms_active[rig].erase(key);
+    if (const std::string key = parsed ? alarm_key(ev) : ""; !key.empty()) {
+      if (alarm_left_raised(ev)) alarms_active[rig].insert(key);
+      else alarms_active[rig].erase(key);
     }
 #if VIGIL_HAVE_WEB
     if (view && parsed) {

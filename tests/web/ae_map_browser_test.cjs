@@ -9,28 +9,16 @@
 // Exit 0: passed; 1: failed; 77: skipped (no Chromium on this machine), with the reason.
 'use strict';
 const { spawn } = require('child_process');
-const dgram = require('dgram');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const { setUp, checks, sleep } = require('./browser_support.cjs');
+const { setUp, checks, freeUdpPort, startListener } = require('./browser_support.cjs');
 const { binDir, outDir, chromium, chromiumPath } = setUp();
 const { check, failures } = checks();
 
 const CRACK = [0.63, 0.37];
 const SENSORS = [[0, 0], [1, 0], [1, 1], [0, 1]];
-
-function freeUdpPort() {
-  return new Promise((resolve, reject) => {
-    const s = dgram.createSocket('udp4');
-    s.on('error', reject);
-    s.bind(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 function config(eventPort) {
   return `source:
@@ -67,25 +55,6 @@ outputs:
 `;
 }
 
-function startListener(eventPort, log) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(path.join(binDir, 'vigil-listen'),
-      ['--web', '127.0.0.1:0', '--data-port', '0', '--event-port', String(eventPort), '--quiet']);
-    let err = '';
-    const timer = setTimeout(() => reject(new Error('vigil-listen printed no URL: ' + err)), 10000);
-    p.stderr.on('data', d => {
-      err += d;
-      fs.appendFileSync(log, d);
-      const m = /web view on (http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc: p, url: m[1] });
-      }
-    });
-    p.on('exit', code => reject(new Error('vigil-listen exited ' + code + ': ' + err)));
-  });
-}
-
 async function main() {
   fs.mkdirSync(outDir, { recursive: true });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'vigil-map-'));
@@ -95,7 +64,8 @@ async function main() {
   const listenLog = path.join(outDir, 'vigil-listen.log'), vigildLog = path.join(outDir, 'vigild.log');
   fs.writeFileSync(listenLog, '');
   fs.writeFileSync(vigildLog, '');
-  const listener = await startListener(eventPort, listenLog);
+  const listener = await startListener(binDir,
+    ['--web', '127.0.0.1:0', '--data-port', '0', '--event-port', String(eventPort), '--quiet'], listenLog);
   const vigild = spawn(path.join(binDir, 'vigild'), ['--config', cfg, '--log-interval', '0']);
   vigild.stderr.on('data', d => fs.appendFileSync(vigildLog, d));
   const browser = await chromium.launch({

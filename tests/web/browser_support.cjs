@@ -1,7 +1,9 @@
 // What the web view's browser tests share: their arguments, Chromium (Debian's, driven by
 // playwright-core from web/package-lock.json; exit 77, a skip, where there is none), the checks'
-// tally, and a sleep.
+// tally, a sleep, a free UDP port, and vigil-listen started with its web view.
 'use strict';
+const { spawn } = require('child_process');
+const dgram = require('dgram');
 const fs = require('fs');
 const path = require('path');
 
@@ -36,4 +38,35 @@ function checks() {
 
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 
-module.exports = { setUp, checks, sleep };
+function freeUdpPort() {
+  return new Promise((resolve, reject) => {
+    const s = dgram.createSocket('udp4');
+    s.on('error', reject);
+    s.bind(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+// Starts binDir/vigil-listen with `args` (its --web among them), its stderr appended to `log`;
+// resolves with { proc, url } from the line that names the web view.
+function startListener(binDir, args, log, timeoutMs = 10000) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(path.join(binDir, 'vigil-listen'), args);
+    let err = '';
+    const timer = setTimeout(() => reject(new Error('vigil-listen printed no URL: ' + err)), timeoutMs);
+    p.stderr.on('data', d => {
+      err += d;
+      fs.appendFileSync(log, d);
+      const m = /web view on (http:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc: p, url: m[1] });
+      }
+    });
+    p.on('exit', code => reject(new Error('vigil-listen exited ' + code + ': ' + err)));
+  });
+}
+
+module.exports = { setUp, checks, sleep, freeUdpPort, startListener };

@@ -11,7 +11,7 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 
-const { setUp, checks, sleep } = require('./browser_support.cjs');
+const { setUp, checks, sleep, startListener } = require('./browser_support.cjs');
 const { binDir, outDir, chromium, chromiumPath } = setUp();
 let natsServer = '';
 try {
@@ -59,25 +59,6 @@ outputs:
 `;
 }
 
-function startListener(natsUrl, log) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(path.join(binDir, 'vigil-listen'),
-      ['--nats', natsUrl, '--web', '127.0.0.1:0', '--quiet', '--durable', 'browser' + process.pid]);
-    let err = '';
-    const timer = setTimeout(() => reject(new Error('vigil-listen printed no URL: ' + err)), 15000);
-    p.stderr.on('data', d => {
-      err += d;
-      fs.appendFileSync(log, d);
-      const m = /web view on (http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc: p, url: m[1] });
-      }
-    });
-    p.on('exit', code => reject(new Error('vigil-listen exited ' + code + ': ' + err)));
-  });
-}
-
 async function main() {
   fs.mkdirSync(outDir, { recursive: true });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'vigil-fleet-web-'));
@@ -106,7 +87,8 @@ async function main() {
     await sleep(1500);  // the rigs make their stream first
     const listenLog = path.join(outDir, 'vigil-listen.log');
     fs.writeFileSync(listenLog, '');
-    const listener = await startListener(natsUrl, listenLog);
+    const listener = await startListener(binDir,
+      ['--nats', natsUrl, '--web', '127.0.0.1:0', '--quiet', '--durable', 'browser' + process.pid], listenLog, 15000);
     procs.push(listener.proc);
     browser = await chromium.launch({
       executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
