@@ -23,6 +23,32 @@ namespace {
 constexpr uint32_t kChannels = 16;
 constexpr uint32_t kFrames = 1u << 20;
 
+// The whole-signal benchmarks' input (16 ch x 2^20 random samples on the device), output, one
+// random filter of m taps and a stream; freed when it goes.
+struct WholeSignal {
+  explicit WholeSignal(size_t m) : taps(m) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> d;
+    std::vector<float> x(size_t(kChannels) * kFrames);
+    for (auto& v : taps) v = d(rng);
+    for (auto& v : x) v = d(rng);
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
+    VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
+  }
+  ~WholeSignal() {
+    cudaStreamDestroy(stream);
+    cudaFree(d_in);
+    cudaFree(d_out);
+  }
+  WholeSignal(const WholeSignal&) = delete;
+  WholeSignal& operator=(const WholeSignal&) = delete;
+  std::vector<float> taps;
+  float *d_in = nullptr, *d_out = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
 void BM_FirBankCuda(benchmark::State& state) {
   std::string why;
   if (!vigil::cuda::device_available(&why)) {
@@ -31,23 +57,10 @@ void BM_FirBankCuda(benchmark::State& state) {
   }
   const auto m = size_t(state.range(0));
   const auto block = uint32_t(state.range(1));
-  std::mt19937 rng(1);
-  std::normal_distribution<float> d;
-  std::vector<float> taps(m), x(size_t(kChannels) * kFrames);
-  for (auto& v : taps) v = d(rng);
-  for (auto& v : x) v = d(rng);
-  float *d_in = nullptr, *d_out = nullptr;
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  cudaStream_t stream;
-  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
-  vigil::cuda::FirBankCuda bank({taps}, kChannels, block, stream);
-  vigil::bench::time_on_stream(state, stream, [&] { return bank.process(d_in, kFrames, kFrames, d_out, kFrames); }, 3);
+  WholeSignal w(m);
+  vigil::cuda::FirBankCuda bank({w.taps}, kChannels, block, w.stream);
+  vigil::bench::time_on_stream(state, w.stream, [&] { return bank.process(w.d_in, kFrames, kFrames, w.d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
-  cudaStreamDestroy(stream);
-  cudaFree(d_in);
-  cudaFree(d_out);
 }
 
 // The batched single-block layout: FFT size N, hop N - M + 1, the whole 2^20 frames in one call.
@@ -59,23 +72,10 @@ void BM_OverlapSaveCuda(benchmark::State& state) {
   }
   const auto m = size_t(state.range(0));
   const auto fft = uint32_t(state.range(1));
-  std::mt19937 rng(1);
-  std::normal_distribution<float> d;
-  std::vector<float> taps(m), x(size_t(kChannels) * kFrames);
-  for (auto& v : taps) v = d(rng);
-  for (auto& v : x) v = d(rng);
-  float *d_in = nullptr, *d_out = nullptr;
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  cudaStream_t stream;
-  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
-  vigil::cuda::OverlapSaveCuda os({taps}, kChannels, fft, kFrames, stream);
-  vigil::bench::time_on_stream(state, stream, [&] { return os.process(d_in, kFrames, kFrames, d_out, kFrames); }, 3);
+  WholeSignal w(m);
+  vigil::cuda::OverlapSaveCuda os({w.taps}, kChannels, fft, kFrames, w.stream);
+  vigil::bench::time_on_stream(state, w.stream, [&] { return os.process(w.d_in, kFrames, kFrames, w.d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
-  cudaStreamDestroy(stream);
-  cudaFree(d_in);
-  cudaFree(d_out);
 }
 
 // The GPU's FP32 fused multiply-adds a second at its boost clock: SMs x FP32 lanes per SM x clock.
@@ -103,26 +103,13 @@ void BM_FirDirectCuda(benchmark::State& state) {
     return;
   }
   const auto m = size_t(state.range(0));
-  std::mt19937 rng(1);
-  std::normal_distribution<float> d;
-  std::vector<float> taps(m), x(size_t(kChannels) * kFrames);
-  for (auto& v : taps) v = d(rng);
-  for (auto& v : x) v = d(rng);
-  float *d_in = nullptr, *d_out = nullptr;
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), x.size() * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out), x.size() * sizeof(float)));
-  VIGIL_CUDA_CHECK(cudaMemcpy(d_in, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
-  cudaStream_t stream;
-  VIGIL_CUDA_CHECK(cudaStreamCreate(&stream));
-  vigil::cuda::FirDirectCuda direct({taps}, kChannels, stream, kFrames);
-  vigil::bench::time_on_stream(state, stream, [&] { return direct.process(d_in, kFrames, kFrames, d_out, kFrames); }, 3);
+  WholeSignal w(m);
+  vigil::cuda::FirDirectCuda direct({w.taps}, kChannels, w.stream, kFrames);
+  vigil::bench::time_on_stream(state, w.stream, [&] { return direct.process(w.d_in, kFrames, kFrames, w.d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
   state.counters["fma_per_s"] = benchmark::Counter(double(m) * kChannels * kFrames, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["fp32_fma_peak_per_s"] = fp32_fma_per_s();
   state.SetLabel(direct.split() ? "split kernel" : "tiled kernel");
-  cudaStreamDestroy(stream);
-  cudaFree(d_in);
-  cudaFree(d_out);
 }
 
 // Args: form (0 direct, 1 FFT), taps, channels.

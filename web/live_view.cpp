@@ -186,9 +186,16 @@ void LiveView::on_event(const json& ev) {
   while (events_.size() > opt_.max_events) events_.pop_front();
 }
 
+LiveView::AeMap* LiveView::ae_map_of(const json& ev) {
+  const std::string stage = clipped(field<std::string>(ev, "stage", ""), 100);
+  if (ae_maps_.size() >= 16 && !ae_maps_.count(stage)) return nullptr;  // bounded, whatever arrives
+  return &ae_maps_[stage];
+}
+
 void LiveView::on_ae_event(const json& ev) {
-  if (ae_maps_.size() >= 16 && !ae_maps_.count(field<std::string>(ev, "stage", ""))) return;  // bounded
-  AeMap& m = ae_maps_[clipped(field<std::string>(ev, "stage", ""), 100)];
+  AeMap* map = ae_map_of(ev);
+  if (!map) return;
+  AeMap& m = *map;
   const double x = field<double>(ev, "x_m", NAN), y = field<double>(ev, "y_m", NAN);
   if (!field<bool>(ev, "located", false) || !std::isfinite(x) || !std::isfinite(y)) {
     ++m.not_located;
@@ -214,9 +221,9 @@ void LiveView::on_cluster_alarm(const json& ev) {
     if (!v.is_number() || !(std::fabs(v.get<double>()) < 1e12)) return;
     ij[k] = int64_t(std::llround(v.get<double>()));
   }
-  const std::string stage = field<std::string>(ev, "stage", "");
-  if (ae_maps_.size() >= 16 && !ae_maps_.count(stage)) return;
-  AeMap& m = ae_maps_[clipped(stage, 100)];
+  AeMap* map = ae_map_of(ev);
+  if (!map) return;
+  AeMap& m = *map;
   const std::string level = field<std::string>(ev, "level", "");
   if (field<std::string>(ev, "state", "") == "cleared" && level == "normal") {
     m.alarm_cells.erase({ij[0], ij[1]});

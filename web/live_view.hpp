@@ -72,6 +72,7 @@ class LiveView {
     std::map<std::pair<int64_t, int64_t>, std::string> alarm_cells;  // cell -> level
     uint64_t located = 0, not_located = 0;
   };
+  AeMap* ae_map_of(const nlohmann::json& ev);  // the event's stage's map; null once 16 are kept
   void on_ae_event(const nlohmann::json& ev);
   void on_cluster_alarm(const nlohmann::json& ev);
   nlohmann::json ae_maps() const;

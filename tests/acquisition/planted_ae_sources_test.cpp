@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "acquisition/chunk_pool.hpp"
+#include "../support/read_frames.hpp"
 #include "acquisition/synthetic_source.hpp"
 
 namespace vigil {
@@ -48,20 +48,7 @@ SyntheticSpec source_with(const PlantedAeSpec& p, double noise_rms, uint32_t chu
   return s;
 }
 
-std::vector<std::vector<float>> read_frames(SyntheticSource& src, size_t n) {
-  const SourceFormat f = src.format();
-  ChunkPool pool(2, size_t(f.chunk_frames) * f.channels * 4);
-  Chunk& c = pool.chunk(0);
-  std::vector<std::vector<float>> out(f.channels);
-  while (out[0].size() < n) {
-    EXPECT_EQ(src.read(c), ReadStatus::kOk);
-    const auto* d = reinterpret_cast<const float*>(c.data);
-    for (uint32_t i = 0; i < c.header.frames; ++i)
-      for (uint32_t ch = 0; ch < f.channels; ++ch) out[ch].push_back(d[size_t(i) * f.channels + ch]);
-  }
-  for (auto& v : out) v.resize(n);
-  return out;
-}
+using test::read_frames;
 
 TEST(PlantedAeSources, AmplitudeFallsWithAttenuationAndSpreadingAsWorkedByHand) {
   PlantedAeSpec p = plate();

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/read_frames.hpp"
 #include "acquisition/chunk_pool.hpp"
 
 namespace vigil {
@@ -34,21 +35,7 @@ SyntheticSpec base(SampleFormat fmt = SampleFormat::kFloat32) {
   return s;
 }
 
-// Reads n frames of every channel through read(), de-interleaved into per-channel vectors.
-std::vector<std::vector<float>> read_frames(SyntheticSource& src, size_t n) {
-  const SourceFormat f = src.format();
-  ChunkPool pool(2, size_t(f.chunk_frames) * f.channels * 4);
-  Chunk& c = pool.chunk(0);
-  std::vector<std::vector<float>> out(f.channels);
-  while (out[0].size() < n) {
-    EXPECT_EQ(src.read(c), ReadStatus::kOk);
-    const auto* d = reinterpret_cast<const float*>(c.data);
-    for (uint32_t i = 0; i < c.header.frames; ++i)
-      for (uint32_t ch = 0; ch < f.channels; ++ch) out[ch].push_back(d[size_t(i) * f.channels + ch]);
-  }
-  for (auto& v : out) v.resize(n);
-  return out;
-}
+using test::read_frames;
 
 TEST(SyntheticSource, SameSeedSameSignalDifferentSeedDifferent) {
   SyntheticSource a(base()), b(base());

@@ -13,7 +13,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const { setUp, checks, freeUdpPort, startListener } = require('./browser_support.cjs');
+const { setUp, checks, freeUdpPort, startListener, savePng, run } = require('./browser_support.cjs');
 const { binDir, outDir, chromium, chromiumPath } = setUp();
 const { check, failures } = checks();
 
@@ -122,15 +122,9 @@ async function main() {
       `the cluster alarm in the event log: ${alarms[0]}`);
     check(pageErrors.length === 0, `no script error ${pageErrors.join(' ')}`);
 
-    const [download] = await Promise.all([
-      page.waitForEvent('download', { timeout: 10000 }),
-      page.click('.ae-map[data-stage="plate"] button.save'),
-    ]);
-    const png = path.join(outDir, download.suggestedFilename());
-    await download.saveAs(png);
-    const bytes = fs.readFileSync(png);
-    check(download.suggestedFilename() === 'ae-map-plate.png' && bytes.length > 2000 &&
-          bytes.subarray(1, 4).toString() === 'PNG', `"save PNG" saved ${download.suggestedFilename()} (${bytes.length} bytes)`);
+    const png = await savePng(page, '.ae-map[data-stage="plate"] button.save', outDir);
+    check(png.name === 'ae-map-plate.png' && png.bytes.length > 2000 &&
+          png.bytes.subarray(1, 4).toString() === 'PNG', `"save PNG" saved ${png.name} (${png.bytes.length} bytes)`);
     const card = await page.$('.ae-map[data-stage="plate"]');
     await card.screenshot({ path: path.join(outDir, 'ae-map.png') });
     console.log('screenshot: ' + path.join(outDir, 'ae-map.png'));
@@ -140,14 +134,6 @@ async function main() {
     listener.proc.kill('SIGTERM');
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  if (failures.length) {
-    console.log(`${failures.length} check(s) failed; logs in ${outDir}`);
-    process.exit(1);
-  }
-  console.log('all checks passed');
 }
 
-main().catch(e => {
-  console.log('FAIL  ' + (e && e.stack || e));
-  process.exit(1);
-});
+run(main, failures, outDir);

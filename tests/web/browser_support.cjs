@@ -1,6 +1,7 @@
 // What the web view's browser tests share: their arguments, Chromium (Debian's, driven by
 // playwright-core from web/package-lock.json; exit 77, a skip, where there is none), the checks'
-// tally, a sleep, a free UDP port, and vigil-listen started with its web view.
+// tally, a sleep, a free UDP port, vigil-listen started with its web view, a chart's "save PNG"
+// download, and the run's verdict.
 'use strict';
 const { spawn } = require('child_process');
 const dgram = require('dgram');
@@ -69,4 +70,29 @@ function startListener(binDir, args, log, timeoutMs = 10000) {
   });
 }
 
-module.exports = { setUp, checks, sleep, freeUdpPort, startListener };
+// Clicks the "save PNG" button at `selector` and saves the download in outDir: { name, bytes }.
+async function savePng(page, selector, outDir) {
+  const [download] = await Promise.all([
+    page.waitForEvent('download', { timeout: 10000 }),
+    page.click(selector),
+  ]);
+  const file = path.join(outDir, download.suggestedFilename());
+  await download.saveAs(file);
+  return { name: download.suggestedFilename(), bytes: fs.readFileSync(file) };
+}
+
+// Runs the test's main(): exit 0 when every check passed, 1 when one failed or main threw.
+function run(main, failures, outDir) {
+  main().then(() => {
+    if (failures.length) {
+      console.log(`${failures.length} check(s) failed; logs in ${outDir}`);
+      process.exit(1);
+    }
+    console.log('all checks passed');
+  }).catch(e => {
+    console.log('FAIL  ' + (e && e.stack || e));
+    process.exit(1);
+  });
+}
+
+module.exports = { setUp, checks, sleep, freeUdpPort, startListener, savePng, run };

@@ -12,7 +12,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const { setUp, checks, sleep, freeUdpPort, startListener } = require('./browser_support.cjs');
+const { setUp, checks, sleep, freeUdpPort, startListener, savePng, run } = require('./browser_support.cjs');
 const { binDir, outDir, chromium, chromiumPath } = setUp();
 
 const SINE_HZ = 3000, RATE = 51200;
@@ -127,15 +127,9 @@ async function main() {
     check(foreign.length === 0, `nothing loaded from elsewhere (${urls.length} requests${foreign.length ? ': ' + foreign.join(' ') : ''})`);
     check(pageErrors.length === 0 && b.errors.length === 0, `no script error ${pageErrors.concat(b.errors).join(' ')}`);
 
-    const [download] = await Promise.all([
-      page.waitForEvent('download', { timeout: 10000 }),
-      page.click('.card[data-stream="00000000"] button.save[title*="spectrum"]'),
-    ]);
-    const png = path.join(outDir, download.suggestedFilename());
-    await download.saveAs(png);
-    const bytes = fs.readFileSync(png);
-    check(bytes.length > 2000 && bytes.subarray(1, 4).toString() === 'PNG',
-      `"save PNG" saved ${download.suggestedFilename()} (${bytes.length} bytes)`);
+    const png = await savePng(page, '.card[data-stream="00000000"] button.save[title*="spectrum"]', outDir);
+    check(png.bytes.length > 2000 && png.bytes.subarray(1, 4).toString() === 'PNG',
+      `"save PNG" saved ${png.name} (${png.bytes.length} bytes)`);
     await page.screenshot({ path: path.join(outDir, 'web-view.png'), fullPage: true });
     await page.screenshot({ path: path.join(outDir, 'web-view-top.png') });  // the README's picture
     console.log('screenshot: ' + path.join(outDir, 'web-view.png'));
@@ -145,14 +139,6 @@ async function main() {
     listener.proc.kill('SIGTERM');
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  if (failures.length) {
-    console.log(`${failures.length} check(s) failed; logs in ${outDir}`);
-    process.exit(1);
-  }
-  console.log('all checks passed');
 }
 
-main().catch(e => {
-  console.log('FAIL  ' + (e && e.stack || e));
-  process.exit(1);
-});
+run(main, failures, outDir);

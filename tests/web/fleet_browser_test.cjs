@@ -11,7 +11,7 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 
-const { setUp, checks, sleep, startListener } = require('./browser_support.cjs');
+const { setUp, checks, sleep, startListener, run } = require('./browser_support.cjs');
 const { binDir, outDir, chromium, chromiumPath } = setUp();
 let natsServer = '';
 try {
@@ -125,14 +125,6 @@ async function main() {
     await sleep(500);
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  if (failures.length) {
-    console.log(`${failures.length} check(s) failed; logs in ${outDir}`);
-    process.exit(1);
-  }
-  console.log('all checks passed');
 }
 
-main().catch(e => {
-  console.log('FAIL  ' + (e && e.stack || e));
-  process.exit(1);
-});
+run(main, failures, outDir);

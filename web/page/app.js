@@ -33,13 +33,18 @@ function makeChart(parent, name, opts, data) {
   parent.appendChild(box);
   const width = Math.max(300, parent.clientWidth - 12);
   const u = new uPlot(Object.assign({ width, height: 150 }, opts), data, box);
+  addSaveButton(box, u, name, 'chart');
+  return u;
+}
+
+// A "save PNG" button on `box` for `what` (a uPlot chart or a canvas), saved as name.png.
+function addSaveButton(box, what, name, noun) {
   const button = document.createElement('button');
   button.className = 'save';
   button.textContent = 'save PNG';
-  button.title = 'save this chart as ' + name + '.png';
-  button.addEventListener('click', () => savePng(u, name));
+  button.title = `save this ${noun} as ${name}.png`;
+  button.addEventListener('click', () => savePng(what, name));
   box.appendChild(button);
-  return u;
 }
 
 function savePng(u, name) {
@@ -281,12 +286,7 @@ function aeMapCard(m) {
   const box = el.querySelector('.chart');
   const canvas = document.createElement('canvas');
   box.appendChild(canvas);
-  const button = document.createElement('button');
-  button.className = 'save';
-  button.textContent = 'save PNG';
-  button.title = 'save this map as ae-map-' + m.stage + '.png';
-  button.addEventListener('click', () => savePng(canvas, 'ae-map-' + m.stage));
-  box.appendChild(button);
+  addSaveButton(box, canvas, 'ae-map-' + m.stage, 'map');
   document.getElementById('ae-maps').appendChild(el);
   card = aeMapCards[m.stage] = { el, canvas };
   return card;
