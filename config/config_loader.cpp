@@ -82,6 +82,10 @@ class Reader {
                   const std::function<std::string(const std::string&)>& hint = {}) {
     std::map<std::string, YAML::Mark> seen;
     for (const auto& kv : map) {
+      if (!kv.first.IsScalar()) {
+        error(kv.first.Mark(), "a key in " + where + " must be a plain name, not " + describe(kv.first));
+        continue;
+      }
       const std::string key = kv.first.Scalar();
       // YAML forbids a key twice in one mapping; yaml-cpp would quietly read the first.
       if (const auto [it, fresh] = seen.emplace(key, kv.first.Mark()); !fresh)

@@ -46,6 +46,14 @@ TEST(AeGeometryLoader, MistakesAreNamedWhereTheyAre) {
                "planar AE location needs at least 3 sensors");
   expect_error("kind: planar\nvelocity_m_s: [3000\n", 3, 1, "syntax error");
   expect_error("velocity_m_s: 3000\n" + sensors, 1, 1, "the geometry has no 'kind'");
+  // A key that is itself a list or a mapping (a fuzzer's find: it threw out of the loader).
+  expect_error("kind: planar\n[velocity_m_s]: 3000\n" + sensors, 2, 1,
+               "a key in the geometry must be a plain name, not a list or a mapping");
+  expect_error("kind: planar\nvelocity_m_s: 3000\nsensors:\n  - {x_m: 0, y_m: 0}\n  - {{x_m: 1}: 0, y_m: 0}\n"
+               "  - {x_m: 0, y_m: 1}\n",
+               5, 6, "a key in sensors[1] must be a plain name");
+  expect_error("kind: planar\nvelocity_m_s: 3000\nvelocity_m_s: 2000\n" + sensors, 3, 1,
+               "key 'velocity_m_s' given twice in the geometry (first at line 2, column 1)");
 }
 
 }  // namespace

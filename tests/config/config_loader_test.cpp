@@ -262,6 +262,12 @@ TEST(ConfigLoader, UnknownKeySuggestsTheNearest) {
   expect_one_error(edit("stages:", "stagse:"), 6, 1, "did you mean 'stages'?");
 }
 
+TEST(ConfigLoader, AKeyThatIsAListOrAMappingIsNamedAsSuch) {
+  expect_one_error(edit("  channels: 2", "  [channels]: 2\n  channels: 2"), 4, 3,
+                   "a key in source must be a plain name, not a list");
+  expect_one_error(edit("    taps: 63", "    taps: 63\n    {a: 1}: 2"), 11, 5, "must be a plain name, not a mapping");
+}
+
 TEST(ConfigLoader, UnknownKeyFarFromAnyGetsNoSuggestion) {
   const ConfigResult r = parse_config(edit("  channels: 2", "  channels: 2\n  xyzzyplugh: 1"), "t.yaml");
   ASSERT_EQ(r.errors.size(), 1u);
