@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -28,19 +27,16 @@ struct Reader {
       error(map.Mark(), where + ": expected a mapping");
       return false;
     }
-    std::map<std::string, YAML::Mark> seen;
+    MappingKeys seen;
     for (const auto& kv : map) {
+      const YAML::Mark at = kv.first.Mark();
       // A key that is a list or a mapping ({[a]: 1}) has no name to check: say so, never throw.
       if (!kv.first.IsScalar()) {
-        error(kv.first.Mark(), "a key in " + where + " must be a plain name, not a list or a mapping");
+        error(at, "a key in " + where + " must be a plain name, not a list or a mapping");
         continue;
       }
       const std::string key = kv.first.Scalar();
-      // YAML forbids a key twice in one mapping; yaml-cpp would quietly read the first.
-      if (const auto [it, fresh] = seen.emplace(key, kv.first.Mark()); !fresh)
-        error(kv.first.Mark(), "key '" + key + "' given twice in " + where + " (first at line " +
-                                   std::to_string(it->second.line + 1) + ", column " +
-                                   std::to_string(it->second.column + 1) + ")");
+      if (const std::string twice = seen.repeat(key, at.line, at.column, where); !twice.empty()) error(at, twice);
       bool known = false;
       for (const std::string& a : allowed) known = known || a == key;
       if (known) continue;

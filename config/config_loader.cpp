@@ -80,18 +80,15 @@ class Reader {
   // hint: for a key not allowed here, what to say instead of the nearest allowed key ("" if nothing).
   void check_keys(const YAML::Node& map, const std::string& where, const std::vector<std::string>& allowed,
                   const std::function<std::string(const std::string&)>& hint = {}) {
-    std::map<std::string, YAML::Mark> seen;
+    MappingKeys seen;
     for (const auto& kv : map) {
+      const YAML::Mark at = kv.first.Mark();
       if (!kv.first.IsScalar()) {
-        error(kv.first.Mark(), "a key in " + where + " must be a plain name, not " + describe(kv.first));
+        error(at, "a key in " + where + " must be a plain name, not " + describe(kv.first));
         continue;
       }
       const std::string key = kv.first.Scalar();
-      // YAML forbids a key twice in one mapping; yaml-cpp would quietly read the first.
-      if (const auto [it, fresh] = seen.emplace(key, kv.first.Mark()); !fresh)
-        error(kv.first.Mark(), "key '" + key + "' given twice in " + where + " (first at line " +
-                                   std::to_string(it->second.line + 1) + ", column " +
-                                   std::to_string(it->second.column + 1) + ")");
+      if (const std::string twice = seen.repeat(key, at.line, at.column, where); !twice.empty()) error(at, twice);
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       std::string msg = "unknown key '" + key + "' in " + where;
       const std::string why = hint ? hint(key) : std::string();
@@ -1410,6 +1407,13 @@ void check_sizes(Reader& r, const YAML::Node& root, Settings& s) {
 }
 
 }  // namespace
+
+std::string MappingKeys::repeat(const std::string& key, int line, int column, const std::string& where) {
+  const auto [it, fresh] = first_.emplace(key, std::make_pair(line, column));
+  if (fresh) return "";
+  return "key '" + key + "' given twice in " + where + " (first at line " + std::to_string(it->second.first + 1) +
+         ", column " + std::to_string(it->second.second + 1) + ")";
+}
 
 std::string nearest_key(const std::string& word, const std::vector<std::string>& candidates) {
   auto distance = [](const std::string& a, const std::string& b) {

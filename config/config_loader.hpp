@@ -2,8 +2,10 @@
 // Thread: main (start-up and reload); never on the real-time path.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/settings.hpp"
@@ -49,5 +51,16 @@ std::string format_error(const std::string& path, const ConfigError& e);
 
 // The nearest of `candidates` to `word` by edit distance, or "" when none is close.
 std::string nearest_key(const std::string& word, const std::vector<std::string>& candidates);
+
+// The keys of one YAML mapping read so far. YAML forbids a key twice in one mapping, and yaml-cpp
+// would quietly read the first: repeat() gives, for a key seen before, the message that says so and
+// where it first was ("" for a new key). Lines and columns 0-based, as yaml-cpp's marks.
+class MappingKeys {
+ public:
+  std::string repeat(const std::string& key, int line, int column, const std::string& where);
+
+ private:
+  std::map<std::string, std::pair<int, int>> first_;
+};
 
 }  // namespace vigil
