@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -271,6 +273,23 @@ struct NatsSink::Impl {
     return m;
   }
 
+  static uint64_t seq_of(natsMsg* m) {
+    const char* v = nullptr;
+    if (natsMsgHeader_Get(m, "Vigil-Seq", &v) != NATS_OK || !v) return UINT64_MAX;
+    return std::strtoull(v, nullptr, 10);
+  }
+
+  // Sink thread, before the stream is made again: every message still in flight is let fail first
+  // (there is no stream to take it), and those to send again are put in Vigil-Seq order. Without
+  // the wait, one that reached the new stream would land ahead of an earlier one that had failed,
+  // and the stream would hold the events out of order. Bounded by the acknowledgement timeout.
+  void settle_before_making_the_stream() {
+    std::unique_lock<std::mutex> lock(mutex);
+    acked_cv.wait_for(lock, std::chrono::duration<double>(settings.ack_timeout_s + 1.0),
+                      [&] { return stopping || in_flight.load(std::memory_order_relaxed) == 0; });
+    std::stable_sort(again.begin(), again.end(), [](natsMsg* a, natsMsg* b) { return seq_of(a) < seq_of(b); });
+  }
+
   // One message out, the oldest to send again first; whether there was one.
   bool publish_one() {
     natsMsg* m = nullptr;
@@ -371,6 +390,7 @@ struct NatsSink::Impl {
         continue;
       }
       if (recheck) {  // a publish found no stream: make sure of it and the bucket before the next
+        settle_before_making_the_stream();
         ready = false;
         kvStore_Destroy(kv);
         kv = nullptr;
