@@ -573,7 +573,28 @@ void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
                           "overload", "overload_restore_s", "test_optional_cost_ms", "realtime_priority", "capture_cpu",
                           "mlockall", "memory", "test_cuda_fail_at_chunk", "test_chunk_cost_ms",
                           "test_chunk_cost_for_s", "threads", "busy_poll", "gpu_resident", "fft_wisdom",
-                          "send_threads", "upload_in_parts", "cuda_graphs", "gpu_keep_warm"});
+                          "send_threads", "upload_in_parts", "cuda_graphs", "gpu_keep_warm", "gpus"});
+  if (const YAML::Node g = n["gpus"]) {
+    if (g.IsScalar() && g.Scalar() == "auto") {
+      s.pipeline.gpus_auto = true;
+    } else if (!g.IsSequence() || g.size() == 0 || g.size() > kMaxGpus) {
+      r.error(g.Mark(), where + ".gpus: expected auto or a list of 1.." + std::to_string(kMaxGpus) +
+                            " device numbers ([0, 1]), got " + describe(g));
+    } else {
+      for (size_t i = 0; i < g.size(); ++i) {
+        const std::string text = g[i].IsScalar() ? g[i].Scalar() : std::string();
+        char* end = nullptr;
+        errno = 0;
+        const long d = text.empty() ? -1 : std::strtol(text.c_str(), &end, 10);
+        if (text.empty() || !end || *end || errno || d < 0 || d > 1023) {
+          r.error(g[i].Mark(), where + ".gpus[" + std::to_string(i) + "]: expected a device number (0, 1, ...), got " +
+                                   describe(g[i]));
+          continue;
+        }
+        s.pipeline.gpus.push_back(int(d));
+      }
+    }
+  }
   r.string(n, where, "fft_wisdom", s.pipeline.fft_wisdom);
   r.boolean(n, where, "busy_poll", s.pipeline.busy_poll);
   r.boolean(n, where, "gpu_resident", s.pipeline.gpu_resident);

@@ -171,6 +171,10 @@ struct PipelineSettings {
   uint32_t threads = 0;             // CPU backend: threads a fir_bank stage splits its channels over (0: one per core less one, at least 1)
   uint32_t send_threads = 1;        // threads that build and send a chunk's data packets (the output thread + helpers)
   uint64_t test_cuda_fail_at_chunk = 0;  // test-only fault: a CUDA launch fails on this chunk (1-based)
+  // CUDA: the devices a CUDA stage's channels are split over, in contiguous ranges (a device may
+  // be listed twice). Empty: the default device alone. gpus_auto: every device the host has.
+  std::vector<int> gpus;
+  bool gpus_auto = false;
   bool operator==(const PipelineSettings&) const = default;
 };
 
@@ -230,6 +234,9 @@ struct Settings {
   HealthSettings health;
   bool operator==(const Settings&) const = default;
 };
+
+// Most devices pipeline.gpus may list.
+constexpr size_t kMaxGpus = 64;
 
 // Largest pool the loader accepts, in bytes (chunk bytes x pool_chunks).
 constexpr uint64_t kMaxPoolBytes = uint64_t(1) << 30;

@@ -48,6 +48,16 @@ cudaError_t error_of(F&& f) noexcept {
   }
 }
 
+// How many CUDA devices this process sees (0 where none answers).
+inline int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 // True when at least one CUDA device can be used; otherwise false with the reason in why.
 inline bool device_available(std::string* why = nullptr) {
   int n = 0;

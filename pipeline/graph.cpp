@@ -20,7 +20,7 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     : gpu_resident_(backend.cuda && backend.gpu_resident), mapped_(backend.mapped), cpu_threads_(backend.cpu_threads),
       busy_poll_(backend.busy_poll), keep_gpu_warm_(backend.keep_gpu_warm) {
   StageBackend made{backend.cuda, backend.gpu_resident, backend.mapped, backend.fail_at_chunk,
-                    backend.graphs, backend.detector_graphs, nullptr};
+                    backend.graphs, backend.detector_graphs, nullptr, backend.devices};
   // The worker pool, when some stage will split its lanes over it on the CPU.
   for (const StageSettings& s : stages)
     if (stage_splits_lanes_on_cpu(s, made) && backend.cpu_threads > 1 && !pool_)
@@ -35,7 +35,14 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     n.on_gpu = stage_runs_on_gpu(s, made);
     if (stage_chooses_backend_at_prepare(s, made))
       n.remake = [s, index = uint16_t(i), made](bool on_gpu) { return make_stage(s, index, on_gpu, made); };
-    n.stage = make_stage(s, uint16_t(i), n.on_gpu, made);  // band_rms: the CPU stage until prepare() chooses
+    if (const size_t parts = stage_parts_over_devices(s, made)) {
+      // Its parts are CUDA stages, each with its own staging; to the graph it is a host stage
+      // (its blocks on the host, no device residency with its neighbours).
+      n.stage = make_split_stage(s, uint16_t(i), parts, made);
+      n.on_gpu = false;
+    } else {
+      n.stage = make_stage(s, uint16_t(i), n.on_gpu, made);  // band_rms: the CPU stage until prepare() chooses
+    }
     n.gpu = gpu_part(*n.stage);
     n.two_phase = n.gpu && n.gpu->two_phase();
     nodes_.push_back(std::move(n));

@@ -34,6 +34,8 @@ struct GraphBackend {
   // pipeline.gpu_keep_warm: with a CUDA stage, keep_gpu_warm() queues a little GPU work at an
   // interval while the pipeline thread waits (cuda::GpuKeepWarm).
   bool keep_gpu_warm = false;
+  // pipeline.gpus resolved (StageBackend::devices): two or more split the CUDA stages' channels.
+  std::vector<int> devices;
 };
 
 namespace cuda {

@@ -127,6 +127,39 @@ std::string prometheus_text(const nlohmann::json& s) {
       }
       w.sample("vigil_cuda_errors_total", "stage=\"" + escape(name) + "\"", st["cuda_errors"].get<double>());
     }
+    // Stages split over pipeline.gpus: each device's part (its first channel tells two parts on
+    // one device apart).
+    bool parts = false;
+    for (const auto& [name, st] : s["stages"].items()) {
+      if (!st.contains("devices")) continue;
+      for (const nlohmann::json& p : st["devices"]) {
+        if (!p.contains("device")) continue;  // CPU parts
+        if (!parts) {
+          w.family("vigil_stage_device_gpu_seconds", "summary",
+                   "Per chunk: GPU time of each device's part of a CUDA stage split over pipeline.gpus.");
+          parts = true;
+        }
+        const std::string labels = "stage=\"" + escape(name) + "\",device=\"" + std::to_string(p["device"].get<int>()) +
+                                   "\",first_channel=\"" + std::to_string(p.value("first_channel", 0)) + "\"";
+        if (p.contains("gpu_us")) w.quantiles(p["gpu_us"], "vigil_stage_device_gpu_seconds", labels);
+      }
+    }
+    bool part_errors = false;
+    for (const auto& [name, st] : s["stages"].items()) {
+      if (!st.contains("devices")) continue;
+      for (const nlohmann::json& p : st["devices"]) {
+        if (!p.contains("device") || !p.contains("cuda_errors")) continue;
+        if (!part_errors) {
+          w.family("vigil_stage_device_cuda_errors_total", "counter",
+                   "CUDA errors of each device's part of a split stage (each moves that part to its CPU twin).");
+          part_errors = true;
+        }
+        w.sample("vigil_stage_device_cuda_errors_total",
+                 "stage=\"" + escape(name) + "\",device=\"" + std::to_string(p["device"].get<int>()) +
+                     "\",first_channel=\"" + std::to_string(p.value("first_channel", 0)) + "\"",
+                 p["cuda_errors"].get<double>());
+      }
+    }
   }
   if (s.contains("record")) {
     const nlohmann::json& rec = s["record"];

@@ -85,10 +85,24 @@ Service::Service(const Settings& settings) : settings_(settings) {
   graph_backend.gpu_resident = gpu && ps.gpu_resident;
   graph_backend.graphs = ps.cuda_graphs != "off";
   graph_backend.detector_graphs = ps.cuda_graphs == "all";
+  if (gpu) {
+    const int count = cuda::device_count();
+    if (ps.gpus_auto)
+      for (int d = 0; d < count; ++d) graph_backend.devices.push_back(d);
+    for (int d : ps.gpus)
+      if (d >= count)
+        throw std::runtime_error("pipeline.gpus lists device " + std::to_string(d) + ", but this host has " +
+                                 std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") + " (0.." +
+                                 std::to_string(count - 1) + ")");
+    if (!ps.gpus_auto) graph_backend.devices = ps.gpus;
+  }
 #else
   if (ps.backend == "cuda")
     throw std::runtime_error("pipeline.backend: cuda, but this build has no CUDA (configure with a CUDA toolkit)");
 #endif
+  // On the CPU backend a list of two or more still splits the stages' channels into as many parts,
+  // run one after the other: the same outputs (how the split is tested without GPUs).
+  if (!graph_backend.cuda && ps.gpus.size() >= 2) graph_backend.devices.assign(ps.gpus.size(), -1);
   graph_backend.cpu_threads = ps.threads ? ps.threads : WorkerPool::default_threads();
   graph_backend.busy_poll = ps.busy_poll;
   graph_backend.keep_gpu_warm = ps.gpu_keep_warm == "true" || (ps.gpu_keep_warm == "auto" && ps.busy_poll);

@@ -1,10 +1,12 @@
 #include "stages/stage_factory.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "stages/ae_hits_stage.hpp"
 #include "stages/ae_locate_stage.hpp"
 #include "stages/band_rms_stage.hpp"
+#include "stages/channel_split_stage.hpp"
 #include "stages/denoise_stage.hpp"
 #include "stages/fir_bank_stage.hpp"
 #include "stages/vibration_stage.hpp"
@@ -40,6 +42,25 @@ bool stage_splits_lanes_on_cpu(const StageSettings& s, const StageBackend& backe
 
 bool stage_chooses_backend_at_prepare(const StageSettings& s, const StageBackend& backend) {
   return VIGIL_HAVE_CUDA && s.kind == "band_rms" && backend.cuda && backend.gpu_resident && !backend.mapped;
+}
+
+size_t stage_parts_over_devices(const StageSettings& s, const StageBackend& backend) {
+  if (backend.devices.empty()) return 0;
+  const bool independent_lanes = s.kind == "fir_bank" || s.kind == "wavelet_denoise" ||
+                                 (s.kind == "ae_hits" && std::get<AeHitSettings>(s.params).waveform_s == 0);
+  if (!backend.cuda) return independent_lanes && backend.devices.size() >= 2 ? backend.devices.size() : 0;
+  if (!stage_runs_on_gpu(s, backend)) return 0;
+  if (independent_lanes && backend.devices.size() >= 2) return backend.devices.size();
+  return backend.devices[0] > 0 ? 1 : 0;
+}
+
+std::unique_ptr<Stage> make_split_stage(const StageSettings& s, uint16_t index, size_t parts,
+                                        const StageBackend& backend) {
+  const bool on_gpu = backend.cuda && stage_runs_on_gpu(s, backend);
+  std::vector<int> devices(backend.devices.begin(), backend.devices.begin() + std::min(parts, backend.devices.size()));
+  if (!on_gpu) devices.assign(devices.size(), -1);  // CPU parts: no device to select
+  return std::make_unique<ChannelSplitStage>(devices,
+                                             [&](int) { return make_stage(s, index, on_gpu, backend); });
 }
 
 std::unique_ptr<Stage> make_stage(const StageSettings& s, uint16_t index, bool on_gpu, const StageBackend& backend) {

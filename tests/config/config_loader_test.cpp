@@ -561,6 +561,29 @@ TEST(ConfigLoader, CudaGraphsNameWhichStagesReplayGraphs) {
                    "cuda_graphs");
 }
 
+// pipeline.gpus: auto, or the devices a CUDA stage's channels are split over (one may repeat);
+// a mistake named at the entry.
+TEST(ConfigLoader, GpusIsAutoOrAListOfDevices) {
+  const ConfigResult plain = parse_config(kValid, "x.yaml");
+  ASSERT_TRUE(plain.errors.empty());
+  EXPECT_TRUE(plain.settings->pipeline.gpus.empty());
+  EXPECT_FALSE(plain.settings->pipeline.gpus_auto);
+  auto with = [](const std::string& v) {
+    return edit("  chunk_frames: 256\n", "  chunk_frames: 256\npipeline:\n  gpus: " + v + "\n");
+  };
+  const ConfigResult listed = parse_config(with("[0, 0, 3]"), "x.yaml");
+  ASSERT_TRUE(listed.errors.empty()) << format_error("x.yaml", listed.errors[0]);
+  EXPECT_EQ(listed.settings->pipeline.gpus, (std::vector<int>{0, 0, 3}));
+  const ConfigResult any = parse_config(with("auto"), "x.yaml");
+  ASSERT_TRUE(any.errors.empty()) << format_error("x.yaml", any.errors[0]);
+  EXPECT_TRUE(any.settings->pipeline.gpus_auto);
+  expect_one_error(with("[0, one]"), 7, 13, "gpus[1]: expected a device number");
+  expect_one_error(with("[0, -1]"), 7, 13, "gpus[1]");
+  expect_one_error(with("[]"), 7, 9, "expected auto or a list");
+  expect_one_error(with("all"), 7, 9, "expected auto or a list");
+  expect_one_error(with("{a: 1}"), 7, 9, "expected auto or a list");
+}
+
 TEST(ConfigLoader, GpuKeepWarmIsAutoTrueOrFalse) {
   const ConfigResult plain = parse_config(kValid, "x.yaml");
   ASSERT_TRUE(plain.errors.empty());

@@ -119,7 +119,8 @@ void expect_contiguous_timestamps(const Received& r, uint32_t id) {
 
 // extra: top-level config keys added after the stages (e.g. a `pipeline:` block); output_keys:
 // keys added to both data outputs (lines of "    key: value\n").
-void check_a_complete_run(const std::string& extra, const std::string& output_keys = "") {
+// split_parts: the bank's channels are split over pipeline.gpus into this many parts (0: not split).
+void check_a_complete_run(const std::string& extra, const std::string& output_keys = "", size_t split_parts = 0) {
   const fs::path dir = fs::temp_directory_path() / ("vigil-it-" + std::to_string(getpid()));
   fs::create_directories(dir);
   UdpSocket data, events;
@@ -187,6 +188,16 @@ void check_a_complete_run(const std::string& extra, const std::string& output_ke
     EXPECT_GT(st["time_us"]["max"].get<uint64_t>(), 0u) << stage;
     EXPECT_LE(st["time_us"]["p50"].get<uint64_t>(), st["time_us"]["max"].get<uint64_t>()) << stage;
     EXPECT_TRUE(st["deadline_misses"].is_number_unsigned()) << stage;  // a count, summed below
+  }
+  if (split_parts) {
+    const json& parts = final_status["stages"]["bands"]["devices"];
+    ASSERT_EQ(parts.size(), split_parts) << final_status["stages"].dump();
+    for (size_t i = 0; i < split_parts; ++i) {
+      EXPECT_EQ(parts[i]["first_channel"], i);
+      EXPECT_EQ(parts[i]["channels"], 1);
+    }
+  } else {
+    EXPECT_FALSE(final_status["stages"]["bands"].contains("devices"));
   }
   uint64_t misses = final_status["deadline_misses_by"]["capture_queue"].get<uint64_t>() +
                     final_status["deadline_misses_by"]["output"].get<uint64_t>();
@@ -266,6 +277,12 @@ TEST(VigildIntegration, BusyPollingDeliversTheSameAndStopsCleanly) {
 // Data packets built and sent by three threads (pipeline.send_threads): each stream still
 // complete, contiguous and in order (a lane always goes through the same thread's socket).
 TEST(VigildIntegration, DataSentByThreeThreadsArrivesCompleteInOrder) { check_a_complete_run("pipeline: {send_threads: 3}\n"); }
+
+// The bank's two channels split over pipeline.gpus: [0, 0] (on a GPU machine two CUDA parts on
+// device 0, on the CPU backend two CPU parts): every stream complete, in order, the same alarms.
+TEST(VigildIntegration, ABankSplitOverTwoDevicesDeliversTheSame) {
+  check_a_complete_run("pipeline: {gpus: [0, 0]}\n", "", 2);
+}
 
 // The data outputs in VRL frames (framing: vrl): the same streams, complete and in order, in a
 // third of the datagrams, each sender's frames counted on without a gap.

@@ -53,5 +53,31 @@ TEST(Prometheus, AFleetOutputsCountsAndStateBecomeMetricsPerRig) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
 }
 
+// A stage split over pipeline.gpus: its parts' GPU time and CUDA errors per device (and first
+// channel: two parts on one device); CPU parts (no device) are left out.
+TEST(Prometheus, AStageSplitOverDevicesGivesEachDevicesPart) {
+  const nlohmann::json status = {
+      {"stages",
+       {{"band",
+         {{"cuda_errors", 1},
+          {"gpu_us", {{"p50", 100}, {"p99", 300}, {"max", 400}}},
+          {"devices",
+           {{{"device", 0}, {"first_channel", 0}, {"channels", 512}, {"cuda_errors", 0},
+             {"gpu_us", {{"p50", 90}, {"p99", 250}, {"max", 300}}}},
+            {{"device", 1}, {"first_channel", 512}, {"channels", 512}, {"cuda_errors", 1},
+             {"gpu_us", {{"p50", 100}, {"p99", 300}, {"max", 400}}}}}}}},
+        {"cpu", {{"devices", {{{"first_channel", 0}, {"channels", 2}}, {{"first_channel", 2}, {"channels", 2}}}}}}}}};
+  const std::string text = prometheus_text(status);
+  for (const char* line :
+       {"vigil_stage_device_gpu_seconds{stage=\"band\",device=\"1\",first_channel=\"512\",quantile=\"0.99\"} 3e-04\n",
+        "vigil_stage_device_gpu_seconds{stage=\"band\",device=\"0\",first_channel=\"0\",quantile=\"0.99\"} 0.00025\n",
+        "vigil_stage_device_cuda_errors_total{stage=\"band\",device=\"1\",first_channel=\"512\"} 1\n",
+        "vigil_stage_device_cuda_errors_total{stage=\"band\",device=\"0\",first_channel=\"0\"} 0\n",
+        "vigil_cuda_errors_total{stage=\"band\"} 1\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
+  EXPECT_EQ(text.find("stage=\"cpu\",device"), std::string::npos) << text;
+  EXPECT_EQ(text.find("# TYPE vigil_stage_device_gpu_seconds"), text.rfind("# TYPE vigil_stage_device_gpu_seconds"));
+}
+
 }  // namespace
 }  // namespace vigil
