@@ -1,5 +1,7 @@
 #include "stages/channel_split_stage.hpp"
 
+#include "core/numa_placement.hpp"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -41,6 +43,23 @@ void fold(const std::string& key, nlohmann::json& into, const nlohmann::json& v)
   } else if (into != v) {
     into = v;  // mixed kinds: the last part's (none of the stages' values is one)
   }
+}
+
+// The NUMA node nearest a CUDA device (its PCI function's, as the kernel says); -1 where there is
+// none to say (one node, an integrated GPU, no CUDA).
+int numa_node_of_device(int device) {
+#if VIGIL_HAVE_CUDA
+  if (device < 0) return -1;
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, int(sizeof bus), device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return numa_node_of_pci_device(bus);
+#else
+  (void)device;
+  return -1;
+#endif
 }
 
 }  // namespace
@@ -86,7 +105,9 @@ ChannelSplitStage::ChannelSplitStage(std::vector<int> devices, const MakePart& m
   for (int d : devices) {
     Part p;
     p.device = d;
+    p.numa_node = numa_node_of_device(d);
     const DeviceScope on(d);
+    const NumaPreferred near(p.numa_node);  // its page-locked staging on the device's node
     p.stage = make(d);
     p.gpu = gpu_part(*p.stage);
     if (p.gpu && !p.gpu->two_phase()) p.gpu = nullptr;
@@ -117,6 +138,7 @@ StreamFormat ChannelSplitStage::prepare(const StreamFormat& in, uint32_t max_fra
     StreamFormat o;
     {
       const DeviceScope on(p.device);
+      const NumaPreferred near(p.numa_node);
       o = p.stage->prepare(f, max_frames);
     }
     if (i == 0) {
@@ -309,6 +331,7 @@ void ChannelSplitStage::add_status(nlohmann::json& status) const {
     }
     seen.push_back(own);
     if (p.device >= 0) own["device"] = p.device;
+    if (p.numa_node >= 0) own["numa_node"] = p.numa_node;
     own["first_channel"] = p.range.first;
     own["channels"] = p.range.count;
     devices.push_back(std::move(own));

@@ -2,7 +2,8 @@
 // of its own (pipeline.gpus: the CUDA stage on each listed device), and gathered so that the
 // output block and the events are those of one stage over all channels: the same values, the
 // events in the same order (by lane, each part's own order within a lane).
-// Parts that queue their work (GpuStage::two_phase) are all begun before any is waited for, so
+// Each part's page-locked staging is allocated preferring its device's NUMA node (where the host
+// has several and names the device's). Parts that queue their work (GpuStage::two_phase) are all begun before any is waited for, so
 // that the devices run the chunk side by side. Each part keeps its own CPU twin: a failing device
 // hands its channels to the CPU and the others go on (the part's status says so, per device).
 // Thread: as Stage (prepare, plan_update: main; process and the rest: the pipeline thread;
@@ -63,7 +64,7 @@ class ChannelSplitStage final : public Stage, public EventTextWriter {
   bool write_event(const EventRecord& ev, EventText& text) const override;
   // The parts' status folded into one (errors summed; chunk counts and times the largest
   // part's; text where the parts agree, else each) and, per part, `devices`: [{device (GPU parts),
-  // first_channel, channels, ...its own status}].
+  // numa_node (where known), first_channel, channels, ...its own status}].
   void add_status(nlohmann::json& status) const override;
 
   size_t parts() const noexcept { return parts_.size(); }
@@ -73,6 +74,7 @@ class ChannelSplitStage final : public Stage, public EventTextWriter {
  private:
   struct Part {
     int device = -1;
+    int numa_node = -1;  // the device's, where the host has several: its staging is placed there
     std::unique_ptr<Stage> stage;
     GpuStage* gpu = nullptr;  // two-phase parts
     ChannelRange range;

@@ -74,7 +74,9 @@ GraphRun run_graph(const Settings& settings, std::vector<int> devices, const std
       std::string why;
       const auto update = g.plan_update(settings.stages, next, why);
       EXPECT_TRUE(update) << why;
-      if (update) EXPECT_EQ(g.apply_update(*update), -1);
+      if (update) {
+        EXPECT_EQ(g.apply_update(*update), -1);
+      }
     }
     Block& b = g.input_block();
     b.frames = chunk;
