@@ -165,6 +165,7 @@ StreamFormat ChannelSplitStage::prepare(const StreamFormat& in, uint32_t max_fra
     p.drained.clear();
     p.drained.reserve(kPartEventCapacity);
   }
+  heads_.assign(parts_.size(), 0);
   out_format_.channels = in.channels;
   return out_format_;
 }
@@ -233,16 +234,16 @@ void ChannelSplitStage::gather_events(const Exec& exec) noexcept {
   }
   const uint64_t channels = in_format_.channels;
   auto lane = [&](const EventRecord& ev) { return uint64_t(ev.band) * channels + ev.channel; };
-  std::vector<size_t>::size_type heads[64] = {};
-  const size_t n = std::min<size_t>(parts_.size(), 64);
+  const size_t n = parts_.size();
+  std::fill(heads_.begin(), heads_.end(), size_t(0));
   for (;;) {
     size_t best = n;
     for (size_t i = 0; i < n; ++i) {
-      if (heads[i] >= parts_[i].drained.size()) continue;
-      if (best == n || lane(parts_[i].drained[heads[i]]) < lane(parts_[best].drained[heads[best]])) best = i;
+      if (heads_[i] >= parts_[i].drained.size()) continue;
+      if (best == n || lane(parts_[i].drained[heads_[i]]) < lane(parts_[best].drained[heads_[best]])) best = i;
     }
     if (best == n) break;
-    emit_event(exec, parts_[best].drained[heads[best]++]);
+    emit_event(exec, parts_[best].drained[heads_[best]++]);
   }
 }
 

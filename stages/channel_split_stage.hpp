@@ -91,6 +91,7 @@ class ChannelSplitStage final : public Stage, public EventTextWriter {
   void gather_events(const Exec& exec) noexcept;
 
   std::vector<Part> parts_;
+  std::vector<size_t> heads_;  // gather_events: each part's next event
   StreamFormat in_format_, out_format_;
   uint32_t max_frames_ = 0;
 };
