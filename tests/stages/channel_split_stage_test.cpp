@@ -171,6 +171,44 @@ TEST(ChannelSplitStage, AFirBankSplitInThreeGivesTheSameBandsThroughAReload) {
   EXPECT_EQ(st["delay_frames"], alone["delay_frames"]);
 }
 
+// An FFT form on the CPU: parts of fewer channels stagger their blocks otherwise (above), but each
+// part chooses the same form and delay as the whole, and every band sample is the same filter's
+// (to float rounding; no reload here).
+TEST(ChannelSplitStage, AnFftBankSplitOnTheCpuKeepsTheWholeBanksFormAndDelay) {
+  const StageSettings s = stage_of(R"(  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 2047
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 3000}
+      - {name: high, type: highpass, cutoff_hz: 3000}
+)");
+  const uint32_t channels = 7, total = 24000, max_frames = 1024;
+  const std::vector<float> x = noise(channels, total, std::random_device{}());
+  for (size_t parts : {2u, 3u}) {
+    SCOPED_TRACE(std::to_string(parts) + " parts");
+    Pair p = make_pair_of(s, parts);
+    const StreamFormat whole = p.alone->prepare({48000, channels, 1, {""}, 0}, max_frames);
+    const StreamFormat split = p.split->prepare({48000, channels, 1, {""}, 0}, max_frames);
+    EXPECT_GT(whole.delay_frames, 0u);  // an FFT form
+    EXPECT_EQ(split.delay_frames, whole.delay_frames);
+    nlohmann::json a = nlohmann::json::object(), b = nlohmann::json::object();
+    p.alone->add_status(a);
+    p.split->add_status(b);
+    EXPECT_EQ(b["form"], a["form"]);
+    const test::StageRun ra = test::run_stage(*p.alone, {channels, 1, 2, max_frames}, x, total, {1024, 700});
+    const test::StageRun rb = test::run_stage(*p.split, {channels, 1, 2, max_frames}, x, total, {1024, 700});
+    ASSERT_EQ(rb.out.size(), ra.out.size());
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < ra.out.size(); ++i) {
+      err += double(rb.out[i] - ra.out[i]) * double(rb.out[i] - ra.out[i]);
+      norm += double(ra.out[i]) * double(ra.out[i]);
+    }
+    EXPECT_GT(norm, 0.0);
+    EXPECT_LE(std::sqrt(err / norm), 1e-6);
+  }
+}
+
 TEST(ChannelSplitStage, AWaveletDenoiserOverABanksBandsSplitInTwoGivesTheSameSamples) {
   const StageSettings s = stage_of(R"(  - name: bands
     kind: fir_bank
