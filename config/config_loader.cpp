@@ -582,16 +582,13 @@ void read_pipeline(Reader& r, const YAML::Node& n, Settings& s) {
                             " device numbers ([0, 1]), got " + describe(g));
     } else {
       for (size_t i = 0; i < g.size(); ++i) {
-        const std::string text = g[i].IsScalar() ? g[i].Scalar() : std::string();
-        char* end = nullptr;
-        errno = 0;
-        const long d = text.empty() ? -1 : std::strtol(text.c_str(), &end, 10);
-        if (text.empty() || !end || *end || errno || d < 0 || d > 1023) {
+        int d = -1;
+        if (!g[i].IsScalar() || !YAML::convert<int>::decode(g[i], d) || d < 0 || d > 1023) {
           r.error(g[i].Mark(), where + ".gpus[" + std::to_string(i) + "]: expected a device number (0, 1, ...), got " +
                                    describe(g[i]));
           continue;
         }
-        s.pipeline.gpus.push_back(int(d));
+        s.pipeline.gpus.push_back(d);
       }
     }
   }

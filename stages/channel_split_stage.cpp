@@ -1,7 +1,5 @@
 #include "stages/channel_split_stage.hpp"
 
-#include "core/numa_placement.hpp"
-
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -10,6 +8,8 @@
 #if VIGIL_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
+
+#include "core/numa_placement.hpp"
 
 namespace vigil {
 
@@ -26,6 +26,15 @@ struct SplitUpdate final : StageUpdate {
 // what every part counts per chunk (graph_chunks, ...) and times take the largest part's, since
 // each part sees every chunk and the chunk waits for the slowest; text where every part says the
 // same, else each different value once, ' | ' between; a flag, whether any part has it.
+bool listed(const std::string& joined, const std::string& value) {
+  for (size_t at = 0;;) {
+    const size_t end = joined.find(" | ", at);
+    if (joined.compare(at, end == std::string::npos ? std::string::npos : end - at, value) == 0) return true;
+    if (end == std::string::npos) return false;
+    at = end + 3;
+  }
+}
+
 void fold(const std::string& key, nlohmann::json& into, const nlohmann::json& v) {
   const bool errors = key.size() >= 6 && key.compare(key.size() - 6, 6, "errors") == 0;
   if (into.is_null()) {
@@ -37,7 +46,7 @@ void fold(const std::string& key, nlohmann::json& into, const nlohmann::json& v)
   } else if (into.is_boolean() && v.is_boolean()) {
     into = into.get<bool>() || v.get<bool>();
   } else if (into.is_string() && v.is_string()) {
-    if (into != v) into = into.get<std::string>() + " | " + v.get<std::string>();  // add_status keeps one of each
+    if (!listed(into.get<std::string>(), v.get<std::string>())) into = into.get<std::string>() + " | " + v.get<std::string>();
   } else if (into.is_object() && v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) fold(it.key(), into[it.key()], it.value());
   } else if (into != v) {
@@ -296,11 +305,16 @@ const ChannelSplitStage::Part& ChannelSplitStage::part_of(uint32_t channel) cons
   return parts_.back();
 }
 
-void ChannelSplitStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
-  const Part& p = part_of(ev.channel);
+// The event as its part raised it: the channel within the part's range.
+EventRecord ChannelSplitStage::local_event(const EventRecord& ev, const Part& p) noexcept {
   EventRecord local = ev;
   local.channel = ev.channel >= p.range.first ? ev.channel - p.range.first : 0;
-  p.stage->describe_event(local, body);
+  return local;
+}
+
+void ChannelSplitStage::describe_event(const EventRecord& ev, nlohmann::json& body) const {
+  const Part& p = part_of(ev.channel);
+  p.stage->describe_event(local_event(ev, p), body);
   if (ev.kind == EventKind::kBackendFallback) {  // which device's part went to the CPU
     if (p.device >= 0) body["device"] = p.device;
     body["first_channel"] = p.range.first;
@@ -311,26 +325,16 @@ void ChannelSplitStage::describe_event(const EventRecord& ev, nlohmann::json& bo
 bool ChannelSplitStage::write_event(const EventRecord& ev, EventText& text) const {
   const Part& p = part_of(ev.channel);
   const EventTextWriter* w = text_writer(*p.stage);
-  if (!w) return false;
-  EventRecord local = ev;
-  local.channel = ev.channel >= p.range.first ? ev.channel - p.range.first : 0;
-  return w->write_event(local, text);
+  return w && w->write_event(local_event(ev, p), text);
 }
 
 void ChannelSplitStage::add_status(nlohmann::json& status) const {
   nlohmann::json devices = nlohmann::json::array();
   nlohmann::json folded = nlohmann::json::object();
-  std::vector<nlohmann::json> seen;  // the parts' statuses so far: a text value said once
   for (const Part& p : parts_) {
     nlohmann::json own = nlohmann::json::object();
     p.stage->add_status(own);
-    for (auto it = own.begin(); it != own.end(); ++it) {
-      const bool said = it.value().is_string() && std::any_of(seen.begin(), seen.end(), [&](const nlohmann::json& o) {
-                          return o.contains(it.key()) && o[it.key()] == it.value();
-                        });
-      if (!said) fold(it.key(), folded[it.key()], it.value());
-    }
-    seen.push_back(own);
+    for (auto it = own.begin(); it != own.end(); ++it) fold(it.key(), folded[it.key()], it.value());
     if (p.device >= 0) own["device"] = p.device;
     if (p.numa_node >= 0) own["numa_node"] = p.numa_node;
     own["first_channel"] = p.range.first;

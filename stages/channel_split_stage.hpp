@@ -88,6 +88,7 @@ class ChannelSplitStage final : public Stage, public EventTextWriter {
     bool begun = false;
   };
   const Part& part_of(uint32_t channel) const noexcept;
+  static EventRecord local_event(const EventRecord& ev, const Part& p) noexcept;
   void gather_events(const Exec& exec) noexcept;
 
   std::vector<Part> parts_;

@@ -15,23 +15,14 @@
 #include "../support/ae_lanes.hpp"
 #include "../support/gpu.hpp"
 #include "../support/signals.hpp"
+#include "../support/stage_config.hpp"
 #include "../support/stage_run.hpp"
 #include "../support/tolerances.hpp"
-#include "config/config_loader.hpp"
 #include "stages/stage_factory.hpp"
 
 namespace vigil {
 namespace {
 
-StageSettings stage_of(const std::string& stage_yaml, const std::string& source) {
-  const std::string text = "source: {" + source + ", chunk_frames: 1024}\nstages:\n" + stage_yaml;
-  const ConfigResult cfg = parse_config(text, "split.yaml");
-  if (!cfg.settings) {
-    ADD_FAILURE() << format_error("split.yaml", cfg.errors[0]);
-    return {};
-  }
-  return cfg.settings->stages.back();
-}
 
 StageBackend gpu_backend(std::vector<int> devices = {}) {
   StageBackend b;
@@ -41,12 +32,9 @@ StageBackend gpu_backend(std::vector<int> devices = {}) {
   return b;
 }
 
-std::vector<float> noise(uint32_t lanes, uint32_t total, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n(0.0f, 0.3f);
-  std::vector<float> x(size_t(lanes) * total);
-  for (float& v : x) v = n(rng);
-  return x;
+// lanes x total samples of N(0, 0.3^2).
+std::vector<float> noise(uint32_t lanes, uint32_t total, uint32_t seed) {
+  return test::randn(size_t(lanes) * total, seed, 0.3f);
 }
 
 // The stage whole and split in two on device 0, over the same input: outputs and events equal.
@@ -91,7 +79,7 @@ TEST(ChannelSplitStageCuda, AFirBankInBothFormsSplitInTwoGivesTheWholeBanksBands
   VIGIL_SKIP_WITHOUT_GPU();
   for (const char* form : {"direct", "fft"}) {
     SCOPED_TRACE(form);
-    const StageSettings s = stage_of(std::string(R"(  - name: bands
+    const StageSettings s = test::stage_of(std::string(R"(  - name: bands
     kind: fir_bank
     input: input
     taps: 255
@@ -109,7 +97,7 @@ TEST(ChannelSplitStageCuda, AFirBankInBothFormsSplitInTwoGivesTheWholeBanksBands
 
 TEST(ChannelSplitStageCuda, ADenoiserOverABanksBandsSplitInTwoGivesTheWholeDenoisersSamples) {
   VIGIL_SKIP_WITHOUT_GPU();
-  const StageSettings s = stage_of(R"(  - name: bands
+  const StageSettings s = test::stage_of(R"(  - name: bands
     kind: fir_bank
     input: input
     taps: 63
@@ -129,7 +117,7 @@ TEST(ChannelSplitStageCuda, ADenoiserOverABanksBandsSplitInTwoGivesTheWholeDenoi
 
 TEST(ChannelSplitStageCuda, AeHitsSplitInTwoGiveTheWholeStagesHitsInTheSameOrder) {
   VIGIL_SKIP_WITHOUT_GPU();
-  const StageSettings s = stage_of(R"(  - name: hits
+  const StageSettings s = test::stage_of(R"(  - name: hits
     kind: ae_hits
     input: input
     threshold_db: 45
@@ -147,7 +135,7 @@ TEST(ChannelSplitStageCuda, AeHitsSplitInTwoGiveTheWholeStagesHitsInTheSameOrder
 // the part, and the status counts the error on that part alone.
 TEST(ChannelSplitStageCuda, APartWhoseDeviceFailsHandsItsChannelsToItsTwinAlone) {
   VIGIL_SKIP_WITHOUT_GPU();
-  const StageSettings s = stage_of(R"(  - name: bands
+  const StageSettings s = test::stage_of(R"(  - name: bands
     kind: fir_bank
     input: input
     taps: 127

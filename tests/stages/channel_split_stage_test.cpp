@@ -14,8 +14,9 @@
 #include <string>
 
 #include "../support/ae_lanes.hpp"
+#include "../support/signals.hpp"
+#include "../support/stage_config.hpp"
 #include "../support/stage_run.hpp"
-#include "config/config_loader.hpp"
 #include "stages/stage_factory.hpp"
 #include "wire/event_text.hpp"
 
@@ -54,13 +55,7 @@ TEST(SplitChannels, ContiguousRangesInOrderAsEvenAsCanBe) {
 }
 
 StageSettings stage_of(const std::string& stage_yaml, const std::string& source = "rate_hz: 48000, channels: 7") {
-  const std::string text = "source: {" + source + ", chunk_frames: 1024}\nstages:\n" + stage_yaml;
-  const ConfigResult cfg = parse_config(text, "split.yaml");
-  if (!cfg.settings) {
-    ADD_FAILURE() << format_error("split.yaml", cfg.errors[0]);
-    return {};
-  }
-  return cfg.settings->stages.back();
+  return test::stage_of(stage_yaml, source);
 }
 
 // The stage alone and split into `parts` CPU parts, over the same input.
@@ -77,12 +72,9 @@ Pair make_pair_of(const StageSettings& s, size_t parts) {
   return p;
 }
 
-std::vector<float> noise(uint32_t lanes, uint32_t total, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> n(0.0f, 0.3f);
-  std::vector<float> x(size_t(lanes) * total);
-  for (float& v : x) v = n(rng);
-  return x;
+// lanes x total samples of N(0, 0.3^2).
+std::vector<float> noise(uint32_t lanes, uint32_t total, uint32_t seed) {
+  return test::randn(size_t(lanes) * total, seed, 0.3f);
 }
 
 void expect_same_events(const test::StageRun& alone, const test::StageRun& split) {
