@@ -25,7 +25,7 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 FirDirectCuda::FirDirectCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, cudaStream_t stream,
-                             uint32_t max_frames)
+                             uint32_t max_frames, uint32_t layout_channels)
     : bands_(uint32_t(band_taps.size())), channels_(channels), stream_(stream) {
   if (band_taps.empty() || band_taps.size() > 65535)
     throw std::invalid_argument("FirDirectCuda: bands must be 1..65535, got " + std::to_string(band_taps.size()));
@@ -42,12 +42,15 @@ FirDirectCuda::FirDirectCuda(const std::vector<std::vector<float>>& band_taps, u
   // The tiled kernel runs a block per 2 304 outputs of a lane, each thread over every tap: fewer
   // blocks than two per SM leave the GPU mostly idle, and the split kernel cuts the taps too, into
   // segments sized for about one block per SM.
+  // (Chosen for layout_channels: how the taps are cut sets the order of the sums.)
   const uint64_t lanes = uint64_t(bands_) * channels_, sms = uint64_t(multiprocessors());
+  const uint64_t layout_lanes = uint64_t(bands_) * (layout_channels ? layout_channels : channels_);
   const uint64_t frames = max_frames ? max_frames : 65536;
-  split_ = m_ > kTiledMaxTaps || (max_frames && ceil_div(frames, kConvolveThreads * kConvolvePerThread) * lanes < 2 * sms);
+  split_ = m_ > kTiledMaxTaps ||
+           (max_frames && ceil_div(frames, kConvolveThreads * kConvolvePerThread) * layout_lanes < 2 * sms);
   if (split_) {
     const uint64_t tiles = ceil_div(frames, kSplitTile);
-    seg_ = uint32_t(std::clamp<uint64_t>(m_ * tiles * lanes / sms / 64 * 64, 64, 1024));
+    seg_ = uint32_t(std::clamp<uint64_t>(m_ * tiles * layout_lanes / sms / 64 * 64, 64, 1024));
     seg_ = std::min<uint32_t>(seg_, uint32_t(ceil_div(m_, 64) * 64));
     segments_ = uint32_t(ceil_div(m_, seg_));
     constexpr uint64_t kPartialFloats = uint64_t(8) << 20;  // 32 MiB of segment sums at most

@@ -32,8 +32,11 @@ class FirDirectCuda final : public FirFilterCuda {
   // std::invalid_argument or CudaError.
   static constexpr uint32_t kMaxTaps = 65536;
   static constexpr uint32_t kTiledMaxTaps = 4096;  // the tiled kernel's shared-memory bound
+  // layout_channels: the channel count the kernel is chosen and the taps cut for (0: channels); a
+  // part of a bank split by channels gives the whole bank's, so its sums are added in the same
+  // order and its outputs are the whole bank's to the bit.
   FirDirectCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, cudaStream_t stream = nullptr,
-                uint32_t max_frames = 0);
+                uint32_t max_frames = 0, uint32_t layout_channels = 0);
   ~FirDirectCuda() override;
   FirDirectCuda(const FirDirectCuda&) = delete;
   FirDirectCuda& operator=(const FirDirectCuda&) = delete;

@@ -148,14 +148,15 @@ StreamFormat ChannelSplitStage::prepare(const StreamFormat& in, uint32_t max_fra
     {
       const DeviceScope on(p.device);
       const NumaPreferred near(p.numa_node);
+      if (GpuStage* g = gpu_part(*p.stage)) g->set_layout_channels(in.channels);
       o = p.stage->prepare(f, max_frames);
     }
     if (i == 0) {
       out_format_ = o;
     } else if (o.bands != out_format_.bands || o.rate_hz != out_format_.rate_hz ||
                o.delay_frames != out_format_.delay_frames || o.band_names != out_format_.band_names) {
-      // Each part's filter form is chosen for its own channel count; one that lags otherwise than
-      // the first would put its channels out of line with the rest.
+      // The parts choose their forms for the whole's channels (set_layout_channels); one that
+      // still lagged otherwise than the first would put its channels out of line with the rest.
       throw std::runtime_error("the parts of a channel split disagree on their output (bands, rate or delay)");
     }
     if (o.channels != p.range.count) throw std::runtime_error("a part of a channel split changed its channel count");

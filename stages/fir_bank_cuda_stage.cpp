@@ -50,8 +50,10 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   const std::vector<std::vector<float>> taps = FirBankStage::design(settings_, in.rate_hz);
   max_taps_ = 0;
   for (const auto& h : taps) max_taps_ = std::max(max_taps_, h.size());
+  // A part of a split stage chooses its form and lays out its kernels for the whole's channels.
+  const uint32_t layout_channels = layout_channels_ ? layout_channels_ : channels_;
   direct_ = settings_.form == FirForm::kDirect ||
-            (settings_.form == FirForm::kAuto && auto_direct(max_taps_, max_frames, bands_ * channels_));
+            (settings_.form == FirForm::kAuto && auto_direct(max_taps_, max_frames, bands_ * layout_channels));
   if (direct_ && max_taps_ > cuda::FirDirectCuda::kMaxTaps)
     throw std::invalid_argument("fir_bank: the CUDA direct form takes at most " +
                                 std::to_string(cuda::FirDirectCuda::kMaxTaps) + " taps, got " + std::to_string(max_taps_));
@@ -60,8 +62,8 @@ StreamFormat FirBankCudaStage::prepare(const StreamFormat& in, uint32_t max_fram
   if (direct_) {
     // No delay and no blocks; priming needs the last M - 1 input frames.
     block_ = 0;
-    bank_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream(), max_frames_);
-    spare_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream(), max_frames_);
+    bank_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream(), max_frames_, layout_channels);
+    spare_ = std::make_unique<cuda::FirDirectCuda>(taps, channels_, staging_.stream(), max_frames_, layout_channels);
     cpu_->direct = std::make_unique<FirBank>(taps, channels_, max_frames_);
     history_frames_ = uint32_t(std::max<size_t>(max_taps_ - 1, 1));
   } else {

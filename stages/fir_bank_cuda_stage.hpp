@@ -119,6 +119,7 @@ class FirBankCudaStage final : public Stage, public GpuStage {
   void keep_output_on_device(bool keep) noexcept override { staging_.keep_output(keep); }
   const float* device_output() const noexcept override { return staging_.chunk_device_out(); }
   bool make_output_host_valid(uint32_t frames) noexcept override { return staging_.make_output_host_valid(frames); }
+  void set_layout_channels(uint32_t channels) noexcept override { layout_channels_ = channels; }
   // Two-phase work (GpuStage): begin() queues the bank's chunk, finish() takes the bands (for a
   // reload's crossfade, it then runs the new filter too and fades from the one to the other).
   bool two_phase() const noexcept override { return true; }
@@ -225,6 +226,7 @@ class FirBankCudaStage final : public Stage, public GpuStage {
   CudaStageOptions options_;
   double rate_hz_ = 0;
   uint32_t channels_ = 0, bands_ = 0, max_frames_ = 0, block_ = 0;
+  uint32_t layout_channels_ = 0;  // a split's whole channel count (set_layout_channels), 0: channels_
   size_t max_taps_ = 0;
   CudaStaging staging_;  // before the filters: its stream outlives them
   // The running filter, the one a reload crossfades to, and a spare of the same shape: a reload

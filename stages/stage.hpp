@@ -130,6 +130,11 @@ class GpuStage {
   // Whether process() reads its input block on the host (false: a CUDA stage that takes its
   // producer's device_output() and keeps no host history of its input).
   virtual bool needs_host_input() const noexcept { return true; }
+  // Before prepare(): this stage is one part of a stage split by channels (ChannelSplitStage)
+  // whose channels number `channels` in all. A stage whose kernels are laid out by its lane count
+  // (how the taps of a FIR are cut, which form it takes) lays them out as the whole stage would,
+  // so that its samples are the whole stage's to the bit.
+  virtual void set_layout_channels(uint32_t /*channels*/) noexcept {}
 
   // Two-phase work (enqueue, then complete), which the graph uses in place of process() where
   // two_phase(): begin() queues the chunk's GPU work and returns true; the pipeline thread then

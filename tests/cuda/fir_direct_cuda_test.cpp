@@ -42,9 +42,9 @@ std::pair<std::vector<float>, std::vector<float>> run_both(const std::vector<std
                                                            uint32_t channels, const std::vector<float>& x,
                                                            uint32_t total, const std::vector<uint32_t>& sizes,
                                                            size_t swap_at = ~size_t(0), uint32_t max_frames = 0,
-                                                           bool split = false) {
+                                                           bool split = false, uint32_t layout_channels = 0) {
   const uint32_t bands = uint32_t(taps.size()), lanes = bands * channels;
-  cuda::FirDirectCuda gpu(taps, channels, nullptr, max_frames);
+  cuda::FirDirectCuda gpu(taps, channels, nullptr, max_frames, layout_channels);
   EXPECT_EQ(gpu.split(), split);
   uint32_t max_chunk = 1;
   for (uint32_t s : sizes) max_chunk = std::max(max_chunk, s);
@@ -126,6 +126,30 @@ TEST_F(FirDirectCudaTest, ChunkedEqualsOneShotToTheBit) {
   EXPECT_EQ(one_split, chunked_split);
   const auto again = run_both(long_taps, long_taps, channels, x, total, {total}, ~size_t(0), 256, true).first;
   EXPECT_EQ(one_split, again);
+}
+
+// A bank over some of the channels laid out for all of them (a part of a stage split by channels:
+// stages/channel_split_stage) gives those channels' bands to the bit. Laid out for its own few
+// lanes, the split kernel would cut the taps into other segments and add them in another order.
+TEST_F(FirDirectCudaTest, ABankLaidOutForMoreChannelsGivesTheirBandsToTheBit) {
+  const uint32_t total = 12000, channels = 12, first = 5, count = 4;
+  const auto taps = bands_of({2047, 300}, 31);
+  const std::vector<float> x = randn(size_t(channels) * total, 17);
+  const std::vector<float> part_x(x.begin() + size_t(first) * total, x.begin() + size_t(first + count) * total);
+  const std::vector<uint32_t> sizes = {1024, 77, 1024};
+  const auto whole = run_both(taps, taps, channels, x, total, sizes, ~size_t(0), 1024, true).first;
+  const auto part = run_both(taps, taps, count, part_x, total, sizes, ~size_t(0), 1024, true, channels).first;
+  const auto own = run_both(taps, taps, count, part_x, total, sizes, ~size_t(0), 1024, true).first;
+  size_t differ = 0, differ_own = 0;
+  for (uint32_t b = 0; b < taps.size(); ++b)
+    for (uint32_t c = 0; c < count; ++c)
+      for (uint32_t i = 0; i < total; ++i) {
+        const float w = whole[(size_t(b) * channels + first + c) * total + i];
+        differ += part[(size_t(b) * count + c) * total + i] != w;
+        differ_own += own[(size_t(b) * count + c) * total + i] != w;
+      }
+  EXPECT_EQ(differ, 0u);
+  EXPECT_GT(differ_own, 0u) << "the layouts of 4 and 12 channels cut the taps alike: the case proves nothing";
 }
 
 TEST_F(FirDirectCudaTest, ATapSwapTakesEffectFromTheNextCall) {

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "../support/ae_lanes.hpp"
 #include "../support/gpu.hpp"
@@ -75,15 +77,19 @@ void expect_split_is_whole(const StageSettings& s, const StreamFormat& in, uint3
   EXPECT_EQ(st["backend"], "cuda");
 }
 
+// The direct form cuts the taps by the lane count (cuda/fir_direct_cuda.cpp) and the automatic
+// form is chosen by it: 1 023 taps x 2 048 frames x 14 lanes is past the direct form's products,
+// 8 lanes (a part's 4 channels) is not. The parts lay out and choose as the whole does.
 TEST(ChannelSplitStageCuda, AFirBankInBothFormsSplitInTwoGivesTheWholeBanksBands) {
   VIGIL_SKIP_WITHOUT_GPU();
-  for (const char* form : {"direct", "fft"}) {
+  const std::pair<const char*, int> cases[] = {{"direct", 255}, {"fft", 255}, {"auto", 1023}};
+  for (const auto& [form, taps] : cases) {
     SCOPED_TRACE(form);
     const StageSettings s = test::stage_of(std::string(R"(  - name: bands
     kind: fir_bank
     input: input
-    taps: 255
-    form: )") + form + R"(
+    taps: )") + std::to_string(taps) + R"(
+    form: )" + form + R"(
     bands:
       - {name: low, type: lowpass, cutoff_hz: 3000}
       - {name: high, type: highpass, cutoff_hz: 3000}
