@@ -1,12 +1,24 @@
-// Element-wise kernels around the batched cuFFT calls; each is a grid-stride loop over a flat
-// index so reads and writes coalesce along the fastest-varying dimension.
+// Element-wise kernels around the batched cuFFT calls; reads and writes coalesce along the
+// fastest-varying dimension (a grid-stride loop over a flat index, or over a row).
 #include "cuda/overlap_save.cuh"
+
+#include <algorithm>
+
 #include "cuda/launch_check.cuh"
 
 namespace vigil::cuda {
 namespace {
 
 constexpr int kThreads = 256;
+
+// One x-block per row, and y-blocks enough for a row of `len` elements at 4 a thread (rows >= 1).
+// False where the rows do not fit a grid's x (2^31 - 1: more than any chunk holds).
+bool rows_grid(size_t rows, size_t len, dim3& grid) noexcept {
+  if (rows > 0x7fffffffu) return false;
+  const size_t per_block = size_t(kThreads) * 4;
+  grid = dim3(unsigned(rows), unsigned(std::min<size_t>(std::max<size_t>((len + per_block - 1) / per_block, 1), 65535)));
+  return true;
+}
 
 
 
@@ -24,42 +36,51 @@ __device__ inline float virtual_at(const float* line, size_t line_len, size_t sp
   return v < split ? line[c * line_len + v] : in[c * in_stride + (v - split)];
 }
 
+// The gather, multiply and scatter kernels run on a grid of rows: blockIdx.x a row (a block of a
+// channel, a spectrum of a band), blockIdx.y and the threads the elements along it. A flat index
+// split into its coordinates with 64-bit divisions for every element kept the SMs busy with
+// integer work (ncu on an H100, 1 024 taps: gather and scatter at 77-79 % SM throughput and 28-36 %
+// of DRAM bandwidth, half the call's time); a row's coordinates are now found once per thread.
 __global__ void gather_kernel(const float* __restrict__ line, size_t line_len, size_t split, const float* __restrict__ in,
-                              size_t in_stride, uint32_t channels, uint32_t blocks, uint32_t hop, uint32_t n,
+                              size_t in_stride, uint32_t channels, uint32_t hop, uint32_t n,
                               float* __restrict__ frames) {
-  const size_t total = size_t(blocks) * channels * n;
-  for (size_t g = size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < total; g += size_t(gridDim.x) * blockDim.x) {
-    const size_t t = g % n, s = g / n, c = s % channels, j = s / channels;
-    frames[g] = virtual_at(line, line_len, split, in, in_stride, c, j * hop + t);
+  const uint32_t row = blockIdx.x, c = row % channels, j = row / channels;  // row = j * channels + c
+  float* out = frames + size_t(row) * n;
+  const size_t v0 = size_t(j) * hop;
+  for (uint32_t t = blockIdx.y * blockDim.x + threadIdx.x; t < n; t += gridDim.y * blockDim.x)
+    out[t] = virtual_at(line, line_len, split, in, in_stride, c, v0 + t);
+}
+
+__global__ void multiply_kernel(const float2* __restrict__ spec, const float2* __restrict__ taps, uint32_t spectra,
+                                uint32_t capacity, uint32_t bins, float2* __restrict__ out) {
+  const uint32_t row = blockIdx.x, b = row / spectra, r = row % spectra;  // row = b * spectra + r
+  const float2* x_row = spec + size_t(r) * bins;
+  const float2* h_row = taps + size_t(b) * bins;
+  float2* y_row = out + (size_t(b) * capacity + r) * bins;
+  for (uint32_t k = blockIdx.y * blockDim.x + threadIdx.x; k < bins; k += gridDim.y * blockDim.x) {
+    const float2 x = x_row[k], h = h_row[k];
+    y_row[k] = make_float2(x.x * h.x - x.y * h.y, x.x * h.y + x.y * h.x);
   }
 }
 
-__global__ void multiply_kernel(const float2* __restrict__ spec, const float2* __restrict__ taps, uint32_t bands,
-                                uint32_t spectra, uint32_t capacity, uint32_t bins, float2* __restrict__ out) {
-  const size_t per_band = size_t(spectra) * bins, total = per_band * bands;
-  for (size_t g = size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < total; g += size_t(gridDim.x) * blockDim.x) {
-    const size_t b = g / per_band, r = g % per_band, k = r % bins;
-    const float2 x = spec[r], h = taps[b * bins + k];
-    out[b * size_t(capacity) * bins + r] = make_float2(x.x * h.x - x.y * h.y, x.x * h.y + x.y * h.x);
-  }
-}
-
-__global__ void scatter_kernel(const float* __restrict__ time, uint32_t bands, uint32_t channels, uint32_t blocks,
+__global__ void scatter_kernel(const float* __restrict__ time, uint32_t channels, uint32_t blocks,
                                uint32_t block_capacity, uint32_t hop, uint32_t n, uint32_t skip,
                                float* __restrict__ ring, size_t ring_len, size_t start, uint64_t base_rel,
                                uint32_t frames, float* __restrict__ out, size_t out_stride) {
-  const size_t total = size_t(bands) * blocks * channels * hop;
-  for (size_t g = size_t(blockIdx.x) * blockDim.x + threadIdx.x; g < total; g += size_t(gridDim.x) * blockDim.x) {
-    const size_t i = g % hop, s = g / hop;  // s = (b * blocks + j) * channels + c
-    const size_t c = s % channels, bj = s / channels, j = bj % blocks, b = bj / blocks;
-    const size_t src = (b * block_capacity + j) * channels + c;
-    const size_t lane = b * channels + c;
-    const float v = time[src * n + skip + i];
-    const uint64_t rel = base_rel + j * hop + i;
+  const uint32_t row = blockIdx.x;  // row = (b * blocks + j) * channels + c
+  const uint32_t c = row % channels, bj = row / channels, j = bj % blocks, b = bj / blocks;
+  const size_t lane = size_t(b) * channels + c;
+  const float* src = time + ((size_t(b) * block_capacity + j) * channels + c) * n + skip;
+  const uint64_t rel0 = base_rel + uint64_t(j) * hop;
+  float* out_lane = out + lane * out_stride;
+  float* ring_lane = ring + lane * ring_len;
+  for (uint32_t i = blockIdx.y * blockDim.x + threadIdx.x; i < hop; i += gridDim.y * blockDim.x) {
+    const float v = src[i];
+    const uint64_t rel = rel0 + i;
     if (rel < frames)
-      out[lane * out_stride + rel] = v;
+      out_lane[rel] = v;
     else
-      ring[lane * ring_len + (start + j * hop + i) % ring_len] = v;
+      ring_lane[(start + size_t(j) * hop + i) % ring_len] = v;
   }
 }
 
@@ -96,9 +117,10 @@ cudaError_t launch_os_gather(const float* d_line, size_t line_len, size_t split,
                              uint32_t channels, uint32_t blocks, uint32_t hop, uint32_t n, float* d_frames,
                              cudaStream_t stream) noexcept {
   if (blocks == 0) return cudaSuccess;
-  gather_kernel<<<grid_for(size_t(blocks) * channels * n), kThreads, 0, stream>>>(d_line, line_len, split, d_in,
-                                                                                  in_stride, channels, blocks, hop, n,
-                                                                                  d_frames);
+  dim3 grid;
+  if (channels == 0 || n == 0) return cudaSuccess;
+  if (!rows_grid(size_t(blocks) * channels, n, grid)) return cudaErrorInvalidValue;
+  gather_kernel<<<grid, kThreads, 0, stream>>>(d_line, line_len, split, d_in, in_stride, channels, hop, n, d_frames);
   return after_launch(stream);
 }
 
@@ -106,8 +128,10 @@ cudaError_t launch_os_multiply(const float2* d_spec, const float2* d_taps, uint3
                                uint32_t capacity, uint32_t bins, float2* d_out, cudaStream_t stream) noexcept {
   if (spectra == 0) return cudaSuccess;
   if (spectra > capacity) return cudaErrorInvalidValue;
-  multiply_kernel<<<grid_for(size_t(bands) * spectra * bins), kThreads, 0, stream>>>(d_spec, d_taps, bands, spectra,
-                                                                                     capacity, bins, d_out);
+  dim3 grid;
+  if (bands == 0 || bins == 0) return cudaSuccess;
+  if (!rows_grid(size_t(bands) * spectra, bins, grid)) return cudaErrorInvalidValue;
+  multiply_kernel<<<grid, kThreads, 0, stream>>>(d_spec, d_taps, spectra, capacity, bins, d_out);
   return after_launch(stream);
 }
 
@@ -117,9 +141,11 @@ cudaError_t launch_os_scatter(const float* d_time, uint32_t bands, uint32_t chan
                               size_t out_stride, cudaStream_t stream) noexcept {
   if (blocks == 0) return cudaSuccess;
   if (blocks > block_capacity || skip + hop > n) return cudaErrorInvalidValue;
-  scatter_kernel<<<grid_for(size_t(bands) * blocks * channels * hop), kThreads, 0, stream>>>(
-      d_time, bands, channels, blocks, block_capacity, hop, n, skip, d_ring, ring_len, start, base_rel, frames, d_out,
-      out_stride);
+  dim3 grid;
+  if (bands == 0 || channels == 0 || hop == 0) return cudaSuccess;
+  if (!rows_grid(size_t(bands) * blocks * channels, hop, grid)) return cudaErrorInvalidValue;
+  scatter_kernel<<<grid, kThreads, 0, stream>>>(d_time, channels, blocks, block_capacity, hop, n, skip, d_ring,
+                                                ring_len, start, base_rel, frames, d_out, out_stride);
   return after_launch(stream);
 }
 
