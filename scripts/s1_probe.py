@@ -6,7 +6,8 @@ Prints one line from vigild's final status: input samples/s, deadline misses, dr
 latency p50/p99 (us), the pipeline's time per chunk p50/p99 (us: conversion, stages, hand-over) and each
 stage's time per chunk p50/p99 (us), with its GPU time p50 (CUDA events) and backend.
 Usage: scripts/s1_probe.py --build build-gpu --channels 16 --rate-factor 1 [--threads 8] [--memory auto] [--resident] [--pool-chunks 32]
-       scripts/s1_probe.py --scenario s2 --build build-gpu --channels 64 --rate-factor 1 [--busy-poll]"""
+       scripts/s1_probe.py --scenario s2 --build build-gpu --channels 64 --rate-factor 1 [--busy-poll]
+       scripts/s1_probe.py --build build-gpu --channels 512 --resident --gpus '[0, 0]'"""
 import argparse, os, re, signal, subprocess, tempfile, time
 
 from bench_scenarios import FILES, final_status, free_port
@@ -31,6 +32,7 @@ p.add_argument("--event-framing", choices=["none", "lines"], help="the events ou
 p.add_argument("--upload-in-parts", choices=["true", "false"], help="pipeline.upload_in_parts (default: the service's, true)")
 p.add_argument("--copy-threads", type=int, help="source.copy_threads (default: the source's, half the cores, 2 to 8)")
 p.add_argument("--cuda-graphs", choices=["all", "fir_bank", "off"], help="pipeline.cuda_graphs (default: the service's)")
+p.add_argument("--gpus", help="pipeline.gpus, e.g. '[0, 0]' (the split stages' channels over these devices; default: none)")
 p.add_argument("--gpu-keep-warm", choices=["auto", "true", "false"], help="pipeline.gpu_keep_warm (default: the service's, auto)")
 a = p.parse_args()
 if a.threads is None:
@@ -57,6 +59,8 @@ if a.cuda_graphs:
     keys["cuda_graphs"] = a.cuda_graphs
 if a.gpu_keep_warm:
     keys["gpu_keep_warm"] = a.gpu_keep_warm
+if a.gpus:
+    keys["gpus"] = a.gpus
 if a.scenario == "s1":
     keys["gpu_resident"] = str(a.resident).lower()
     keys["pool_chunks"] = str(a.pool_chunks)
@@ -124,6 +128,6 @@ sends = final.get("event_sends_us", {})
 parts_text += f" events {events / max(final.get('chunks_processed', 1), 1):.0f}/chunk in passes {passes.get('p50')}/{passes.get('p99')} (sends {sends.get('p50')}/{sends.get('p99')})"
 work_us = final.get("look_ahead_work_us", {})
 parts_text += f" | look-ahead work {work_us.get('p50')}/{work_us.get('p99')}"
-print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} graphs={a.cuda_graphs or 'default'} warm={final.get('gpu_keep_warm', {}).get('rounds', 'off')} | Msamples/s {rate / 1e6:.1f} "
+print(f"{a.scenario} {a.channels} ch x{a.rate_factor} threads={a.threads} mem={keys['memory']} busy_poll={a.busy_poll} send={a.send_threads} resident={a.resident} graphs={a.cuda_graphs or 'default'} warm={final.get('gpu_keep_warm', {}).get('rounds', 'off')}{' gpus=' + a.gpus if a.gpus else ''} | Msamples/s {rate / 1e6:.1f} "
       f"misses {final['deadline_misses']} {blame or ''} dropped {final['dropped_frames']} source late {final.get('source', {}).get('late_chunks', 0)} | lat p50/p99 "
       f"{final['latency_us']['p50']} {final['latency_us']['p99']} | chunk p50/p99 {proc.get('p50')} {proc.get('p99')} ahead {final.get('look_ahead_chunks', 0)}/{final.get('chunks_processed', 0)} in parts {final.get('chunks_uploaded_in_parts', 0)} ({100 * final.get('frames_uploaded_in_parts', 0) / max(final.get('frames_out', 1) , 1):.0f} % of frames) | {parts_text} | stage p50/p99 us: {stages}", flush=True)
