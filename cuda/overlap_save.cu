@@ -37,18 +37,35 @@ __device__ inline float virtual_at(const float* line, size_t line_len, size_t sp
 }
 
 // The gather, multiply and scatter kernels run on a grid of rows: blockIdx.x a row (a block of a
-// channel, a spectrum of a band), blockIdx.y and the threads the elements along it. A flat index
-// split into its coordinates with 64-bit divisions for every element kept the SMs busy with
-// integer work (ncu on an H100, 1 024 taps: gather and scatter at 77-79 % SM throughput and 28-36 %
-// of DRAM bandwidth, half the call's time); a row's coordinates are now found once per thread.
+// channel, a spectrum of a band), blockIdx.y and the threads the elements along it, kUnroll a
+// thread, loaded before any is stored (coalesced: the k-th of a thread's elements is blockDim.x
+// after its (k-1)-th). A flat index split into its coordinates with 64-bit divisions for every
+// element kept the SMs busy with integer work (ncu on an H100, 1 024 taps: gather and scatter at
+// 77-79 % SM throughput and 28-36 % of DRAM bandwidth, half the call's time); a row's coordinates
+// are now found once per thread.
+constexpr uint32_t kUnroll = 4;
+
 __global__ void gather_kernel(const float* __restrict__ line, size_t line_len, size_t split, const float* __restrict__ in,
                               size_t in_stride, uint32_t channels, uint32_t hop, uint32_t n,
                               float* __restrict__ frames) {
   const uint32_t row = blockIdx.x, c = row % channels, j = row / channels;  // row = j * channels + c
-  float* out = frames + size_t(row) * n;
+  float* __restrict__ out = frames + size_t(row) * n;
   const size_t v0 = size_t(j) * hop;
-  for (uint32_t t = blockIdx.y * blockDim.x + threadIdx.x; t < n; t += gridDim.y * blockDim.x)
-    out[t] = virtual_at(line, line_len, split, in, in_stride, c, v0 + t);
+  const float* line_row = line + size_t(c) * line_len + v0;         // window element t: line_row[t] before split
+  const float* in_row = in + size_t(c) * in_stride + ((long long)v0 - (long long)split);  // and in_row[t] from it on
+  const long long first_in = (long long)split - (long long)v0;      // the window's first t from `in`
+  const uint32_t step = blockDim.x, span = gridDim.y * step * kUnroll;
+  for (uint32_t t0 = blockIdx.y * step * kUnroll + threadIdx.x; t0 < n; t0 += span) {
+    float v[kUnroll];
+#pragma unroll
+    for (uint32_t k = 0; k < kUnroll; ++k) {
+      const uint32_t t = t0 + k * step;
+      v[k] = t < n ? ((long long)t < first_in ? line_row[t] : in_row[t]) : 0.0f;
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < kUnroll; ++k)
+      if (t0 + k * step < n) out[t0 + k * step] = v[k];
+  }
 }
 
 __global__ void multiply_kernel(const float2* __restrict__ spec, const float2* __restrict__ taps, uint32_t spectra,
@@ -56,10 +73,20 @@ __global__ void multiply_kernel(const float2* __restrict__ spec, const float2* _
   const uint32_t row = blockIdx.x, b = row / spectra, r = row % spectra;  // row = b * spectra + r
   const float2* x_row = spec + size_t(r) * bins;
   const float2* h_row = taps + size_t(b) * bins;
-  float2* y_row = out + (size_t(b) * capacity + r) * bins;
-  for (uint32_t k = blockIdx.y * blockDim.x + threadIdx.x; k < bins; k += gridDim.y * blockDim.x) {
-    const float2 x = x_row[k], h = h_row[k];
-    y_row[k] = make_float2(x.x * h.x - x.y * h.y, x.x * h.y + x.y * h.x);
+  float2* __restrict__ y_row = out + (size_t(b) * capacity + r) * bins;
+  const uint32_t step = blockDim.x, span = gridDim.y * step * kUnroll;
+  for (uint32_t k0 = blockIdx.y * step * kUnroll + threadIdx.x; k0 < bins; k0 += span) {
+    float2 x[kUnroll], h[kUnroll];
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      const uint32_t k = k0 + u * step;
+      x[u] = k < bins ? x_row[k] : make_float2(0.0f, 0.0f);
+      h[u] = k < bins ? h_row[k] : make_float2(0.0f, 0.0f);
+    }
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u)
+      if (k0 + u * step < bins)
+        y_row[k0 + u * step] = make_float2(x[u].x * h[u].x - x[u].y * h[u].y, x[u].x * h[u].y + x[u].y * h[u].x);
   }
 }
 
@@ -72,15 +99,25 @@ __global__ void scatter_kernel(const float* __restrict__ time, uint32_t channels
   const size_t lane = size_t(b) * channels + c;
   const float* src = time + ((size_t(b) * block_capacity + j) * channels + c) * n + skip;
   const uint64_t rel0 = base_rel + uint64_t(j) * hop;
-  float* out_lane = out + lane * out_stride;
-  float* ring_lane = ring + lane * ring_len;
-  for (uint32_t i = blockIdx.y * blockDim.x + threadIdx.x; i < hop; i += gridDim.y * blockDim.x) {
-    const float v = src[i];
-    const uint64_t rel = rel0 + i;
-    if (rel < frames)
-      out_lane[rel] = v;
-    else
-      ring_lane[(start + size_t(j) * hop + i) % ring_len] = v;
+  // The row's first `direct` samples go to the output block, the rest to the ring (beyond the chunk).
+  const uint32_t direct = rel0 >= frames ? 0u : frames - rel0 < hop ? uint32_t(frames - rel0) : hop;
+  float* __restrict__ out_row = out + lane * out_stride + rel0;
+  float* __restrict__ ring_lane = ring + lane * ring_len;
+  const size_t ring_at = start + size_t(j) * hop;
+  const uint32_t step = blockDim.x, span = gridDim.y * step * kUnroll;
+  for (uint32_t i0 = blockIdx.y * step * kUnroll + threadIdx.x; i0 < hop; i0 += span) {
+    float v[kUnroll];
+#pragma unroll
+    for (uint32_t k = 0; k < kUnroll; ++k) v[k] = i0 + k * step < hop ? src[i0 + k * step] : 0.0f;
+#pragma unroll
+    for (uint32_t k = 0; k < kUnroll; ++k) {
+      const uint32_t i = i0 + k * step;
+      if (i >= hop) continue;
+      if (i < direct)
+        out_row[i] = v[k];
+      else
+        ring_lane[(ring_at + i) % ring_len] = v[k];
+    }
   }
 }
 
