@@ -11,16 +11,17 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// One x-block per row, and y-blocks enough for a row of `len` elements at 4 a thread (rows >= 1).
-// False where the rows do not fit a grid's x (2^31 - 1: more than any chunk holds).
+// The gather, multiply and scatter kernels' elements a thread (below).
+constexpr uint32_t kUnroll = 4;
+
+// One x-block per row, and y-blocks enough for a row of `len` elements at kUnroll a thread
+// (rows >= 1). False where the rows do not fit a grid's x (2^31 - 1: more than any chunk holds).
 bool rows_grid(size_t rows, size_t len, dim3& grid) noexcept {
   if (rows > 0x7fffffffu) return false;
-  const size_t per_block = size_t(kThreads) * 4;
+  const size_t per_block = size_t(kThreads) * kUnroll;
   grid = dim3(unsigned(rows), unsigned(std::min<size_t>(std::max<size_t>((len + per_block - 1) / per_block, 1), 65535)));
   return true;
 }
-
-
 
 __global__ void append_kernel(const float* __restrict__ in, size_t in_stride, uint32_t frames, uint32_t channels,
                               float* __restrict__ line, size_t line_len, size_t at) {
@@ -43,8 +44,6 @@ __device__ inline float virtual_at(const float* line, size_t line_len, size_t sp
 // element kept the SMs busy with integer work (ncu on an H100, 1 024 taps: gather and scatter at
 // 77-79 % SM throughput and 28-36 % of DRAM bandwidth, half the call's time); a row's coordinates
 // are now found once per thread.
-constexpr uint32_t kUnroll = 4;
-
 __global__ void gather_kernel(const float* __restrict__ line, size_t line_len, size_t split, const float* __restrict__ in,
                               size_t in_stride, uint32_t channels, uint32_t hop, uint32_t n,
                               float* __restrict__ frames) {
@@ -153,9 +152,8 @@ cudaError_t launch_os_append(const float* d_in, size_t in_stride, uint32_t frame
 cudaError_t launch_os_gather(const float* d_line, size_t line_len, size_t split, const float* d_in, size_t in_stride,
                              uint32_t channels, uint32_t blocks, uint32_t hop, uint32_t n, float* d_frames,
                              cudaStream_t stream) noexcept {
-  if (blocks == 0) return cudaSuccess;
+  if (blocks == 0 || channels == 0 || n == 0) return cudaSuccess;
   dim3 grid;
-  if (channels == 0 || n == 0) return cudaSuccess;
   if (!rows_grid(size_t(blocks) * channels, n, grid)) return cudaErrorInvalidValue;
   gather_kernel<<<grid, kThreads, 0, stream>>>(d_line, line_len, split, d_in, in_stride, channels, hop, n, d_frames);
   return after_launch(stream);
@@ -165,8 +163,8 @@ cudaError_t launch_os_multiply(const float2* d_spec, const float2* d_taps, uint3
                                uint32_t capacity, uint32_t bins, float2* d_out, cudaStream_t stream) noexcept {
   if (spectra == 0) return cudaSuccess;
   if (spectra > capacity) return cudaErrorInvalidValue;
-  dim3 grid;
   if (bands == 0 || bins == 0) return cudaSuccess;
+  dim3 grid;
   if (!rows_grid(size_t(bands) * spectra, bins, grid)) return cudaErrorInvalidValue;
   multiply_kernel<<<grid, kThreads, 0, stream>>>(d_spec, d_taps, spectra, capacity, bins, d_out);
   return after_launch(stream);
@@ -178,8 +176,8 @@ cudaError_t launch_os_scatter(const float* d_time, uint32_t bands, uint32_t chan
                               size_t out_stride, cudaStream_t stream) noexcept {
   if (blocks == 0) return cudaSuccess;
   if (blocks > block_capacity || skip + hop > n) return cudaErrorInvalidValue;
-  dim3 grid;
   if (bands == 0 || channels == 0 || hop == 0) return cudaSuccess;
+  dim3 grid;
   if (!rows_grid(size_t(bands) * blocks * channels, hop, grid)) return cudaErrorInvalidValue;
   scatter_kernel<<<grid, kThreads, 0, stream>>>(d_time, channels, blocks, block_capacity, hop, n, skip, d_ring,
                                                 ring_len, start, base_rel, frames, d_out, out_stride);
