@@ -139,7 +139,7 @@ TEST(ChannelSplitStageCuda, AeHitsSplitInTwoGiveTheWholeStagesHitsInTheSameOrder
 // Part 1 fails at its 4th chunk: its channels go on on its CPU twin, part 0's stay on the GPU;
 // every sample is still the filter's (the twin's, to float rounding), the fallback event names
 // the part, and the status counts the error on that part alone.
-TEST(ChannelSplitStageCuda, APartWhoseDeviceFailsHandsItsChannelsToItsTwinAlone) {
+TEST(ChannelSplitStageCuda, APartsLaunchFailureHandsItsChannelsToItsTwinAlone) {
   VIGIL_SKIP_WITHOUT_GPU();
   const StageSettings s = test::stage_of(R"(  - name: bands
     kind: fir_bank
