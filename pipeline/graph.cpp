@@ -5,6 +5,7 @@
 
 #include "core/clock.hpp"
 
+#include "stages/channel_split_stage.hpp"
 #include "stages/stage_factory.hpp"
 #if VIGIL_HAVE_CUDA
 #include "cuda/gpu_keep_warm.hpp"
@@ -36,9 +37,12 @@ Graph::Graph(const std::vector<StageSettings>& stages, GraphBackend backend)
     if (stage_chooses_backend_at_prepare(s, made))
       n.remake = [s, index = uint16_t(i), made](bool on_gpu) { return make_stage(s, index, on_gpu, made); };
     if (const size_t parts = stage_parts_over_devices(s, made)) {
-      // Its parts are CUDA stages, each with its own staging; to the graph it is a host stage
-      // (its blocks on the host, no device residency with its neighbours).
-      n.stage = make_split_stage(s, uint16_t(i), parts, made);
+      // Its parts are CUDA stages, each with its own staging; to the graph a two-phase stage whose
+      // blocks are on the host, residency only between its parts and a chained split's
+      // (ChannelSplitStage::chain_after).
+      auto split = make_split_stage(s, uint16_t(i), parts, made);
+      n.split = static_cast<ChannelSplitStage*>(split.get());
+      n.stage = std::move(split);
       n.on_gpu = false;
     } else {
       n.stage = make_stage(s, uint16_t(i), n.on_gpu, made);  // band_rms: the CPU stage until prepare() chooses
@@ -134,6 +138,10 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
       n.on_gpu = gpu;
     }
   }
+  // A split reading another split's output over the same devices: part by part (chain_after).
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (const int p = find_stage(nodes_[i].input); nodes_[i].split && p >= 0 && size_t(p) < i && nodes_[size_t(p)].split)
+      nodes_[i].split->chain_after(*nodes_[size_t(p)].split);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& n = nodes_[i];
     n.input_stream = find_stream(n.input);
@@ -193,9 +201,12 @@ bool Graph::output_stays_on_device(size_t i, const std::vector<std::string>* hos
   if (!host_streams || !gpu_resident_ || mapped_) return false;  // mapped: the kernels write the host anyway
   for (const std::string& name : *host_streams)
     if (name == nodes_[i].name) return false;
-  for (size_t j = i + 1; j < nodes_.size(); ++j)
-    if (nodes_[j].input == nodes_[i].name && !(choosing && nodes_[j].remake) && needs_host_input(nodes_[j]))
-      return false;
+  for (size_t j = i + 1; j < nodes_.size(); ++j) {
+    if (nodes_[j].input != nodes_[i].name) continue;
+    if (!(choosing && nodes_[j].remake) && needs_host_input(nodes_[j])) return false;
+    // A split's output stays on its parts' devices only for splits that read it part by part.
+    if (nodes_[i].split && !(nodes_[j].split && nodes_[j].split->chained())) return false;
+  }
   return true;
 }
 

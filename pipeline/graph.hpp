@@ -41,6 +41,7 @@ struct GraphBackend {
 namespace cuda {
 class GpuKeepWarm;
 }
+class ChannelSplitStage;
 
 class Graph {
  public:
@@ -192,6 +193,7 @@ class Graph {
     std::unique_ptr<LatencyHistogram> time = std::make_unique<LatencyHistogram>();
     bool optional = false;
     bool on_gpu = false;  // the stage is a CUDA stage
+    ChannelSplitStage* split = nullptr;  // a stage split by channels over pipeline.gpus
     bool two_phase = false;  // its GPU work in two phases (GpuStage::two_phase)
     // A stage whose device is chosen at prepare() (band_rms: Graph::prepare): makes it for the
     // GPU or the CPU. Null for the others.

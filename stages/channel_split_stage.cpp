@@ -1,6 +1,7 @@
 #include "stages/channel_split_stage.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <utility>
@@ -118,8 +119,9 @@ ChannelSplitStage::ChannelSplitStage(std::vector<int> devices, const MakePart& m
     const DeviceScope on(d);
     const NumaPreferred near(p.numa_node);  // its page-locked staging on the device's node
     p.stage = make(d);
-    p.gpu = gpu_part(*p.stage);
-    if (p.gpu && !p.gpu->two_phase()) p.gpu = nullptr;
+    p.cuda = gpu_part(*p.stage);
+    p.gpu = p.cuda && p.cuda->two_phase() ? p.cuda : nullptr;
+    two_phase_ = two_phase_ || p.gpu;  // known before prepare(): the graph asks when it is made
     parts_.push_back(std::move(p));
   }
 }
@@ -131,24 +133,48 @@ ChannelSplitStage::~ChannelSplitStage() {
   }
 }
 
+bool ChannelSplitStage::chain_after(ChannelSplitStage& producer) noexcept {
+  producer_ = nullptr;
+  if (producer.parts_.size() != parts_.size()) return false;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Part &a = producer.parts_[i], &b = parts_[i];
+    if (a.device < 0 || a.device != b.device || !a.cuda || !b.cuda) return false;
+  }
+  producer_ = &producer;
+  return true;
+}
+
 StreamFormat ChannelSplitStage::prepare(const StreamFormat& in, uint32_t max_frames) {
   const std::vector<ChannelRange> ranges = split_channels(in.channels, parts_.size());
   while (parts_.size() > ranges.size()) {  // fewer channels than parts: the last parts go
     const DeviceScope on(parts_.back().device);
     parts_.pop_back();
   }
+  if (producer_ && producer_->parts_.size() != parts_.size())
+    throw std::logic_error("a chained channel split has another number of parts than its producer");
   in_format_ = in;
   max_frames_ = max_frames;
+  bool staged = !producer_;  // every part offers its staged input (and the slots it has)
+  unsigned slots = 2;
   for (size_t i = 0; i < parts_.size(); ++i) {
     Part& p = parts_[i];
     p.range = ranges[i];
     StreamFormat f = in;
     f.channels = p.range.count;
     StreamFormat o;
+    GpuStage* g = p.cuda;
     {
       const DeviceScope on(p.device);
       const NumaPreferred near(p.numa_node);
-      if (GpuStage* g = gpu_part(*p.stage)) g->set_layout_channels(in.channels);
+      if (g) g->set_layout_channels(in.channels);
+      if (producer_) {  // part i reads part i's output in place (on the device, where resident)
+        const Part& from = producer_->parts_[i];
+        if (from.range.first != p.range.first || from.range.count != p.range.count || !from.out || !g)
+          throw std::logic_error("a chained channel split's part does not match its producer's");
+        g->bind_input(from.out);
+        if (resident_) g->bind_producer(from.cuda);
+      }
+      if (g) g->keep_output_on_device(keep_);
       o = p.stage->prepare(f, max_frames);
     }
     if (i == 0) {
@@ -160,13 +186,21 @@ StreamFormat ChannelSplitStage::prepare(const StreamFormat& in, uint32_t max_fra
       throw std::runtime_error("the parts of a channel split disagree on their output (bands, rate or delay)");
     }
     if (o.channels != p.range.count) throw std::runtime_error("a part of a channel split changed its channel count");
-    const GpuStage* g = gpu_part(*p.stage);
-    p.in = g ? g->input_buffer() : nullptr;
-    p.out = g ? g->output_buffer() : nullptr;
-    if (!p.in) {
-      p.own_in.assign(size_t(in.bands) * p.range.count * max_frames, 0.0f);
-      p.in = p.own_in.data();
+
+    p.in[0] = p.in[1] = nullptr;
+    if (producer_) {
+      p.in[0] = producer_->parts_[i].out;
+    } else if (g) {
+      p.in[0] = g->input_slot(0);
+      p.in[1] = g->input_slot(1);
     }
+    staged = staged && p.in[0];
+    if (!p.in[1]) slots = 1;
+    if (!p.in[0]) {
+      p.own_in.assign(size_t(in.bands) * p.range.count * max_frames, 0.0f);
+      p.in[0] = p.own_in.data();
+    }
+    p.out = g ? g->output_buffer() : nullptr;
     if (!p.out) {
       p.own_out.assign(size_t(o.bands) * p.range.count * max_frames + 1, 0.0f);  // + 1: never empty
       p.out = p.own_out.data();
@@ -175,60 +209,179 @@ StreamFormat ChannelSplitStage::prepare(const StreamFormat& in, uint32_t max_fra
     p.drained.clear();
     p.drained.reserve(kPartEventCapacity);
   }
+  // The whole input's slots, for the graph to convert the chunk into: uninitialised (with raw
+  // input nothing writes them, and their pages are never touched).
+  slots_ = staged ? slots : 0;
+  for (unsigned k = 0; k < 2; ++k) {
+    slot_[k].reset(k < slots_ ? new float[size_t(in.bands) * in.channels * max_frames] : nullptr);
+    lanes_in_[k] = false;
+  }
   heads_.assign(parts_.size(), 0);
   out_format_.channels = in.channels;
+  last_out_ = Block{};
   return out_format_;
 }
 
+Exec ChannelSplitStage::exec_of(const Part& p, const Exec& exec) const noexcept {
+  Exec e = exec;
+  e.events = p.events.get();
+  // Raw input: the part's window of each frame starts at its first channel.
+  e.raw_input = raw_ && exec.raw_input
+                    ? static_cast<const std::byte*>(exec.raw_input) + size_t(p.range.first) * raw_sample_bytes_
+                    : nullptr;
+  return e;
+}
+
 StageStatus ChannelSplitStage::process(const Block& in, Block& out, const Exec& exec) noexcept {
-  StageStatus status = StageStatus::kOk;
-  // Each part's lanes of the input, in its own block (band-major, its channels only).
+  return finish_now(in, out, exec);
+}
+
+bool ChannelSplitStage::begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept {
+  done = StageStatus::kOk;
+  out.frames = in.frames;
+  last_out_ = out;
+  int at = -1;
+  for (unsigned k = 0; k < slots_; ++k)
+    if (in.data == slot_[k].get()) at = int(k);
+  const unsigned slot = at < 0 ? 0 : unsigned(at);
+  const bool raw = raw_ && exec.raw_input;
+  const bool lanes_in = at >= 0 && lanes_in_[slot];
+  if (at >= 0) lanes_in_[slot] = false;
+  bool any = false;
   for (Part& p : parts_) {
-    for (uint32_t b = 0; b < in.bands; ++b)
-      for (uint32_t c = 0; c < p.range.count; ++c)
-        std::copy_n(in.lane(b, p.range.first + c), in.frames,
-                    p.in + (size_t(b) * p.range.count + c) * max_frames_);
-  }
-  // Begun together, waited for one after the other: the devices work side by side.
-  auto exec_of = [&](Part& p) {
-    Exec e = exec;
-    e.events = p.events.get();
-    e.raw_input = nullptr;
-    return e;
-  };
-  auto blocks_of = [&](Part& p, Block& pin, Block& pout) {
-    pin = Block{p.in, max_frames_, in.frames, p.range.count, in.bands};
-    pout = Block{p.out, max_frames_, in.frames, p.range.count, out.bands};
-  };
-  for (Part& p : parts_) {
+    float* pin = producer_ ? p.in[0] : p.in[slot] ? p.in[slot] : p.in[0];
+    // Each part's lanes of the input, in its own block (band-major, its channels only), unless
+    // they are there already: chained, raw (the part takes its window of the chunk as captured),
+    // or copied by the look-ahead's upload.
+    if (!producer_ && !raw && !lanes_in)
+      for (uint32_t b = 0; b < in.bands; ++b)
+        for (uint32_t c = 0; c < p.range.count; ++c)
+          std::copy_n(in.lane(b, p.range.first + c), in.frames, pin + (size_t(b) * p.range.count + c) * max_frames_);
+    p.in_block = Block{pin, max_frames_, in.frames, p.range.count, in.bands};
+    p.out_block = Block{p.out, max_frames_, in.frames, p.range.count, out.bands};
+    // Begun together, waited for one after the other: the devices work side by side.
     const DeviceScope on(p.device);
-    Block pin, pout;
-    blocks_of(p, pin, pout);
-    const Exec e = exec_of(p);
+    const Exec e = exec_of(p, exec);
     p.begun = false;
     if (p.gpu) {
-      StageStatus done = StageStatus::kOk;
-      p.begun = p.gpu->begin(pin, pout, e, done);
-      if (!p.begun && done != StageStatus::kOk) status = done;
-    } else if (p.stage->process(pin, pout, e) != StageStatus::kOk) {
-      status = StageStatus::kFailed;
+      StageStatus part_done = StageStatus::kOk;
+      p.begun = p.gpu->begin(p.in_block, p.out_block, e, part_done);
+      if (!p.begun && part_done != StageStatus::kOk) done = part_done;
+    } else if (p.stage->process(p.in_block, p.out_block, e) != StageStatus::kOk) {
+      done = StageStatus::kFailed;
     }
+    any = any || p.begun;
   }
+  if (any) return true;
+  complete(out, exec);
+  return false;
+}
+
+bool ChannelSplitStage::busy() noexcept {
   for (Part& p : parts_) {
     if (!p.begun) continue;
     const DeviceScope on(p.device);
-    Block pin, pout;
-    blocks_of(p, pin, pout);
-    if (p.gpu->finish(pin, pout, exec_of(p)) != StageStatus::kOk) status = StageStatus::kFailed;
+    if (p.gpu->busy()) return true;
   }
-  out.frames = in.frames;
-  for (const Part& p : parts_)
-    for (uint32_t b = 0; b < out.bands; ++b)
-      for (uint32_t c = 0; c < p.range.count; ++c)
-        std::copy_n(p.out + (size_t(b) * p.range.count + c) * max_frames_, in.frames,
-                    out.lane(b, p.range.first + c));
-  gather_events(exec);
+  return false;
+}
+
+StageStatus ChannelSplitStage::finish(const Block& /*in*/, Block& out, const Exec& exec) noexcept {
+  StageStatus status = StageStatus::kOk;
+  for (Part& p : parts_) {
+    if (!p.begun) continue;
+    p.begun = false;
+    const DeviceScope on(p.device);
+    if (p.gpu->finish(p.in_block, p.out_block, exec_of(p, exec)) != StageStatus::kOk) status = StageStatus::kFailed;
+  }
+  complete(out, exec);
   return status;
+}
+
+void ChannelSplitStage::gather(const Part& p, Block& out) const noexcept {
+  for (uint32_t b = 0; b < out.bands; ++b)
+    for (uint32_t c = 0; c < p.range.count; ++c)
+      std::copy_n(p.out + (size_t(b) * p.range.count + c) * max_frames_, out.frames, out.lane(b, p.range.first + c));
+}
+
+void ChannelSplitStage::complete(Block& out, const Exec& exec) noexcept {
+  for (const Part& p : parts_) {
+    // Kept on its device for chained readers: gathered only when asked. (A part on its CPU twin
+    // this chunk has its output on the host only.)
+    if (keep_ && p.cuda && p.cuda->device_output()) continue;
+    if (out.bands > 0) gather(p, out);
+  }
+  gather_events(exec);
+}
+
+bool ChannelSplitStage::make_output_host_valid(uint32_t frames) noexcept {
+  if (!keep_ || !last_out_.data) return true;  // gathered with the chunk
+  bool ok = true;
+  for (Part& p : parts_) {
+    if (!p.cuda || !p.cuda->device_output()) continue;  // gathered with the chunk
+    const DeviceScope on(p.device);
+    if (!p.cuda->make_output_host_valid(frames)) {
+      ok = false;
+      continue;
+    }
+    gather(p, last_out_);
+  }
+  return ok;
+}
+
+void ChannelSplitStage::keep_output_on_device(bool keep) noexcept { keep_ = keep; }
+
+bool ChannelSplitStage::upload_input(unsigned slot, uint32_t frames, const void* raw, uint32_t frames_up) noexcept {
+  if (slot >= slots_ || (raw && !raw_)) return false;
+  bool all = true;
+  for (Part& p : parts_) {
+    if (!raw) {  // the slot's lanes into the part's staging now, not when the chunk runs
+      const float* whole = slot_[slot].get();
+      for (uint32_t b = 0; b < in_format_.bands; ++b)
+        for (uint32_t c = 0; c < p.range.count; ++c)
+          std::copy_n(whole + (size_t(b) * in_format_.channels + p.range.first + c) * max_frames_, frames,
+                      p.in[slot] + (size_t(b) * p.range.count + c) * max_frames_);
+    }
+    const DeviceScope on(p.device);
+    const void* window = raw ? static_cast<const std::byte*>(raw) + size_t(p.range.first) * raw_sample_bytes_ : nullptr;
+    all = p.cuda->upload_input(slot, frames, window, frames_up) && all;  // false: that part copies its own
+  }
+  if (!raw) lanes_in_[slot] = true;
+  return all;
+}
+
+bool ChannelSplitStage::upload_input_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames) noexcept {
+  if (slot >= slots_ || !raw_ || !raw) return false;
+  bool all = true;
+  for (Part& p : parts_) {
+    const DeviceScope on(p.device);
+    const void* window = static_cast<const std::byte*>(raw) + size_t(p.range.first) * raw_sample_bytes_;
+    all = p.cuda->upload_input_part(slot, window, first, frames) && all;
+  }
+  return all;
+}
+
+bool ChannelSplitStage::accept_raw_input(SampleFormat format, float scale, uint32_t frame_channels) {
+  // Every part takes its window, or none is given one (a part that said yes and is never given a
+  // raw chunk runs as before).
+  if (frame_channels != 0 || slots_ < 2) return false;
+  for (Part& p : parts_) {
+    const DeviceScope on(p.device);
+    if (!p.cuda->accept_raw_input(format, scale, in_format_.channels)) return false;
+  }
+  raw_sample_bytes_ = bytes_per_sample(format);
+  raw_ = true;
+  return true;
+}
+
+void ChannelSplitStage::input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept {
+  clipped = non_finite = 0;
+  for (const Part& p : parts_) {
+    uint64_t c = 0, n = 0;
+    if (p.cuda) p.cuda->input_counts(c, n);
+    clipped += c;
+    non_finite += n;
+  }
 }
 
 // The parts' events into the pipeline's queue in the order one stage over all channels gives:

@@ -6,6 +6,16 @@
 // has several and names the device's). Parts that queue their work (GpuStage::two_phase) are all begun before any is waited for, so
 // that the devices run the chunk side by side. Each part keeps its own CPU twin: a failing device
 // hands its channels to the CPU and the others go on (the part's status says so, per device).
+// On the GPU a split stage keeps the data of each part on the part's device where it can:
+// - Raw input (accept_raw_input): each part copies up its own channels of the chunk as captured
+//   (a 2-D copy: its window of every frame) and converts them there; the look-ahead's uploads
+//   (input_slot(1), upload_input, upload_input_part) go to every part the same way.
+// - Chained (chain_after): a split reading another split's output over the same devices runs part
+//   i on part i's output, read in place (its page-locked output, or with pipeline.gpu_resident its
+//   device output), not from the gathered block; where every reader is chained so, the gathered
+//   block is made only when asked (make_output_host_valid).
+// Its parts' two phases are the stage's (GpuStage::two_phase): begun together, the graph's wait
+// (and the look-ahead) while the devices run, finished together.
 // Thread: as Stage (prepare, plan_update: main; process and the rest: the pipeline thread;
 // describe_event, write_event: the output thread; add_status: any).
 #pragma once
@@ -46,7 +56,7 @@ class DeviceScope {
   int previous_ = -1;
 };
 
-class ChannelSplitStage final : public Stage, public EventTextWriter {
+class ChannelSplitStage final : public Stage, public GpuStage, public EventTextWriter {
  public:
   using MakePart = std::function<std::unique_ptr<Stage>(int device)>;
   // devices: one entry per part (a device may be listed twice: two ranges on one device); make:
@@ -67,6 +77,30 @@ class ChannelSplitStage final : public Stage, public EventTextWriter {
   // numa_node (where known), first_channel, channels, ...its own status}].
   void add_status(nlohmann::json& status) const override;
 
+  // GpuStage, where every part is a CUDA stage with staging: the whole input's slots (plain
+  // memory, untouched with raw input) the graph converts the chunk into, each part's lanes then
+  // copied into its own staging; the look-ahead and raw input handed to every part; residency.
+  float* input_buffer() const noexcept override { return input_slot(0); }
+  float* input_slot(unsigned slot) const noexcept override {
+    return slot < slots_ ? slot_[slot].get() : nullptr;
+  }
+  bool upload_input(unsigned slot, uint32_t frames, const void* raw, uint32_t frames_up = 0) noexcept override;
+  bool upload_input_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames) noexcept override;
+  bool accept_raw_input(SampleFormat format, float scale, uint32_t frame_channels = 0) override;
+  void input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept override;
+  void bind_producer(GpuStage* producer) noexcept override { resident_ = producer != nullptr; }
+  void keep_output_on_device(bool keep) noexcept override;
+  bool make_output_host_valid(uint32_t frames) noexcept override;
+  bool needs_host_input() const noexcept override { return !producer_; }
+  bool two_phase() const noexcept override { return two_phase_; }
+  bool begin(const Block& in, Block& out, const Exec& exec, StageStatus& done) noexcept override;
+  bool busy() noexcept override;
+  StageStatus finish(const Block& in, Block& out, const Exec& exec) noexcept override;
+  // Main thread, before prepare(): this stage reads `producer`'s output; where both split over the
+  // same devices (every part a GPU one), part i reads part i's output in place. Whether it does.
+  bool chain_after(ChannelSplitStage& producer) noexcept;
+  bool chained() const noexcept { return producer_ != nullptr; }
+
   size_t parts() const noexcept { return parts_.size(); }
   const Stage& part(size_t i) const noexcept { return *parts_[i].stage; }
   ChannelRange range(size_t i) const noexcept { return parts_[i].range; }
@@ -76,22 +110,41 @@ class ChannelSplitStage final : public Stage, public EventTextWriter {
     int device = -1;
     int numa_node = -1;  // the device's, where the host has several: its staging is placed there
     std::unique_ptr<Stage> stage;
-    GpuStage* gpu = nullptr;  // two-phase parts
+    GpuStage* cuda = nullptr;  // the part's GpuStage (a CUDA stage), found when it is made
+    GpuStage* gpu = nullptr;   // the same, where it queues its work (two-phase)
     ChannelRange range;
-    // The range's lanes of the input and of the output (stride max_frames): a CUDA part's own
-    // page-locked staging where it offers it (no copy between the two), else these vectors.
-    float* in = nullptr;
+    // The range's lanes of the input (per input slot) and of the output (stride max_frames): a
+    // CUDA part's own page-locked staging where it offers it (no copy between the two), else these
+    // vectors; chained, the input is the producer's part's output.
+    float* in[2] = {nullptr, nullptr};
     float* out = nullptr;
     std::vector<float> own_in, own_out;
     std::unique_ptr<SpscQueue<EventRecord>> events;
     std::vector<EventRecord> drained;  // this chunk's events, channels made global
+    Block in_block, out_block;         // this chunk's, between begin() and finish()
     bool begun = false;
   };
   const Part& part_of(uint32_t channel) const noexcept;
   static EventRecord local_event(const EventRecord& ev, const Part& p) noexcept;
+  Exec exec_of(const Part& p, const Exec& exec) const noexcept;
+  // After every part's chunk: the outputs gathered into `out` (not those kept on their device
+  // for chained readers), the events in order.
+  void complete(Block& out, const Exec& exec) noexcept;
+  void gather(const Part& p, Block& out) const noexcept;
   void gather_events(const Exec& exec) noexcept;
 
   std::vector<Part> parts_;
+  bool two_phase_ = false;  // some part queues its work (GpuStage::two_phase)
+  // The whole input's slots (where every part has staging and this stage is no chained reader).
+  std::unique_ptr<float[]> slot_[2];
+  unsigned slots_ = 0;
+  bool lanes_in_[2] = {false, false};  // upload_input copied the slot's lanes into the parts already
+  bool raw_ = false;                   // raw input taken (accept_raw_input)
+  size_t raw_sample_bytes_ = 0;
+  ChannelSplitStage* producer_ = nullptr;  // chained: the split whose parts' outputs the parts read
+  bool resident_ = false;  // pipeline.gpu_resident: chained parts read their producer's device output
+  bool keep_ = false;      // no reader needs the gathered output on the host
+  Block last_out_;         // the last chunk's gathered output (make_output_host_valid)
   std::vector<size_t> heads_;  // gather_events: each part's next event
   StreamFormat in_format_, out_format_;
   uint32_t max_frames_ = 0;

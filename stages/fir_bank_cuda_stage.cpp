@@ -127,10 +127,14 @@ cudaError_t FirBankCudaStage::enqueue(cuda::FirFilterCuda& bank, uint32_t frames
       from_bound, nullptr, slot, copy_in);
 }
 
-bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale) {
+bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale, uint32_t frame_channels) {
   if (options_.mapped || staging_.input_slots() < 2 || !staging_.copy_stream() || channels_ > 1024) return false;
+  if (frame_channels != 0 && frame_channels < channels_) return false;
   raw_format_ = format;
   raw_scale_ = scale;
+  raw_frame_channels_ = frame_channels ? frame_channels : channels_;
+  const bool window = raw_frame_channels_ != channels_;
+  if (window) raw_window_.resize(size_t(max_frames_) * channels_ * bytes_per_sample(format));
   const size_t bytes = size_t(max_frames_) * channels_ * bytes_per_sample(format), counts = 2 * size_t(channels_);
   for (unsigned s = 0; s < 2; ++s) {
     VIGIL_CUDA_CHECK(cudaMalloc(&d_raw_[s], bytes));
@@ -149,7 +153,8 @@ bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale) {
   // launch instead of five and more.
   raw_cell_ = cuda::PinnedBuffer(2 * sizeof(const void*), true);
   known_memory_.reserve(kKnownMemory);
-  if (options_.graphs && (direct_ || max_frames_ % block_ == 0) && bytes <= kConvertInGraphBytes)
+  // (Not for a window of the frames: the conversion kernel reads whole frames.)
+  if (options_.graphs && (direct_ || max_frames_ % block_ == 0) && bytes <= kConvertInGraphBytes && !window)
     for (cuda::FirFilterCuda* bank : {bank_.get(), spare_.get()})
       for (unsigned slot = 0; slot < staging_.input_slots(); ++slot) capture(*bank, slot, false, true);
   return true;
@@ -180,11 +185,16 @@ cudaError_t FirBankCudaStage::copy_counts_back(unsigned slot, cudaStream_t strea
 cudaError_t FirBankCudaStage::enqueue_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames,
                                            cudaStream_t stream) noexcept {
   const size_t frame_bytes = size_t(channels_) * bytes_per_sample(raw_format_);
+  const size_t captured_frame_bytes = size_t(raw_frame_channels_) * bytes_per_sample(raw_format_);
   if (first == 0) VIGIL_CUDA_RETURN_IF_ERROR(zero_counts(slot, stream));
   if (frames == 0) return cudaSuccess;
-  VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes,
-                                             static_cast<const std::byte*>(raw) + size_t(first) * frame_bytes,
-                                             size_t(frames) * frame_bytes, cudaMemcpyHostToDevice, stream));
+  std::byte* to = static_cast<std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes;
+  const std::byte* from = static_cast<const std::byte*>(raw) + size_t(first) * captured_frame_bytes;
+  if (captured_frame_bytes == frame_bytes)
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, from, size_t(frames) * frame_bytes, cudaMemcpyHostToDevice, stream));
+  else  // a split's part: its channels' bytes of each frame
+    VIGIL_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(to, frame_bytes, from, captured_frame_bytes, frame_bytes, frames,
+                                                 cudaMemcpyHostToDevice, stream));
   cuda::ConvertParams p = convert_params(slot, first, frames);
   p.d_in = static_cast<const std::byte*>(d_raw_[slot]) + size_t(first) * frame_bytes;
   return cuda::launch_convert_to_planar(p, stream);
@@ -207,6 +217,13 @@ void FirBankCudaStage::read_counts(unsigned slot) noexcept {
 
 void FirBankCudaStage::convert_on_host(const void* raw, const Block& in) noexcept {
   std::fill(host_counts_.begin(), host_counts_.end(), ConvertCounts{});
+  if (raw_frame_channels_ != channels_) {  // a split's part: its window of each frame, gathered first
+    const size_t bytes = size_t(channels_) * bytes_per_sample(raw_format_);
+    const size_t captured = size_t(raw_frame_channels_) * bytes_per_sample(raw_format_);
+    for (uint32_t f = 0; f < in.frames; ++f)
+      std::memcpy(raw_window_.data() + f * bytes, static_cast<const std::byte*>(raw) + f * captured, bytes);
+    raw = raw_window_.data();
+  }
   convert_to_planar(raw, raw_format_, in.frames, channels_, raw_scale_, in.data, in.stride, host_counts_.data());
   last_clipped_ = last_non_finite_ = 0;
   for (const ConvertCounts& c : host_counts_) {

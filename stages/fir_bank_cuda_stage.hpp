@@ -18,6 +18,8 @@
 // interleaved samples are copied up as they are (half the bytes for int16) and converted on the
 // device into the slot's staged input by cuda/sample_convert, which counts clipped and non-finite
 // samples; the host converts the chunk only when the CPU twin or a reload's crossfade needs it.
+// A part of a channel split takes its window of the captured frames (a 2-D copy: its channels'
+// bytes of each frame) and converts only those.
 // A whole chunk (up to 4 MiB) not uploaded ahead is converted and filtered by one replay of a
 // converting graph, its conversion reading the page-locked chunk across the bus from an address
 // set in a mapped cell before each replay: each CUDA call costs the pipeline thread 2-30 us on
@@ -110,7 +112,7 @@ class FirBankCudaStage final : public Stage, public GpuStage {
   }
   bool upload_input(unsigned slot, uint32_t frames, const void* raw, uint32_t frames_up = 0) noexcept override;
   bool upload_input_part(unsigned slot, const void* raw, uint32_t first, uint32_t frames) noexcept override;
-  bool accept_raw_input(SampleFormat format, float scale) override;
+  bool accept_raw_input(SampleFormat format, float scale, uint32_t frame_channels = 0) override;
   void input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept override {
     clipped = last_clipped_;
     non_finite = last_non_finite_;
@@ -280,7 +282,9 @@ class FirBankCudaStage final : public Stage, public GpuStage {
   bool raw_ = false;
   SampleFormat raw_format_ = SampleFormat::kInt16;
   float raw_scale_ = 1.0f;
-  void* d_raw_[2] = {nullptr, nullptr};                  // per slot: the chunk as captured
+  uint32_t raw_frame_channels_ = 0;  // the samples of a captured frame (> channels_: a split's part)
+  std::vector<std::byte> raw_window_;  // the host conversion of a part's window: its samples gathered
+  void* d_raw_[2] = {nullptr, nullptr};                  // per slot: the chunk as captured (own channels)
   unsigned long long* d_counts_[2] = {nullptr, nullptr};  // per slot: clipped, non-finite per channel
   cuda::PinnedBuffer h_counts_;                           // the same, back on the host (2 slots)
   std::vector<ConvertCounts> host_counts_;

@@ -111,8 +111,12 @@ class GpuStage {
   // take each chunk's interleaved samples as captured (Exec::raw_input) and convert them on the
   // device. Main thread, after prepare(); false: it does not (the input block is converted on
   // the host as usual). May throw (allocation). input_counts(): the last chunk's clipped and
-  // non-finite samples from that conversion.
-  virtual bool accept_raw_input(SampleFormat /*format*/, float /*scale*/) { return false; }
+  // non-finite samples from that conversion. frame_channels: the samples a captured frame holds
+  // where the stage takes only a window of them (a part of a channel split: the raw pointers it is
+  // given start at its first channel, a frame apart by frame_channels samples); 0: its own channels.
+  virtual bool accept_raw_input(SampleFormat /*format*/, float /*scale*/, uint32_t /*frame_channels*/ = 0) {
+    return false;
+  }
   virtual void input_counts(uint64_t& clipped, uint64_t& non_finite) const noexcept { clipped = non_finite = 0; }
   // Device residency (copy-mode CUDA stages), to spare the copies between two CUDA stages. Before
   // prepare(): bind_producer(p): the input stream is p's output; while p->device_output() is

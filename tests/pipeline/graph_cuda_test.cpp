@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -109,7 +110,7 @@ void run_graph_vs_stages(bool mapped, bool resident = false, bool look_ahead = f
   const std::vector<float> x = test::randn(size_t(kChannels) * kMaxFrames * kChunks, 17);
   const uint32_t total = kMaxFrames * kChunks;
   // The graph: conversion stand-in writes each chunk into the input block, after any reload.
-  Graph graph(stages(50e3), GraphBackend{true, mapped, 0, false, 1, resident});
+  Graph graph(stages(50e3), GraphBackend{true, mapped, 0, false, 1, resident, true, false, false, {}});
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames);
   ASSERT_EQ(graph.stream_count(), 3u);
   EXPECT_EQ(graph.input_block().data, gpu_part(graph.stage(0))->input_buffer()) << "the chunk is not converted into the staging";
@@ -213,11 +214,12 @@ std::vector<StageSettings> s1_like() {
   return s;
 }
 
+// devices: pipeline.gpus (two or more: every stage split by channels over them).
 std::vector<EventRecord> run_s1_like(const std::vector<std::string>* host_streams, uint64_t fail_at, bool* on_device,
-                                     bool look_ahead = false) {
+                                     bool look_ahead = false, std::vector<int> devices = {}) {
   const uint32_t total = kMaxFrames * kChunks;
   const std::vector<float> x = test::ae_lanes(kRate, kChannels, total, 23, 23);  // bursts in noise
-  Graph graph(s1_like(), GraphBackend{true, false, fail_at, false, 1, true});
+  Graph graph(s1_like(), GraphBackend{true, false, fail_at, false, 1, true, true, false, false, std::move(devices)});
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, host_streams);
   *on_device = graph.stream(2).on_device_only;
   // The denoiser keeps its history from the device: the bands stay there as its output does.
@@ -282,7 +284,9 @@ struct PartsAhead {
 };
 
 // The chunks lie in page-locked memory, as the CUDA backend's chunk pool is, unless `pageable`.
-RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false, bool pageable = false) {
+// devices: pipeline.gpus (two or more: both stages split by channels over them).
+RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false, bool pageable = false,
+               std::vector<int> devices = {}) {
   const uint32_t total = kMaxFrames * kChunks;
   constexpr float kScale = 1.0f / 32768;
   std::vector<int16_t> plain(pageable ? size_t(total) * kChannels : 0);
@@ -293,7 +297,7 @@ RawRun run_raw(bool raw, bool ahead, uint64_t fail_at, bool in_parts = false, bo
   std::normal_distribution<float> n(0.0f, 12000.0f);  // 2.7 sigma to full scale: about 0.7 % clip
   for (int16_t& v : x) v = int16_t(std::clamp(n(rng), -32768.0f, 32767.0f));  // a few clip at full scale
   const std::vector<std::string> nothing_sent;
-  Graph graph(stages(50e3), GraphBackend{true, false, fail_at, false, 1, false});
+  Graph graph(stages(50e3), GraphBackend{true, false, fail_at, false, 1, false, true, false, false, std::move(devices)});
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, &nothing_sent);
   RawRun r;
   r.raw = raw && graph.take_raw_input(SampleFormat::kInt16, kScale);
@@ -424,7 +428,7 @@ TEST(GraphCuda, TheInputIsTakenRawOnlyWhereNothingElseReadsIt) {
   VIGIL_SKIP_WITHOUT_GPU();
   const StreamFormat in{kRate, kChannels, 1, {""}, 0};
   auto raw = [&](const std::vector<StageSettings>& st, bool mapped, const std::vector<std::string>* sent) {
-    Graph graph(st, GraphBackend{true, mapped, 0, false, 1, false});
+    Graph graph(st, GraphBackend{true, mapped, 0, false, 1, false, true, false, false, {}});
     graph.prepare(in, kMaxFrames, sent);
     return graph.take_raw_input(SampleFormat::kInt16, 1.0f / 32768);
   };
@@ -462,6 +466,49 @@ TEST(GraphCuda, ALaunchFailureAfterConvertingGraphsPrimesTheCpuTwinFromTheirHist
   expect_same_raw_run(gpu, host);
 }
 
+// Split by channels over pipeline.gpus [0, 0] (parts of 2 and 1 channels on one device): the bank
+// takes its raw input part by part (each part copies up its window of every frame and converts
+// it), with the look-ahead's uploads, in parts while captured, or neither; the denoiser's parts
+// read the bank's parts' outputs in place. Every band and denoised sample and the clipped counts
+// equal the unsplit graph's fed host-converted chunks, to the bit.
+TEST(GraphCuda, ASplitGraphTakesItsRawInputPartByPartWithTheSameOutput) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const RawRun host = run_raw(false, false, 0);
+  const std::vector<int> two{0, 0};
+  const RawRun plain = run_raw(true, false, 0, false, false, two);
+  ASSERT_TRUE(plain.raw) << "the split bank did not take its input raw";
+  expect_same_raw_run(plain, host);
+  EXPECT_EQ(plain.converted_in_graph, 0u) << "a part's window cannot go through the converting graph";
+  const RawRun ahead = run_raw(true, true, 0, false, false, two);
+  expect_same_raw_run(ahead, host);
+  EXPECT_EQ(ahead.uploaded_ahead, kChunks - 2) << "every chunk after the first but the reload's went up ahead";
+  const RawRun parts = run_raw(true, false, 0, true, false, two);
+  expect_same_raw_run(parts, host);
+  EXPECT_EQ(parts.parts, 2u * (kChunks - 2));
+  EXPECT_EQ(parts.completed_from_parts, kChunks - 2);
+}
+
+// A launch failure at the eighth chunk in every part, which went up raw while the seventh ran:
+// each part's CPU twin converts its window of the chunk on the host. The outputs are the unsplit
+// graph's across the same failure (its CPU twins', to float rounding: a part's twin filters fewer
+// lanes) and the clipped counts the same.
+TEST(GraphCuda, ALaunchFailureInASplitGraphWithRawInputConvertsEachPartsWindowOnTheHost) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const RawRun host = run_raw(false, false, 8);
+  const RawRun split = run_raw(true, true, 8, false, false, {0, 0});
+  ASSERT_TRUE(split.raw);
+  ASSERT_EQ(split.clipped, host.clipped);
+  for (const auto& [got, want] : {std::pair{&split.band, &host.band}, std::pair{&split.den, &host.den}}) {
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < want->size(); ++i) {
+      err += double((*got)[i] - (*want)[i]) * ((*got)[i] - (*want)[i]);
+      ref += double((*want)[i]) * (*want)[i];
+    }
+    EXPECT_GT(ref, 0.0);
+    EXPECT_LE(std::sqrt(err / ref), 1e-6) << "relative L2 error";
+  }
+}
+
 // The same events, bit for bit (the same computation on the same data).
 void expect_same_events(const std::vector<EventRecord>& got, const std::vector<EventRecord>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -491,6 +538,26 @@ TEST(GraphCuda, HitsReadTheDenoisedLanesOnTheDeviceWhenNothingElseNeedsThem) {
   const std::vector<EventRecord> ahead = run_s1_like(&nothing_sent, 0, &kept_ahead, true);
   EXPECT_TRUE(kept_ahead);
   expect_same_events(ahead, all_host);
+}
+
+// The resident chain split over [0, 0]: the denoiser's parts read the bank's parts' bands on the
+// device and the hits' parts the denoiser's, nothing gathered on the host (both streams kept on the
+// parts' devices); the events are the unsplit graph's, in the same order, with and without the
+// look-ahead.
+TEST(GraphCuda, ASplitResidentChainKeepsEachPartOnItsDeviceWithTheSameEvents) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const std::vector<std::string> nothing_sent;
+  bool kept_whole = false, kept = false, kept_ahead = false;
+  const std::vector<EventRecord> whole = run_s1_like(&nothing_sent, 0, &kept_whole);
+  const std::vector<EventRecord> split = run_s1_like(&nothing_sent, 0, &kept, false, {0, 0});
+  EXPECT_TRUE(kept) << "the split denoiser's stream was not kept on its parts' devices";
+  size_t hits = 0;
+  for (const EventRecord& e : whole) hits += e.kind == EventKind::kAeHit;
+  EXPECT_GT(hits, 20u);
+  expect_same_events(split, whole);
+  const std::vector<EventRecord> ahead = run_s1_like(&nothing_sent, 0, &kept_ahead, true, {0, 0});
+  EXPECT_TRUE(kept_ahead);
+  expect_same_events(ahead, whole);
 }
 
 // A launch failure at chunk 5 in every stage of the resident graph: three hand-overs, and hits on
@@ -536,7 +603,7 @@ RmsRun run_band_rms(const std::vector<std::string>* host_streams, bool mapped = 
   rms.clear_threshold = 0.4;
   std::vector<StageSettings> s = {{"band", "fir_bank", "input", false, fir(50e3)},
                                   {"alarm", "band_rms", rms_input, false, rms}};
-  Graph graph(s, GraphBackend{true, mapped, fail_at, false, 1, true});
+  Graph graph(s, GraphBackend{true, mapped, fail_at, false, 1, true, true, false, false, {}});
   graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, host_streams);
   RmsRun r;
   r.bands_on_device = graph.stream(1).on_device_only;
