@@ -9,15 +9,17 @@
 # not there yet: `kernels` (the stages' kernels), `peers` (each against CuPy and PyTorch in the
 # same run) and `scenarios` (the real vigild); `bench` is the three. `all` (the default) is
 # everything. The device tool's calls are limited to 10 minutes: there, run the parts one by one.
+# `scaling` (not in `all`: for a host with several GPUs, issue 53): S1 on 1, 2, 4 ... of its GPUs
+# (scripts/gpu_scaling.py), the highest clean load of each and the ratio to one GPU.
 # BUILD_DIR (default build-gpu): where it builds (the device tool's copy of the tree is replaced at
 # each call: a build under /tmp outlives it while the machine stays warm).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
-case "$part" in all|tests|sanitize|bench|kernels|peers|scenarios) ;;
-  *) echo "usage: scripts/gpu-check.sh [all|tests|sanitize|bench|kernels|peers|scenarios]" >&2; exit 2 ;; esac
+case "$part" in all|tests|sanitize|bench|kernels|peers|scenarios|scaling) ;;
+  *) echo "usage: scripts/gpu-check.sh [all|tests|sanitize|bench|kernels|peers|scenarios|scaling]" >&2; exit 2 ;; esac
 runs() {  # whether part $1 runs in this call
-  [ "$part" = all ] || [ "$part" = "$1" ] || { [ "$part" = bench ] && case "$1" in kernels|peers|scenarios) true ;; *) false ;; esac; }
+  { [ "$part" = all ] && [ "$1" != scaling ]; } || [ "$part" = "$1" ] || { [ "$part" = bench ] && case "$1" in kernels|peers|scenarios) true ;; *) false ;; esac; }
 }
 out="${OUT:-gpu-out}"
 mkdir -p "$out"
@@ -149,5 +151,13 @@ if runs scenarios; then
   done
   exit $st
 } 2>&1 | tee "$out/scenarios.txt" || status=1
+fi
+if runs scaling; then
+# GPU_SETS (optional): the pipeline.gpus values to try, e.g. "[0]|[0, 0]" (default: [0], then
+# every power of two up to the host's GPU count).
+sets=()
+[ -n "${GPU_SETS:-}" ] && IFS='|' read -r -a sets <<<"$GPU_SETS"
+python3 scripts/gpu_scaling.py --build "$build" ${sets[@]+--sets "${sets[@]}"} ${SCALING_CHANNELS:+--channels "$SCALING_CHANNELS"} 2>&1 |
+  tee "$out/scaling.txt" || status=1
 fi
 exit $status
