@@ -144,6 +144,23 @@ std::string prometheus_text(const nlohmann::json& s) {
         if (p.contains("gpu_us")) w.quantiles(p["gpu_us"], "vigil_stage_device_gpu_seconds", labels);
       }
     }
+    bool part_memory = false;
+    for (const auto& [name, st] : s["stages"].items()) {
+      if (!st.contains("devices")) continue;
+      for (const nlohmann::json& p : st["devices"]) {
+        if (!p.contains("device") || !p.contains("device_memory_bytes")) continue;
+        if (!part_memory) {
+          w.family("vigil_stage_device_memory_bytes", "gauge",
+                   "GPU memory each device's part of a split stage took when it was prepared (its device's free "
+                   "memory before less after).");
+          part_memory = true;
+        }
+        w.sample("vigil_stage_device_memory_bytes",
+                 "stage=\"" + escape(name) + "\",device=\"" + std::to_string(p["device"].get<int>()) +
+                     "\",first_channel=\"" + std::to_string(p.value("first_channel", 0)) + "\"",
+                 p["device_memory_bytes"].get<double>());
+      }
+    }
     bool part_errors = false;
     for (const auto& [name, st] : s["stages"].items()) {
       if (!st.contains("devices")) continue;

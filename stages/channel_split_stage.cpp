@@ -72,6 +72,25 @@ int numa_node_of_device(int device) {
 #endif
 }
 
+// The current device's free and total memory in bytes; false where CUDA cannot say.
+bool device_memory(int device, int64_t& free_bytes, int64_t& total_bytes) noexcept {
+#if VIGIL_HAVE_CUDA
+  size_t f = 0, t = 0;
+  if (device < 0 || cudaMemGetInfo(&f, &t) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  free_bytes = int64_t(f);
+  total_bytes = int64_t(t);
+  return true;
+#else
+  (void)device;
+  (void)free_bytes;
+  (void)total_bytes;
+  return false;
+#endif
+}
+
 }  // namespace
 
 std::vector<ChannelRange> split_channels(uint32_t channels, size_t parts) {
@@ -175,7 +194,14 @@ StreamFormat ChannelSplitStage::prepare(const StreamFormat& in, uint32_t max_fra
         if (resident_) g->bind_producer(from.cuda);
       }
       if (g) g->keep_output_on_device(keep_);
+      int64_t free_before = 0, free_after = 0, total = 0;
+      const bool known = device_memory(p.device, free_before, total);
       o = p.stage->prepare(f, max_frames);
+      p.device_memory = p.device_memory_total = -1;
+      if (known && device_memory(p.device, free_after, total)) {
+        p.device_memory = std::max<int64_t>(0, free_before - free_after);
+        p.device_memory_total = total;
+      }
     }
     if (i == 0) {
       out_format_ = o;
@@ -491,6 +517,10 @@ void ChannelSplitStage::add_status(nlohmann::json& status) const {
     for (auto it = own.begin(); it != own.end(); ++it) fold(it.key(), folded[it.key()], it.value());
     if (p.device >= 0) own["device"] = p.device;
     if (p.numa_node >= 0) own["numa_node"] = p.numa_node;
+    if (p.device_memory >= 0) {
+      own["device_memory_bytes"] = p.device_memory;
+      own["device_memory_total_bytes"] = p.device_memory_total;
+    }
     own["first_channel"] = p.range.first;
     own["channels"] = p.range.count;
     devices.push_back(std::move(own));

@@ -74,7 +74,9 @@ class ChannelSplitStage final : public Stage, public GpuStage, public EventTextW
   bool write_event(const EventRecord& ev, EventText& text) const override;
   // The parts' status folded into one (errors summed; chunk counts and times the largest
   // part's; text where the parts agree, else each) and, per part, `devices`: [{device (GPU parts),
-  // numa_node (where known), first_channel, channels, ...its own status}].
+  // numa_node (where known), first_channel, channels, device_memory_bytes (GPU parts: what the
+  // device's free memory fell by while the part prepared; with the CUDA context where the part was
+  // the device's first user) and device_memory_total_bytes, ...its own status}].
   void add_status(nlohmann::json& status) const override;
 
   // GpuStage, where every part is a CUDA stage with staging: the whole input's slots (plain
@@ -109,6 +111,7 @@ class ChannelSplitStage final : public Stage, public GpuStage, public EventTextW
   struct Part {
     int device = -1;
     int numa_node = -1;  // the device's, where the host has several: its staging is placed there
+    int64_t device_memory = -1, device_memory_total = -1;  // bytes (prepare()); -1: not known
     std::unique_ptr<Stage> stage;
     GpuStage* cuda = nullptr;  // the part's GpuStage (a CUDA stage), found when it is made
     GpuStage* gpu = nullptr;   // the same, where it queues its work (two-phase)

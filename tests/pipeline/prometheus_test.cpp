@@ -53,8 +53,8 @@ TEST(Prometheus, AFleetOutputsCountsAndStateBecomeMetricsPerRig) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
 }
 
-// A stage split over pipeline.gpus: its parts' GPU time and CUDA errors per device (and first
-// channel: two parts on one device); CPU parts (no device) are left out.
+// A stage split over pipeline.gpus: its parts' GPU time, CUDA errors and memory per device (and
+// first channel: two parts on one device); CPU parts (no device) are left out.
 TEST(Prometheus, AStageSplitOverDevicesGivesEachDevicesPart) {
   const nlohmann::json status = {
       {"stages",
@@ -63,6 +63,7 @@ TEST(Prometheus, AStageSplitOverDevicesGivesEachDevicesPart) {
           {"gpu_us", {{"p50", 100}, {"p99", 300}, {"max", 400}}},
           {"devices",
            {{{"device", 0}, {"first_channel", 0}, {"channels", 512}, {"cuda_errors", 0},
+             {"device_memory_bytes", 301989888}, {"device_memory_total_bytes", 85045231616},
              {"gpu_us", {{"p50", 90}, {"p99", 250}, {"max", 300}}}},
             {{"device", 1}, {"first_channel", 512}, {"channels", 512}, {"cuda_errors", 1},
              {"gpu_us", {{"p50", 100}, {"p99", 300}, {"max", 400}}}}}}}},
@@ -73,9 +74,12 @@ TEST(Prometheus, AStageSplitOverDevicesGivesEachDevicesPart) {
         "vigil_stage_device_gpu_seconds{stage=\"band\",device=\"0\",first_channel=\"0\",quantile=\"0.99\"} 0.00025\n",
         "vigil_stage_device_cuda_errors_total{stage=\"band\",device=\"1\",first_channel=\"512\"} 1\n",
         "vigil_stage_device_cuda_errors_total{stage=\"band\",device=\"0\",first_channel=\"0\"} 0\n",
+        "vigil_stage_device_memory_bytes{stage=\"band\",device=\"0\",first_channel=\"0\"} 301989888\n",
         "vigil_cuda_errors_total{stage=\"band\"} 1\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
   EXPECT_EQ(text.find("stage=\"cpu\",device"), std::string::npos) << text;
+  // Device 1's part says nothing of its memory: no sample is made up for it.
+  EXPECT_EQ(text.find("vigil_stage_device_memory_bytes{stage=\"band\",device=\"1\""), std::string::npos) << text;
   EXPECT_EQ(text.find("# TYPE vigil_stage_device_gpu_seconds"), text.rfind("# TYPE vigil_stage_device_gpu_seconds"));
 }
 

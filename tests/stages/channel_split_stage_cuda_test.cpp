@@ -101,6 +101,35 @@ TEST(ChannelSplitStageCuda, AFirBankInBothFormsSplitInTwoGivesTheWholeBanksBands
   }
 }
 
+// Each GPU part's status says what GPU memory it took (its device's free memory before and after
+// it prepared): at least its input and bands on the device, at most the device's memory.
+TEST(ChannelSplitStageCuda, EachPartSaysHowMuchDeviceMemoryItTook) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  const StageSettings s = test::stage_of(R"(  - name: bands
+    kind: fir_bank
+    input: input
+    taps: 255
+    form: direct
+    bands:
+      - {name: low, type: lowpass, cutoff_hz: 3000}
+      - {name: high, type: highpass, cutoff_hz: 3000}
+)",
+                                         "rate_hz: 48000, channels: 7");
+  const uint32_t max_frames = 262144;  // 1 MiB a lane: the parts' buffers are tens of MiB
+  std::unique_ptr<Stage> split = make_split_stage(s, 1, 2, gpu_backend({0, 0}));
+  split->prepare({48000, 7, 1, {""}, 0}, max_frames);
+  nlohmann::json st = nlohmann::json::object();
+  split->add_status(st);
+  ASSERT_EQ(st["devices"].size(), 2u);
+  for (const nlohmann::json& part : st["devices"]) {
+    SCOPED_TRACE(part.dump());
+    ASSERT_TRUE(part.contains("device_memory_bytes"));
+    const auto lanes_bytes = part["channels"].get<uint64_t>() * max_frames * sizeof(float);
+    EXPECT_GE(part["device_memory_bytes"].get<uint64_t>(), 3 * lanes_bytes) << "its input and two bands";
+    EXPECT_LT(part["device_memory_bytes"].get<uint64_t>(), part["device_memory_total_bytes"].get<uint64_t>());
+  }
+}
+
 TEST(ChannelSplitStageCuda, ADenoiserOverABanksBandsSplitInTwoGivesTheWholeDenoisersSamples) {
   VIGIL_SKIP_WITHOUT_GPU();
   const StageSettings s = test::stage_of(R"(  - name: bands
