@@ -66,6 +66,9 @@ def main():
     p.add_argument("--sets", nargs="*", help="pipeline.gpus values, e.g. '[0]' '[0, 1]' (default: [0], then powers of two)")
     p.add_argument("--channels", default="256,512,768,1024,1280,1536,1792,2048")
     p.add_argument("--seconds", type=float, default=3)
+    # Beyond about 900 channels S1's ~900 hits a chunk need the send pool to write them (one H100
+    # host, 2026-12-06: 960 channels clean only with 4): the GPUs, not the event output, are measured.
+    p.add_argument("--send-threads", type=int, default=4, help="pipeline.send_threads (default 4)")
     a = p.parse_args()
     if a.self_test:
         return self_test()
@@ -82,7 +85,7 @@ def main():
         best, first_miss = None, None
         for ch in (int(c) for c in a.channels.split(",")):
             cmd = [sys.executable, probe, "--build", a.build, "--channels", str(ch), "--resident", "--seconds",
-                   str(a.seconds), "--pool-chunks", str(pool_chunks(ch))]
+                   str(a.seconds), "--pool-chunks", str(pool_chunks(ch)), "--send-threads", str(a.send_threads)]
             if gpus != "[0]":  # one device: the unsplit graph, as the service runs it without the key
                 cmd += ["--gpus", gpus]
             out = subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()
