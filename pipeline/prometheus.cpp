@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 namespace vigil {
 namespace {
@@ -128,55 +129,40 @@ std::string prometheus_text(const nlohmann::json& s) {
       w.sample("vigil_cuda_errors_total", "stage=\"" + escape(name) + "\"", st["cuda_errors"].get<double>());
     }
     // Stages split over pipeline.gpus: each device's part (its first channel tells two parts on
-    // one device apart).
-    bool parts = false;
+    // one device apart); CPU parts have no device and are left out.
+    struct DevicePart {
+      std::string labels;
+      const nlohmann::json* status;
+    };
+    std::vector<DevicePart> parts;
     for (const auto& [name, st] : s["stages"].items()) {
       if (!st.contains("devices")) continue;
-      for (const nlohmann::json& p : st["devices"]) {
-        if (!p.contains("device")) continue;  // CPU parts
-        if (!parts) {
-          w.family("vigil_stage_device_gpu_seconds", "summary",
-                   "Per chunk: GPU time of each device's part of a CUDA stage split over pipeline.gpus.");
-          parts = true;
-        }
-        const std::string labels = "stage=\"" + escape(name) + "\",device=\"" + std::to_string(p["device"].get<int>()) +
-                                   "\",first_channel=\"" + std::to_string(p.value("first_channel", 0)) + "\"";
-        if (p.contains("gpu_us")) w.quantiles(p["gpu_us"], "vigil_stage_device_gpu_seconds", labels);
-      }
+      for (const nlohmann::json& p : st["devices"])
+        if (p.contains("device"))
+          parts.push_back({"stage=\"" + escape(name) + "\",device=\"" + std::to_string(p["device"].get<int>()) +
+                               "\",first_channel=\"" + std::to_string(p.value("first_channel", 0)) + "\"",
+                           &p});
     }
-    bool part_memory = false;
-    for (const auto& [name, st] : s["stages"].items()) {
-      if (!st.contains("devices")) continue;
-      for (const nlohmann::json& p : st["devices"]) {
-        if (!p.contains("device") || !p.contains("device_memory_bytes")) continue;
-        if (!part_memory) {
-          w.family("vigil_stage_device_memory_bytes", "gauge",
-                   "GPU memory each device's part of a split stage took when it was prepared (its device's free "
-                   "memory before less after).");
-          part_memory = true;
-        }
-        w.sample("vigil_stage_device_memory_bytes",
-                 "stage=\"" + escape(name) + "\",device=\"" + std::to_string(p["device"].get<int>()) +
-                     "\",first_channel=\"" + std::to_string(p.value("first_channel", 0)) + "\"",
-                 p["device_memory_bytes"].get<double>());
+    if (!parts.empty())
+      w.family("vigil_stage_device_gpu_seconds", "summary",
+               "Per chunk: GPU time of each device's part of a CUDA stage split over pipeline.gpus.");
+    for (const DevicePart& p : parts)
+      if (p.status->contains("gpu_us")) w.quantiles((*p.status)["gpu_us"], "vigil_stage_device_gpu_seconds", p.labels);
+    // A family of one value per part, where some part has it.
+    auto per_part = [&](const char* key, const char* name, const char* type, const char* help) {
+      bool any = false;
+      for (const DevicePart& p : parts) {
+        if (!p.status->contains(key)) continue;
+        if (!any) w.family(name, type, help);
+        any = true;
+        w.sample(name, p.labels, (*p.status)[key].get<double>());
       }
-    }
-    bool part_errors = false;
-    for (const auto& [name, st] : s["stages"].items()) {
-      if (!st.contains("devices")) continue;
-      for (const nlohmann::json& p : st["devices"]) {
-        if (!p.contains("device") || !p.contains("cuda_errors")) continue;
-        if (!part_errors) {
-          w.family("vigil_stage_device_cuda_errors_total", "counter",
-                   "CUDA errors of each device's part of a split stage (each moves that part to its CPU twin).");
-          part_errors = true;
-        }
-        w.sample("vigil_stage_device_cuda_errors_total",
-                 "stage=\"" + escape(name) + "\",device=\"" + std::to_string(p["device"].get<int>()) +
-                     "\",first_channel=\"" + std::to_string(p.value("first_channel", 0)) + "\"",
-                 p["cuda_errors"].get<double>());
-      }
-    }
+    };
+    per_part("device_memory_bytes", "vigil_stage_device_memory_bytes", "gauge",
+             "GPU memory each device's part of a split stage took when it was prepared (its device's free memory "
+             "before less after).");
+    per_part("cuda_errors", "vigil_stage_device_cuda_errors_total", "counter",
+             "CUDA errors of each device's part of a split stage (each moves that part to its CPU twin).");
   }
   if (s.contains("record")) {
     const nlohmann::json& rec = s["record"];

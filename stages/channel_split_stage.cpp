@@ -279,10 +279,7 @@ bool ChannelSplitStage::begin(const Block& in, Block& out, const Exec& exec, Sta
     // Each part's lanes of the input, in its own block (band-major, its channels only), unless
     // they are there already: chained, raw (the part takes its window of the chunk as captured),
     // or copied by the look-ahead's upload.
-    if (!producer_ && !raw && !lanes_in)
-      for (uint32_t b = 0; b < in.bands; ++b)
-        for (uint32_t c = 0; c < p.range.count; ++c)
-          std::copy_n(in.lane(b, p.range.first + c), in.frames, pin + (size_t(b) * p.range.count + c) * max_frames_);
+    if (!producer_ && !raw && !lanes_in) lanes_of(in, p, pin);
     p.in_block = Block{pin, max_frames_, in.frames, p.range.count, in.bands};
     p.out_block = Block{p.out, max_frames_, in.frames, p.range.count, out.bands};
     // Begun together, waited for one after the other: the devices work side by side.
@@ -324,6 +321,12 @@ StageStatus ChannelSplitStage::finish(const Block& /*in*/, Block& out, const Exe
   return status;
 }
 
+void ChannelSplitStage::lanes_of(const Block& whole, const Part& p, float* to) const noexcept {
+  for (uint32_t b = 0; b < whole.bands; ++b)
+    for (uint32_t c = 0; c < p.range.count; ++c)
+      std::copy_n(whole.lane(b, p.range.first + c), whole.frames, to + (size_t(b) * p.range.count + c) * max_frames_);
+}
+
 void ChannelSplitStage::gather(const Part& p, Block& out) const noexcept {
   for (uint32_t b = 0; b < out.bands; ++b)
     for (uint32_t c = 0; c < p.range.count; ++c)
@@ -361,13 +364,8 @@ bool ChannelSplitStage::upload_input(unsigned slot, uint32_t frames, const void*
   if (slot >= slots_ || (raw && !raw_)) return false;
   bool all = true;
   for (Part& p : parts_) {
-    if (!raw) {  // the slot's lanes into the part's staging now, not when the chunk runs
-      const float* whole = slot_[slot].get();
-      for (uint32_t b = 0; b < in_format_.bands; ++b)
-        for (uint32_t c = 0; c < p.range.count; ++c)
-          std::copy_n(whole + (size_t(b) * in_format_.channels + p.range.first + c) * max_frames_, frames,
-                      p.in[slot] + (size_t(b) * p.range.count + c) * max_frames_);
-    }
+    if (!raw)  // the slot's lanes into the part's staging now, not when the chunk runs
+      lanes_of(Block{slot_[slot].get(), max_frames_, frames, in_format_.channels, in_format_.bands}, p, p.in[slot]);
     const DeviceScope on(p.device);
     const void* window = raw ? static_cast<const std::byte*>(raw) + size_t(p.range.first) * raw_sample_bytes_ : nullptr;
     all = p.cuda->upload_input(slot, frames, window, frames_up) && all;  // false: that part copies its own

@@ -134,6 +134,8 @@ class ChannelSplitStage final : public Stage, public GpuStage, public EventTextW
   // for chained readers), the events in order.
   void complete(Block& out, const Exec& exec) noexcept;
   void gather(const Part& p, Block& out) const noexcept;
+  // The part's lanes of the whole block `whole` into its own block at `to` (the reverse of gather).
+  void lanes_of(const Block& whole, const Part& p, float* to) const noexcept;
   void gather_events(const Exec& exec) noexcept;
 
   std::vector<Part> parts_;

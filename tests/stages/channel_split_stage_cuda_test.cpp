@@ -85,16 +85,7 @@ TEST(ChannelSplitStageCuda, AFirBankInBothFormsSplitInTwoGivesTheWholeBanksBands
   const std::pair<const char*, int> cases[] = {{"direct", 255}, {"fft", 255}, {"auto", 1023}};
   for (const auto& [form, taps] : cases) {
     SCOPED_TRACE(form);
-    const StageSettings s = test::stage_of(std::string(R"(  - name: bands
-    kind: fir_bank
-    input: input
-    taps: )") + std::to_string(taps) + R"(
-    form: )" + form + R"(
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 3000}
-      - {name: high, type: highpass, cutoff_hz: 3000}
-)",
-                                     "rate_hz: 48000, channels: 7");
+    const StageSettings s = test::stage_of(test::two_band_bank(taps, form), "rate_hz: 48000, channels: 7");
     const uint32_t total = 40000;
     expect_split_is_whole(s, {48000, 7, 1, {""}, 0}, 2, 2048, noise(7, total, std::random_device{}()), total,
                           {2048, 1000, 333});
@@ -105,16 +96,7 @@ TEST(ChannelSplitStageCuda, AFirBankInBothFormsSplitInTwoGivesTheWholeBanksBands
 // it prepared): at least its input and bands on the device, at most the device's memory.
 TEST(ChannelSplitStageCuda, EachPartSaysHowMuchDeviceMemoryItTook) {
   VIGIL_SKIP_WITHOUT_GPU();
-  const StageSettings s = test::stage_of(R"(  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 255
-    form: direct
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 3000}
-      - {name: high, type: highpass, cutoff_hz: 3000}
-)",
-                                         "rate_hz: 48000, channels: 7");
+  const StageSettings s = test::stage_of(test::two_band_bank(255, "direct"), "rate_hz: 48000, channels: 7");
   const uint32_t max_frames = 262144;  // 1 MiB a lane: the parts' buffers are tens of MiB
   std::unique_ptr<Stage> split = make_split_stage(s, 1, 2, gpu_backend({0, 0}));
   split->prepare({48000, 7, 1, {""}, 0}, max_frames);
@@ -132,14 +114,7 @@ TEST(ChannelSplitStageCuda, EachPartSaysHowMuchDeviceMemoryItTook) {
 
 TEST(ChannelSplitStageCuda, ADenoiserOverABanksBandsSplitInTwoGivesTheWholeDenoisersSamples) {
   VIGIL_SKIP_WITHOUT_GPU();
-  const StageSettings s = test::stage_of(R"(  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 63
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 3000}
-      - {name: high, type: highpass, cutoff_hz: 3000}
-  - name: den
+  const StageSettings s = test::stage_of(test::two_band_bank(63) + R"(  - name: den
     kind: wavelet_denoise
     input: bands
     window: 1024

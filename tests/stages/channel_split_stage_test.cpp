@@ -118,15 +118,7 @@ void expect_same_output(const test::StageRun& alone, const test::StageRun& split
 // blocks by the channel count, so parts of fewer channels round and crossfade at other samples;
 // the CUDA forms run aligned).
 TEST(ChannelSplitStage, AFirBankSplitInThreeGivesTheSameBandsThroughAReload) {
-  const StageSettings s = stage_of(R"(  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 255
-    form: direct
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 3000}
-      - {name: high, type: highpass, cutoff_hz: 3000}
-)");
+  const StageSettings s = stage_of(test::two_band_bank(255, "direct"));
   StageSettings next = s;
   std::get<FirBankSettings>(next.params).bands[0].f1_hz = 5000;
   std::get<FirBankSettings>(next.params).bands[1].f1_hz = 5000;
@@ -167,14 +159,7 @@ TEST(ChannelSplitStage, AFirBankSplitInThreeGivesTheSameBandsThroughAReload) {
 // part chooses the same form and delay as the whole, and every band sample is the same filter's
 // (to float rounding; no reload here).
 TEST(ChannelSplitStage, AnFftBankSplitOnTheCpuKeepsTheWholeBanksFormAndDelay) {
-  const StageSettings s = stage_of(R"(  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 2047
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 3000}
-      - {name: high, type: highpass, cutoff_hz: 3000}
-)");
+  const StageSettings s = stage_of(test::two_band_bank(2047));
   const uint32_t channels = 7, total = 24000, max_frames = 1024;
   const std::vector<float> x = noise(channels, total, std::random_device{}());
   for (size_t parts : {2u, 3u}) {
@@ -202,14 +187,7 @@ TEST(ChannelSplitStage, AnFftBankSplitOnTheCpuKeepsTheWholeBanksFormAndDelay) {
 }
 
 TEST(ChannelSplitStage, AWaveletDenoiserOverABanksBandsSplitInTwoGivesTheSameSamples) {
-  const StageSettings s = stage_of(R"(  - name: bands
-    kind: fir_bank
-    input: input
-    taps: 63
-    bands:
-      - {name: low, type: lowpass, cutoff_hz: 3000}
-      - {name: high, type: highpass, cutoff_hz: 3000}
-  - name: den
+  const StageSettings s = stage_of(test::two_band_bank(63) + R"(  - name: den
     kind: wavelet_denoise
     input: bands
     wavelet: db4

@@ -22,4 +22,13 @@ inline StageSettings stage_of(const std::string& stage_yaml, const std::string& 
   return cfg.settings->stages.back();
 }
 
+// The bank the split tests share, as a stage entry named `bands` reading `input`: `taps` taps,
+// two bands (low and high of 3 kHz); form: the `form` key's value, or "" for its default.
+inline std::string two_band_bank(int taps, const std::string& form = "") {
+  return "  - name: bands\n    kind: fir_bank\n    input: input\n    taps: " + std::to_string(taps) + "\n" +
+         (form.empty() ? "" : "    form: " + form + "\n") +
+         "    bands:\n      - {name: low, type: lowpass, cutoff_hz: 3000}\n"
+         "      - {name: high, type: highpass, cutoff_hz: 3000}\n";
+}
+
 }  // namespace vigil::test
