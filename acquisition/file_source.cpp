@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/stream_format.hpp"
 #include "acquisition/input_file.hpp"
 #include "core/rfc3339.hpp"
 #include "acquisition/wav_header.hpp"
@@ -91,7 +92,8 @@ RecordingInfo probe_sigmf(const std::string& path) {
   info.rate_hz = g.value("core:sample_rate", 0.0);
   info.channels = g.value("core:num_channels", 1u);
   if (!(info.rate_hz > 0)) fail(meta_path, "core:sample_rate must be > 0");
-  if (info.channels < 1 || info.channels > 1024) fail(meta_path, "core:num_channels must be 1..1024");
+  if (info.channels < 1 || info.channels > kMaxChannels)
+    fail(meta_path, "core:num_channels must be 1.." + std::to_string(kMaxChannels));
   const uint64_t bytes = file_size(info.data_path);
   info.frames = bytes / (uint64_t(info.bytes_per_sample_on_disk) * info.channels);
   note_partial_frame(info.data_path, bytes, uint64_t(info.bytes_per_sample_on_disk) * info.channels, info);
@@ -160,7 +162,8 @@ RecordingInfo probe_flac(const std::string& path) {
   const int sub = sfi.format & SF_FORMAT_SUBMASK;
   info.format = sub == SF_FORMAT_PCM_16 || sub == SF_FORMAT_PCM_S8 ? SampleFormat::kInt16 : SampleFormat::kInt32;
   info.bytes_per_sample_on_disk = 0;  // decoded by libsndfile
-  if (info.channels < 1 || info.channels > 1024) fail(path, "channels must be 1..1024, got " + std::to_string(info.channels));
+  if (info.channels < 1 || info.channels > kMaxChannels)
+    fail(path, "channels must be 1.." + std::to_string(kMaxChannels) + ", got " + std::to_string(info.channels));
   return info;
 }
 #endif

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/clock.hpp"
+#include "core/stream_format.hpp"
 
 namespace vigil {
 namespace {
@@ -34,7 +35,7 @@ uint64_t time_to_frame(double t_s, double rate_hz) noexcept {
 
 SyntheticSource::SyntheticSource(SyntheticSpec spec) : spec_(std::move(spec)) {
   check_range("rate_hz", spec_.rate_hz, 1.0, 10e6);
-  check_range("channels", spec_.channels, 1, 1024);
+  check_range("channels", spec_.channels, 1, kMaxChannels);
   check_range("chunk_frames", spec_.chunk_frames, 1, 1 << 20);
   check_range("rate_factor", spec_.rate_factor, 0.0, 10000.0);
   check_range("duration_s", spec_.duration_s, 0.0, 1e9);

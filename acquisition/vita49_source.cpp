@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "core/clock.hpp"
+#include "core/stream_format.hpp"
 #include "wire/endpoint.hpp"
 #include "wire/udp_receiver.hpp"
 #include "wire/vita49.hpp"
@@ -75,7 +76,8 @@ Vita49Source::Vita49Source(Vita49SourceSpec spec) : spec_(std::move(spec)) {
   if (spec_.chunk_frames < 1 || spec_.chunk_frames > (1u << 20))
     throw std::runtime_error(where + ": chunk_frames must be 1..1048576");
   if (!spec_.streams.empty()) spec_.channels = uint32_t(spec_.streams.size());
-  if (spec_.channels < 1 || spec_.channels > 1024) throw std::runtime_error(where + ": channels must be 1..1024");
+  if (spec_.channels < 1 || spec_.channels > kMaxChannels)
+    throw std::runtime_error(where + ": channels must be 1.." + std::to_string(kMaxChannels));
   std::string why;
   fd_ = open_udp_receiver(spec_.listen_host, spec_.listen_port, spec_.receive_buffer_bytes, spec_.interface, why);
   if (fd_ < 0) throw std::runtime_error(where + ": " + why);

@@ -5,6 +5,7 @@
 #include "config/yaml_node_ref.hpp"
 
 #include "acquisition/sha256.hpp"
+#include "core/stream_format.hpp"
 
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -334,8 +335,8 @@ void read_vita49_source(Reader& r, const YAML::Node& n, Settings& s) {
     r.error(n["interface"].Mark(), where + ".interface: applies to a multicast group (224.0.0.0/4 or ff00::/8), not " +
                                        v.listen_host);
   if (const YAML::Node ids = n["streams"]) {
-    if (!ids.IsSequence() || ids.size() == 0 || ids.size() > 1024) {
-      r.error(ids.Mark(), where + ".streams: expected a list of 1..1024 stream ids (0x01000000 or 16777216), got " +
+    if (!ids.IsSequence() || ids.size() == 0 || ids.size() > kMaxChannels) {
+      r.error(ids.Mark(), where + ".streams: expected a list of 1.." + std::to_string(kMaxChannels) + " stream ids (0x01000000 or 16777216), got " +
                               describe(ids));
     } else {
       for (size_t i = 0; i < ids.size(); ++i) {
@@ -357,7 +358,7 @@ void read_vita49_source(Reader& r, const YAML::Node& n, Settings& s) {
       r.error(n["channels"].Mark(), where + ".channels: the streams list gives the channels (one a stream); give one "
                                             "or the other");
   } else {
-    r.number<uint32_t>(n, where, "channels", 1, 1024, v.channels);
+    r.number<uint32_t>(n, where, "channels", 1, kMaxChannels, v.channels);
   }
   r.number(n, where, "rate_hz", 1.0, 1e9, v.rate_hz, true);
   std::string fmt;
@@ -388,8 +389,8 @@ void read_iio_source(Reader& r, const YAML::Node& n, Settings& s) {
   const YAML::Node ch = n["channels"];
   if (!ch) {
     r.error(n.Mark(), where + ": missing required key 'channels' (the channel ids to capture: [voltage0, voltage1])");
-  } else if (!ch.IsSequence() || ch.size() == 0 || ch.size() > 1024) {
-    r.error(ch.Mark(), where + ".channels: expected a list of 1..1024 channel ids ([voltage0, voltage1]), got " +
+  } else if (!ch.IsSequence() || ch.size() == 0 || ch.size() > kMaxChannels) {
+    r.error(ch.Mark(), where + ".channels: expected a list of 1.." + std::to_string(kMaxChannels) + " channel ids ([voltage0, voltage1]), got " +
                            describe(ch));
   } else {
     for (size_t i = 0; i < ch.size(); ++i) {
@@ -438,7 +439,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
     AlsaSpec& a = s.alsa;
     r.string(n, where, "device", a.device);
     r.number(n, where, "rate_hz", 1.0, 10e6, a.rate_hz);
-    r.number<uint32_t>(n, where, "channels", 1, 1024, a.channels);
+    r.number<uint32_t>(n, where, "channels", 1, kMaxChannels, a.channels);
     std::string fmt;
     if (r.choice(n, where, "format", {"S16_LE", "S24_3LE", "S32_LE", "FLOAT_LE"}, fmt)) a.format = *parse_alsa_format(fmt);
     r.number<uint32_t>(n, where, "period_frames", 16, 1u << 20, a.period_frames);
@@ -481,7 +482,7 @@ void read_source(Reader& r, const YAML::Node& n, Settings& s) {
   }
   check_kind_keys(r, n, where, kSourceKeys, "synthetic", kSourceKeyHints);
   r.number(n, where, "rate_hz", 1.0, 10e6, sp.rate_hz);
-  r.number<uint32_t>(n, where, "channels", 1, 1024, sp.channels);
+  r.number<uint32_t>(n, where, "channels", 1, kMaxChannels, sp.channels);
   std::string fmt;
   if (r.choice(n, where, "format", {"int16", "int32", "float32"}, fmt)) sp.format = *parse_sample_format(fmt);
   r.number<uint32_t>(n, where, "chunk_frames", 1, 1u << 20, sp.chunk_frames);

@@ -7,6 +7,10 @@
 
 namespace vigil {
 
+// The most channels a source may have: a data stream's id holds the channel in 12 bits
+// (wire/stream_id.hpp), so a lane of every channel can still be told apart on the wire.
+constexpr uint32_t kMaxChannels = 4096;
+
 // A stream of samples: `bands` x `channels` lanes at one rate. bands == 0 means the stage emits
 // events only (a detector).
 struct StreamFormat {

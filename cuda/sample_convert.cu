@@ -4,15 +4,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "cuda/launch_check.cuh"
+#include "core/stream_format.hpp"
 #include "cuda/sample_convert.cuh"
 
 namespace vigil::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr uint32_t kMaxChannels = 1024;
 
 template <typename T>
 __device__ inline float convert_one(T x, float scale, bool& clipped, bool& non_finite) {
@@ -36,7 +37,7 @@ template <typename T>
 __global__ void convert_to_planar_kernel(const T* __restrict__ direct, const void* const* cell, uint32_t frames,
                                          uint32_t channels, float scale, float* __restrict__ out, size_t stride,
                                          unsigned long long* counts) {
-  __shared__ unsigned int s_counts[2 * kMaxChannels];
+  extern __shared__ unsigned int s_counts[];  // 2 x channels: clipped, non-finite
   const T* __restrict__ in = cell ? static_cast<const T*>(*cell) : direct;
   for (uint32_t i = threadIdx.x; i < 2 * channels; i += blockDim.x) s_counts[i] = 0;
   __syncthreads();
@@ -65,22 +66,16 @@ cudaError_t launch_convert_to_planar(const ConvertParams& p, cudaStream_t stream
   const size_t total = size_t(p.frames) * p.channels;
   // Enough blocks to fill the GPU; the grid-stride loop covers the rest.
   const unsigned blocks = unsigned(std::min<size_t>((total + kThreads - 1) / kThreads, 65535));
+  const size_t shared = 2 * size_t(p.channels) * sizeof(unsigned int);  // 32 KiB at 4096 channels
+  const auto launch = [&](auto* typed) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
+    convert_to_planar_kernel<T><<<blocks, kThreads, shared, stream>>>(typed, p.d_in_cell, p.frames, p.channels, p.scale,
+                                                                      p.d_out, p.out_stride_frames, p.d_counts);
+  };
   switch (p.format) {
-    case SampleFormat::kInt16:
-      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const int16_t*>(p.d_in), p.d_in_cell, p.frames,
-                                                                p.channels, p.scale, p.d_out, p.out_stride_frames,
-                                                                p.d_counts);
-      break;
-    case SampleFormat::kInt32:
-      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const int32_t*>(p.d_in), p.d_in_cell, p.frames,
-                                                                p.channels, p.scale, p.d_out, p.out_stride_frames,
-                                                                p.d_counts);
-      break;
-    case SampleFormat::kFloat32:
-      convert_to_planar_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(p.d_in), p.d_in_cell, p.frames,
-                                                                p.channels, p.scale, p.d_out, p.out_stride_frames,
-                                                                p.d_counts);
-      break;
+    case SampleFormat::kInt16: launch(static_cast<const int16_t*>(p.d_in)); break;
+    case SampleFormat::kInt32: launch(static_cast<const int32_t*>(p.d_in)); break;
+    case SampleFormat::kFloat32: launch(static_cast<const float*>(p.d_in)); break;
   }
   return after_launch(stream);
 }

@@ -15,7 +15,7 @@ struct ConvertParams {
   const void* d_in = nullptr;           // frames * channels interleaved samples of `format`
   SampleFormat format = SampleFormat::kInt16;
   uint32_t frames = 0;                  // 0..2^26
-  uint32_t channels = 0;                // 1..1024
+  uint32_t channels = 0;                // 1..kMaxChannels (core/stream_format.hpp)
   float scale = 1.0f;
   float* d_out = nullptr;               // channel c at d_out + c * out_stride_frames
   size_t out_stride_frames = 0;         // >= frames

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stream_format.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/sample_convert.cuh"
 
@@ -13,8 +14,9 @@ SampleConvertCuda::SampleConvertCuda(uint32_t max_frames, uint32_t channels)
     : max_frames_(max_frames), channels_(channels) {
   if (max_frames < 1 || max_frames > (1u << 26))
     throw std::invalid_argument("SampleConvertCuda: max_frames must be 1..67108864, got " + std::to_string(max_frames));
-  if (channels < 1 || channels > 1024)
-    throw std::invalid_argument("SampleConvertCuda: channels must be 1..1024, got " + std::to_string(channels));
+  if (channels < 1 || channels > kMaxChannels)
+    throw std::invalid_argument("SampleConvertCuda: channels must be 1.." + std::to_string(kMaxChannels) + ", got " +
+                                std::to_string(channels));
   try {
     VIGIL_CUDA_CHECK(cudaMalloc(&d_in_, size_t(max_frames) * channels * 4));
     VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_out_), size_t(max_frames) * channels * sizeof(float)));

@@ -128,7 +128,7 @@ cudaError_t FirBankCudaStage::enqueue(cuda::FirFilterCuda& bank, uint32_t frames
 }
 
 bool FirBankCudaStage::accept_raw_input(SampleFormat format, float scale, uint32_t frame_channels) {
-  if (options_.mapped || staging_.input_slots() < 2 || !staging_.copy_stream() || channels_ > 1024) return false;
+  if (options_.mapped || staging_.input_slots() < 2 || !staging_.copy_stream() ) return false;
   if (frame_channels != 0 && frame_channels < channels_) return false;
   raw_format_ = format;
   raw_scale_ = scale;

@@ -4,7 +4,11 @@
 
 #include <cstdint>
 
+#include "core/stream_format.hpp"
+
 namespace vigil {
+
+static_assert(kMaxChannels <= 0x1000, "a stream id holds the channel in 12 bits");
 
 constexpr uint32_t stream_id(uint32_t output_index, uint32_t band, uint32_t channel) noexcept {
   return (output_index & 0xFF) << 24 | (band & 0xFFF) << 12 | (channel & 0xFFF);

@@ -282,7 +282,7 @@ TEST(ConfigLoader, WrongTypes) {
 }
 
 TEST(ConfigLoader, ValuesOutOfRange) {
-  expect_one_error(edit("  channels: 2", "  channels: 0"), 4, 13, "source.channels must be 1..1024, got 0");
+  expect_one_error(edit("  channels: 2", "  channels: 0"), 4, 13, "source.channels must be 1..4096, got 0");
   expect_one_error(edit("  rate_hz: 51200", "  rate_hz: 0"), 3, 12, "source.rate_hz must be");
   expect_one_error(edit("    taps: 63", "    taps: 0"), 10, 11, "taps must be 1..65536, got 0");
   expect_one_error(edit("    taps: 63", "    taps: 1000000000"), 10, 11, "taps must be 1..65536");
@@ -292,6 +292,14 @@ TEST(ConfigLoader, ValuesOutOfRange) {
   expect_one_error(edit("cutoff_hz: 1000}\n      - {name: high", "cutoff_hz: 0}\n      - {name: high"), 12, 47,
                    "cutoff_hz must be above 0 and below 25600, got 0");
   expect_one_error(edit("127.0.0.1:5000", "127.0.0.1:70000"), 21, 18, "port must be 1..65535");
+}
+
+// As many channels as a data stream's id can name (12 bits), and not one more.
+TEST(ConfigLoader, ChannelsUpToWhatAStreamIdCanName) {
+  const ConfigResult r = parse_config(edit("  channels: 2", "  channels: 4096"), "t.yaml");
+  ASSERT_TRUE(r.settings) << format_error("t.yaml", r.errors[0]);
+  EXPECT_EQ(r.settings->synthetic.channels, 4096u);
+  expect_one_error(edit("  channels: 2", "  channels: 4097"), 4, 13, "source.channels must be 1..4096, got 4097");
 }
 
 TEST(ConfigLoader, SendThreadsInRange) {
@@ -405,7 +413,7 @@ TEST(ConfigLoader, AnIioSourceReadsItsKeysAndPointsAtEachBadOne) {
   one(dev, 2, 3, "missing required key 'channels'");
   one(dev + "  channels: [voltage0, voltage0]\n", 5, 24, "voltage0 is listed twice");
   one(dev + "  channels: [voltage0, \"in voltage1\"]\n", 5, 24, "expected a channel id");
-  one(dev + "  channels: []\n", 5, 13, "expected a list of 1..1024 channel ids");
+  one(dev + "  channels: []\n", 5, 13, "expected a list of 1..4096 channel ids");
   one(dev + "  channels: [voltage0]\n  uri: serial:/dev/ttyUSB0\n", 6, 8, "expected local:, ip:HOST or usb:");
   one(dev + "  channels: [voltage0]\n  rate_hz: 48000\n", 6, 3, "an IIO source takes sample_rate_hz");
   one(dev + "  channels: [voltage0]\n  kernel_buffers: 0\n", 6, 19, "source.kernel_buffers must be 1..64");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../support/tolerances.hpp"
+#include "core/stream_format.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/pinned_buffer.hpp"
 #include "cuda/sample_convert.cuh"
@@ -82,6 +83,13 @@ TEST_F(SampleConvertCudaTest, MatchesCpuForEveryFormatAndSize) {
     }
   // A large chunk that exercises the grid-stride loop (more samples than 65535 blocks x 256).
   compare<int16_t>(SampleFormat::kInt16, 1u << 20, 32, 999);
+  // Beyond 1024 channels, to the most a source may have: each block's counters (2 x channels) in
+  // its shared memory, sized by the call.
+  for (uint32_t channels : {1025u, 1300u, kMaxChannels}) {
+    compare<int16_t>(SampleFormat::kInt16, 257, channels, seed++);
+    compare<int32_t>(SampleFormat::kInt32, 4099, channels, seed++);
+    compare<float>(SampleFormat::kFloat32, 1025, channels, seed++);
+  }
 }
 
 TEST_F(SampleConvertCudaTest, CountsAccumulateAcrossCallsAndBadParametersAreRejected) {
@@ -96,7 +104,7 @@ TEST_F(SampleConvertCudaTest, CountsAccumulateAcrossCallsAndBadParametersAreReje
   p.channels = 0;
   EXPECT_EQ(cuda::launch_convert_to_planar(p, nullptr), cudaErrorInvalidValue);
   EXPECT_THROW(cuda::SampleConvertCuda(0, 1), std::invalid_argument);
-  EXPECT_THROW(cuda::SampleConvertCuda(16, 2000), std::invalid_argument);
+  EXPECT_THROW(cuda::SampleConvertCuda(16, kMaxChannels + 1), std::invalid_argument);
   EXPECT_THROW(conv.convert(in.data(), SampleFormat::kInt16, 5, 1.0f, out.data(), 5, &counts), std::invalid_argument);
 }
 

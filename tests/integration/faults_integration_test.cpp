@@ -439,7 +439,7 @@ TEST(VigildFaults, AbsurdConfigValuesGiveAClearErrorAndExit2) {
   };
   const std::string base = service_config(9, 9, "  duration_s: 0.1\n");
   const std::vector<Case> cases = {
-      {"0 channels", {{"channels: 2", "channels: 0"}}, "4:13: source.channels must be 1..1024, got 0"},
+      {"0 channels", {{"channels: 2", "channels: 0"}}, "4:13: source.channels must be 1..4096, got 0"},
       {"rate 0", {{"rate_hz: 51200", "rate_hz: 0"}}, "3:12: source.rate_hz must be 1..1e+07, got 0"},
       {"negative rate", {{"rate_hz: 51200", "rate_hz: -1"}}, "3:12: source.rate_hz must be 1..1e+07, got -1"},
       {"0 taps", {{"taps: 63", "taps: 0"}}, "19:11: stages[0].taps must be 1..65536, got 0"},

@@ -26,6 +26,7 @@
 #include "../support/graphs.hpp"
 #include "../support/ports.hpp"
 #include "../support/process.hpp"
+#include "../support/read_frames.hpp"
 #include "../support/udp_receiver.hpp"
 #include "../support/vigild_run.hpp"
 #include "acquisition/sha256.hpp"
@@ -713,7 +714,7 @@ TEST(VigildIntegration, CheckConfigExitCodes) {
     std::string l1, l2;
     std::getline(f, l1);
     std::getline(f, l2);
-    EXPECT_EQ(l1, bad.string() + ":2:13: source.channels must be 1..1024, got 0");
+    EXPECT_EQ(l1, bad.string() + ":2:13: source.channels must be 1..4096, got 0");
     EXPECT_EQ(l2, bad.string() + ":3:3: unknown key 'chanels' in source (did you mean 'channels'?)");
   }
   fs::remove_all(dir);
@@ -1159,6 +1160,59 @@ outputs:
   // on 2 busy cores): here only that they share; output_worker_events_test checks the packing of
   // events queued at once.
   EXPECT_LT(run.received().event_datagrams * 3, events.size()) << "lines did not pack the events";
+}
+
+// As many channels as a data stream's id can name (4096: 12 bits): each channel's input arrives
+// complete under its own id, the last one (0xFFF) too, every sample the one the source generates
+// (float32: converted by a scale of 1, so exactly). Paced, a chunk every 16 ms: each chunk is 4096
+// datagrams, which the test's 16 MiB receive buffer holds.
+TEST(VigildIntegration, FourThousandNinetySixChannelsEachArriveUnderTheirOwnStreamId) {
+  SyntheticSpec spec;
+  spec.rate_hz = 8000;
+  spec.channels = 4096;
+  spec.format = SampleFormat::kFloat32;
+  spec.chunk_frames = 128;
+  spec.seed = 21;
+  spec.rate_factor = 0;
+  spec.signals.resize(1);
+  spec.signals[0].sines = {{300, 0.25, 0}};
+  spec.signals[0].noise_rms = 0.05;
+  const RunToEnd run(
+      "wide",
+      [](const fs::path& dir, uint16_t data, uint16_t events) {
+        const fs::path p = dir / "vigil.yaml";
+        std::ofstream(p) << R"(source:
+  kind: synthetic
+  rate_hz: 8000
+  channels: 4096
+  format: float32
+  chunk_frames: 128
+  seed: 21
+  duration_s: 0.048
+  signals:
+    - {sines: [{freq_hz: 300, amplitude: 0.25}], noise_rms: 0.05}
+pipeline: {backend: cpu}
+outputs:
+  - {kind: vita49, stream: input, destination: "127.0.0.1:)" << data << R"("}
+  - {kind: events, destination: "127.0.0.1:)" << events << R"(", status_interval_s: 100}
+)";
+        return p.string();
+      },
+      true);
+  ASSERT_NE(run.status, -1);
+  ASSERT_EQ(WEXITSTATUS(run.status), 0) << run.log();
+  expect_streams_complete(run.received(), 4096, 384);
+  SyntheticSource source(spec);
+  const std::vector<std::vector<float>> want = test::read_frames(source, 384);
+  for (uint32_t c = 0; c < 4096; ++c) {
+    const uint32_t id = stream_id(0, 0, c);
+    ASSERT_TRUE(run.received().samples.count(id)) << "channel " << c;
+    ASSERT_EQ(run.received().samples.at(id), want[c]) << "channel " << c;
+  }
+  const json last = run.last_status();
+  ASSERT_TRUE(last["final"].get<bool>());
+  EXPECT_EQ(last["dropped_frames"], 0);
+  EXPECT_EQ(last["send_errors"], 0);
 }
 
 // An unpaced source has no clock to keep up with: a processed chunk waits for a free output slot
