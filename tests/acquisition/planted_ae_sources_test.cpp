@@ -83,7 +83,9 @@ TEST(PlantedAeSources, EachEmissionReachesEverySensorAfterItsPathToTheFractionOf
   for (size_t c = 0; c < 4; ++c) {
     const double r = std::hypot(x - p.sensors[c].x_m, y - p.sensors[c].y_m);
     const double onset = (t0 + r / 3000) * kRate;  // frames, with its fraction
-    const double a_c = amp * std::sqrt(0.1 / r) * std::pow(10.0, -10 * (r - 0.1) / 20);
+    // Nearer than the reference distance (0.1 m) a sensor hears the amplitude as given: a source
+    // drawn within 0.1 m of a corner (about 1 run in 200) once failed here against the far law.
+    const double a_c = r <= 0.1 ? amp : amp * std::sqrt(0.1 / r) * std::pow(10.0, -10 * (r - 0.1) / 20);
     size_t first = n;
     for (size_t i = 0; i < n; ++i) {
       const double t = double(i) - onset;  // frames since the arrival
