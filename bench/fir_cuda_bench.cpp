@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <string>
@@ -73,7 +74,26 @@ void BM_OverlapSaveCuda(benchmark::State& state) {
   const auto m = size_t(state.range(0));
   const auto fft = uint32_t(state.range(1));
   WholeSignal w(m);
+  const auto t0 = std::chrono::steady_clock::now();
   vigil::cuda::OverlapSaveCuda os({w.taps}, kChannels, fft, kFrames, w.stream);
+  const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  vigil::bench::time_on_stream(state, w.stream, [&] { return os.process(w.d_in, kFrames, kFrames, w.d_out, kFrames); }, 3);
+  state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
+  state.counters["fused_multiply"] = os.fused_multiply() ? 1 : 0;  // the multiply in cuFFT's store (CUDA 13)
+  state.counters["plan_ms"] = plan_ms;                             // the constructor: plans, JIT link included
+}
+
+// The same with the multiply in a pass of its own (the CUDA 12 path), for the side-by-side.
+void BM_OverlapSaveCudaSeparateMultiply(benchmark::State& state) {
+  std::string why;
+  if (!vigil::cuda::device_available(&why)) {
+    state.SkipWithError(("no CUDA device: " + why).c_str());
+    return;
+  }
+  const auto m = size_t(state.range(0));
+  const auto fft = uint32_t(state.range(1));
+  WholeSignal w(m);
+  vigil::cuda::OverlapSaveCuda os({w.taps}, kChannels, fft, kFrames, w.stream, false);
   vigil::bench::time_on_stream(state, w.stream, [&] { return os.process(w.d_in, kFrames, kFrames, w.d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
 }
@@ -249,6 +269,7 @@ void shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_FirBankCuda)->Apply(shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OverlapSaveCuda)->Apply(fft_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OverlapSaveCudaSeparateMultiply)->Apply(fft_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FirDirectCuda)->Arg(64)->Arg(256)->Arg(1024)->Arg(8192)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FirChunkCuda)->Apply(chunk_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ShortChunkCuda)->Apply(short_chunk_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);

@@ -9,6 +9,14 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/overlap_save.cuh"
 
+#if defined(VIGIL_CUFFT_LTO_CALLBACKS) && CUDART_VERSION >= 13000
+#include <cufftXt.h>
+
+#include "cuda/os_multiply_callback.cuh"
+#include "os_multiply_callback_fatbin.h"  // vigil_os_multiply_fatbin: LTO-IR made by cuda/CMakeLists.txt
+#define VIGIL_OS_FUSED_MULTIPLY 1
+#endif
+
 namespace vigil::cuda {
 namespace {
 
@@ -21,7 +29,7 @@ void device_alloc(T*& p, size_t count) {
 }  // namespace
 
 OverlapSaveCuda::OverlapSaveCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels,
-                                 uint32_t fft_size, uint32_t max_frames, cudaStream_t stream)
+                                 uint32_t fft_size, uint32_t max_frames, cudaStream_t stream, bool fuse_multiply)
     : bands_(uint32_t(band_taps.size())), channels_(channels), n_(fft_size), taps_len_(0), hop_(0),
       bins_(fft_size / 2 + 1), max_frames_(max_frames), max_blocks_(0), line_len_(0), ring_len_(0), stream_(stream) {
   if (band_taps.empty() || band_taps.size() > 256)
@@ -50,7 +58,6 @@ OverlapSaveCuda::OverlapSaveCuda(const std::vector<std::vector<float>>& band_tap
     device_alloc(d_line_[0], size_t(channels_) * line_len_);
     device_alloc(d_line_[1], size_t(channels_) * line_len_);
     device_alloc(d_frames_, spectra * n_);
-    device_alloc(reinterpret_cast<float2*&>(d_spec_), spectra * bins_);
     device_alloc(reinterpret_cast<float2*&>(d_prod_), size_t(bands_) * spectra * bins_);
     device_alloc(reinterpret_cast<float2*&>(d_taps_), size_t(bands_) * bins_);
     device_alloc(d_time_, size_t(bands_) * spectra * n_);
@@ -79,9 +86,15 @@ OverlapSaveCuda::OverlapSaveCuda(const std::vector<std::vector<float>>& band_tap
     cudaFree(d_padded);
 
     cufftHandle fwd = 0, inv = 0;
-    check_cufft(cufftPlanMany(&fwd, 1, dims, nullptr, 1, int(n_), nullptr, 1, int(bins_), CUFFT_R2C, int(spectra)),
-                "plan (forward)");
-    plan_forward_ = int(fwd);
+    fused_multiply_ = fuse_multiply && plan_forward_with_multiply(int(spectra));
+    if (fused_multiply_) {
+      fwd = cufftHandle(plan_forward_);
+    } else {
+      device_alloc(reinterpret_cast<float2*&>(d_spec_), spectra * bins_);
+      check_cufft(cufftPlanMany(&fwd, 1, dims, nullptr, 1, int(n_), nullptr, 1, int(bins_), CUFFT_R2C, int(spectra)),
+                  "plan (forward)");
+      plan_forward_ = int(fwd);
+    }
     check_cufft(cufftPlanMany(&inv, 1, dims, nullptr, 1, int(bins_), nullptr, 1, int(n_), CUFFT_C2R,
                               int(size_t(bands_) * spectra)),
                 "plan (inverse)");
@@ -97,15 +110,41 @@ OverlapSaveCuda::OverlapSaveCuda(const std::vector<std::vector<float>>& band_tap
 
 OverlapSaveCuda::~OverlapSaveCuda() { release(); }
 
+bool OverlapSaveCuda::plan_forward_with_multiply([[maybe_unused]] int spectra) {
+#ifdef VIGIL_OS_FUSED_MULTIPLY
+  const OsMultiplyInfo info{static_cast<const float2*>(d_taps_), (unsigned long long)spectra * bins_, bands_, bins_};
+  device_alloc(reinterpret_cast<OsMultiplyInfo*&>(d_multiply_info_), 1);
+  VIGIL_CUDA_CHECK(cudaMemcpy(d_multiply_info_, &info, sizeof info, cudaMemcpyHostToDevice));
+  cufftHandle plan = 0;
+  if (cufftCreate(&plan) != CUFFT_SUCCESS) return false;
+  void* caller_info[1] = {d_multiply_info_};  // one per GPU of the plan
+  int dims[1] = {int(n_)};
+  size_t work = 0;
+  if (cufftXtSetJITCallback(plan, "vigil_os_multiply_store", vigil_os_multiply_fatbin, sizeof vigil_os_multiply_fatbin,
+                            CUFFT_CB_ST_COMPLEX, caller_info) != CUFFT_SUCCESS ||
+      cufftMakePlanMany(plan, 1, dims, nullptr, 1, int(n_), nullptr, 1, int(bins_), CUFFT_R2C, spectra, &work) !=
+          CUFFT_SUCCESS) {
+    cufftDestroy(plan);
+    cudaFree(d_multiply_info_);
+    d_multiply_info_ = nullptr;
+    return false;
+  }
+  plan_forward_ = int(plan);
+  return true;
+#else
+  return false;
+#endif
+}
+
 void OverlapSaveCuda::release() noexcept {
   if (plan_forward_) cufftDestroy(cufftHandle(plan_forward_));
   if (plan_inverse_) cufftDestroy(cufftHandle(plan_inverse_));
   plan_forward_ = plan_inverse_ = 0;
   for (void* p : {static_cast<void*>(d_line_[0]), static_cast<void*>(d_line_[1]), static_cast<void*>(d_frames_), d_spec_,
-                  d_prod_, d_taps_, static_cast<void*>(d_time_), static_cast<void*>(d_ring_)})
+                  d_prod_, d_taps_, d_multiply_info_, static_cast<void*>(d_time_), static_cast<void*>(d_ring_)})
     cudaFree(p);
   d_line_[0] = d_line_[1] = d_frames_ = d_time_ = d_ring_ = nullptr;
-  d_spec_ = d_prod_ = d_taps_ = nullptr;
+  d_spec_ = d_prod_ = d_taps_ = d_multiply_info_ = nullptr;
 }
 
 void OverlapSaveCuda::reset() {
@@ -141,11 +180,17 @@ cudaError_t OverlapSaveCuda::process(const float* d_in, size_t in_stride, uint32
     // plans cover max_blocks_; blocks beyond this call's are stale and never read.
     VIGIL_CUDA_RETURN_IF_ERROR(
         launch_os_gather(line, line_len_, split, d_in, in_stride, channels_, blocks, hop_, n_, d_frames_, stream_));
-    if (cufftExecR2C(cufftHandle(plan_forward_), d_frames_, static_cast<cufftComplex*>(d_spec_)) != CUFFT_SUCCESS)
-      return cudaErrorLaunchFailure;
-    VIGIL_CUDA_RETURN_IF_ERROR(launch_os_multiply(static_cast<const float2*>(d_spec_), static_cast<const float2*>(d_taps_),
-                                                  bands_, blocks * channels_, max_blocks_ * channels_, bins_,
-                                                  static_cast<float2*>(d_prod_), stream_));
+    if (fused_multiply_) {  // the products stored by the transform itself, for every band
+      if (cufftExecR2C(cufftHandle(plan_forward_), d_frames_, static_cast<cufftComplex*>(d_prod_)) != CUFFT_SUCCESS)
+        return cudaErrorLaunchFailure;
+    } else {
+      if (cufftExecR2C(cufftHandle(plan_forward_), d_frames_, static_cast<cufftComplex*>(d_spec_)) != CUFFT_SUCCESS)
+        return cudaErrorLaunchFailure;
+      VIGIL_CUDA_RETURN_IF_ERROR(launch_os_multiply(static_cast<const float2*>(d_spec_),
+                                                    static_cast<const float2*>(d_taps_), bands_, blocks * channels_,
+                                                    max_blocks_ * channels_, bins_, static_cast<float2*>(d_prod_),
+                                                    stream_));
+    }
     if (cufftExecC2R(cufftHandle(plan_inverse_), static_cast<cufftComplex*>(d_prod_), d_time_) != CUFFT_SUCCESS)
       return cudaErrorLaunchFailure;
     const size_t start = size_t((blocks_done_ + 1) * hop_ % ring_len_);

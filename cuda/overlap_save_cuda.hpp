@@ -17,9 +17,12 @@ class OverlapSaveCuda {
  public:
   // band_taps: 1..256 bands of 1..2^20 taps; fft_size: a power of two > the longest filter,
   // 32..2^22; channels 1..4096; max_frames: the most frames one process() call gets (1..2^26).
+  // fuse_multiply: where cuFFT takes LTO callbacks (CUDA 13), the taps' spectra multiply each
+  // spectrum as the forward transform stores it (fused_multiply() says whether it did); otherwise,
+  // or if planning with the callback fails, in a pass of their own. The same products either way.
   // Throws std::invalid_argument or CudaError.
   OverlapSaveCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t fft_size,
-                  uint32_t max_frames, cudaStream_t stream = nullptr);
+                  uint32_t max_frames, cudaStream_t stream = nullptr, bool fuse_multiply = true);
   ~OverlapSaveCuda();
   OverlapSaveCuda(const OverlapSaveCuda&) = delete;
   OverlapSaveCuda& operator=(const OverlapSaveCuda&) = delete;
@@ -31,9 +34,13 @@ class OverlapSaveCuda {
   uint32_t latency_frames() const noexcept { return hop_; }
   uint32_t hop() const noexcept { return hop_; }
   uint32_t fft_size() const noexcept { return n_; }
+  bool fused_multiply() const noexcept { return fused_multiply_; }
 
  private:
   void release() noexcept;
+  // The forward plan with the multiply as its store callback; false (nothing kept) where cuFFT
+  // cannot make it.
+  bool plan_forward_with_multiply(int spectra);
 
   uint32_t bands_, channels_, n_, taps_len_, hop_, bins_, max_frames_, max_blocks_;
   size_t line_len_, ring_len_;
@@ -41,9 +48,11 @@ class OverlapSaveCuda {
   float* d_line_[2] = {nullptr, nullptr};
   int cur_ = 0;
   float* d_frames_ = nullptr;  // windows cut from the line, the forward FFT's input
-  void* d_spec_ = nullptr;
+  void* d_spec_ = nullptr;     // the forward transform's output (not with the fused multiply)
   void* d_prod_ = nullptr;
   void* d_taps_ = nullptr;
+  void* d_multiply_info_ = nullptr;  // the store callback's OsMultiplyInfo
+  bool fused_multiply_ = false;
   float* d_time_ = nullptr;
   float* d_ring_ = nullptr;
   int plan_forward_ = 0, plan_inverse_ = 0;
