@@ -1,5 +1,6 @@
 #include "pipeline/graph.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -8,6 +9,8 @@
 #include "stages/channel_split_stage.hpp"
 #include "stages/stage_factory.hpp"
 #if VIGIL_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
 #include "cuda/gpu_keep_warm.hpp"
 #else
 namespace vigil::cuda {
@@ -70,14 +73,25 @@ Graph::~Graph() = default;
 
 void Graph::keep_gpu_warm() noexcept {
 #if VIGIL_HAVE_CUDA
-  if (keep_warm_) keep_warm_->ping(mono_now_ns());
+  if (keep_warm_.empty()) return;
+  const int64_t now = mono_now_ns();
+  for (WarmDevice& w : keep_warm_) {
+    const DeviceScope scope(w.scope_device);
+    w.warm->ping(now);
+  }
 #endif
 }
 
 Graph::KeepWarmCounts Graph::keep_warm_counts() const noexcept {
   KeepWarmCounts c;
 #if VIGIL_HAVE_CUDA
-  if (keep_warm_) c = {true, keep_warm_->interval_ns(), keep_warm_->rounds(), keep_warm_->errors()};
+  for (const WarmDevice& w : keep_warm_) {
+    c.on = true;
+    c.interval_ns = w.warm->interval_ns();
+    ++c.devices;
+    c.rounds += w.warm->rounds();
+    c.errors += w.warm->errors();
+  }
 #endif
   return c;
 }
@@ -188,9 +202,26 @@ void Graph::prepare(const StreamFormat& input, uint32_t max_frames, const std::v
         break;
       }
 #if VIGIL_HAVE_CUDA
-  bool any_on_gpu = false;
-  for (const Node& n : nodes_) any_on_gpu = any_on_gpu || n.on_gpu;
-  if (keep_gpu_warm_ && any_on_gpu && !keep_warm_) keep_warm_ = std::make_unique<cuda::GpuKeepWarm>();
+  if (keep_gpu_warm_ && keep_warm_.empty()) {
+    // Every device a stage runs on: a split's parts on devices of their own were left cold before
+    // (2026-12-06: a split node is no CUDA stage to the graph).
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess) (void)cudaGetLastError();
+    std::vector<int> devices;
+    const auto add = [&](int d) {
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    };
+    for (const Node& n : nodes_) {
+      if (n.on_gpu) add(current);
+      if (n.split)
+        for (int d : n.split->gpu_devices()) add(d);
+    }
+    for (int d : devices) {
+      const int scope_device = d == current ? -1 : d;
+      const DeviceScope scope(scope_device);
+      keep_warm_.push_back({scope_device, std::make_unique<cuda::GpuKeepWarm>()});
+    }
+  }
 #else
   (void)keep_gpu_warm_;  // no GPU to keep warm
 #endif

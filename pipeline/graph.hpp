@@ -100,7 +100,8 @@ class Graph {
   struct KeepWarmCounts {
     bool on = false;
     int64_t interval_ns = 0;
-    uint64_t rounds = 0, errors = 0;
+    uint32_t devices = 0;             // the GPUs kept warm
+    uint64_t rounds = 0, errors = 0;  // summed over them
   };
   KeepWarmCounts keep_warm_counts() const noexcept;  // any thread
 
@@ -221,7 +222,14 @@ class Graph {
   uint32_t cpu_threads_ = 1;
   bool busy_poll_ = false;
   bool keep_gpu_warm_ = false;
-  std::unique_ptr<cuda::GpuKeepWarm> keep_warm_;  // prepare(): where keep_gpu_warm_ and a stage is on the GPU
+  // prepare(): where keep_gpu_warm_, one per device a stage runs on (the current device for the
+  // whole CUDA stages, each device of a split's GPU parts), with the device made current for its
+  // pings (-1: the current one already).
+  struct WarmDevice {
+    int scope_device = -1;
+    std::unique_ptr<cuda::GpuKeepWarm> warm;
+  };
+  std::vector<WarmDevice> keep_warm_;
   int look_ahead_stage_ = -1;  // the stage whose second input slot the look-ahead fills
   bool input_on_host_ = true;  // prepare(): something outside the graph reads the input stream
   bool raw_input_ = false;

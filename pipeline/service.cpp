@@ -415,7 +415,8 @@ nlohmann::json Service::status_json() const {
   j["clock_steps"] = pc.clock_steps.load(std::memory_order_relaxed);
   j["quiet_handoffs"] = pc.quiet_handoffs.load(std::memory_order_relaxed);
   if (const Graph::KeepWarmCounts kw = graph_->keep_warm_counts(); kw.on)
-    j["gpu_keep_warm"] = {{"interval_us", kw.interval_ns / 1000}, {"rounds", kw.rounds}, {"errors", kw.errors}};
+    j["gpu_keep_warm"] = {{"interval_us", kw.interval_ns / 1000}, {"devices", kw.devices}, {"rounds", kw.rounds},
+                          {"errors", kw.errors}};
   j["look_ahead_chunks"] = pc.look_ahead_chunks.load(std::memory_order_relaxed);
   j["chunks_uploaded_in_parts"] = pc.chunks_uploaded_in_parts.load(std::memory_order_relaxed);
   j["frames_uploaded_in_parts"] = pc.frames_uploaded_in_parts.load(std::memory_order_relaxed);

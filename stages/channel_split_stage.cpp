@@ -129,6 +129,14 @@ DeviceScope::~DeviceScope() {
 #endif
 }
 
+std::vector<int> ChannelSplitStage::gpu_devices() const {
+  std::vector<int> devices;
+  for (const Part& p : parts_)
+    if (p.cuda && p.device >= 0 && std::find(devices.begin(), devices.end(), p.device) == devices.end())
+      devices.push_back(p.device);
+  return devices;
+}
+
 ChannelSplitStage::ChannelSplitStage(std::vector<int> devices, const MakePart& make) {
   if (devices.empty()) throw std::invalid_argument("a channel split needs at least one part");
   for (int d : devices) {

@@ -103,6 +103,8 @@ class ChannelSplitStage final : public Stage, public GpuStage, public EventTextW
   bool chain_after(ChannelSplitStage& producer) noexcept;
   bool chained() const noexcept { return producer_ != nullptr; }
 
+  // The devices of its GPU parts, each once, in list order (pipeline.gpu_keep_warm keeps each warm).
+  std::vector<int> gpu_devices() const;
   size_t parts() const noexcept { return parts_.size(); }
   const Stage& part(size_t i) const noexcept { return *parts_[i].stage; }
   ChannelRange range(size_t i) const noexcept { return parts_[i].range; }

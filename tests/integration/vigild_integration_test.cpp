@@ -1376,6 +1376,7 @@ void keep_warm_run(const std::string& keep_warm) {
   if (keep_warm == "true") {
     ASSERT_TRUE(last.contains("gpu_keep_warm")) << last.dump();
     EXPECT_EQ(last["gpu_keep_warm"]["interval_us"], 500);
+    EXPECT_EQ(last["gpu_keep_warm"]["devices"], 1);
     // 1 s of 1 ms chunks, most of each spent waiting: a round or two a chunk (151 on the H200 host).
     EXPECT_GT(last["gpu_keep_warm"]["rounds"].get<uint64_t>(), 50u) << last["gpu_keep_warm"].dump();
     EXPECT_EQ(last["gpu_keep_warm"]["errors"], 0);

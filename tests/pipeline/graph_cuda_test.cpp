@@ -10,10 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../support/ae_lanes.hpp"
@@ -23,6 +25,7 @@
 #include "core/spsc_queue.hpp"
 #include "cuda/pinned_buffer.hpp"
 #include "dsp/sample_convert.hpp"
+#include "stages/channel_split_stage.hpp"
 #include "stages/denoise_cuda_stage.hpp"
 #include "stages/event_record.hpp"
 #include "stages/fir_bank_cuda_stage.hpp"
@@ -558,6 +561,32 @@ TEST(GraphCuda, ASplitResidentChainKeepsEachPartOnItsDeviceWithTheSameEvents) {
   const std::vector<EventRecord> ahead = run_s1_like(&nothing_sent, 0, &kept_ahead, true, {0, 0});
   EXPECT_TRUE(kept_ahead);
   expect_same_events(ahead, whole);
+}
+
+// pipeline.gpu_keep_warm with both stages split over [0, 0]: the parts' device is kept warm, once
+// (both parts are on it), and rounds are queued while the graph waits; none without the key. A
+// split node is no CUDA stage to the graph, and its devices were left cold before.
+TEST(GraphCuda, KeepingTheGpuWarmCoversTheDevicesOfASplitsParts) {
+  VIGIL_SKIP_WITHOUT_GPU();
+  for (const bool keep : {false, true}) {
+    Graph graph(stages(50e3), GraphBackend{true, false, 0, false, 1, false, true, false, keep, {0, 0}});
+    graph.prepare({kRate, kChannels, 1, {""}, 0}, kMaxFrames, nullptr);
+    ASSERT_NE(dynamic_cast<const ChannelSplitStage*>(&graph.stage(0)), nullptr) << "the bank was not split";
+    const Graph::KeepWarmCounts before = graph.keep_warm_counts();
+    EXPECT_EQ(before.on, keep);
+    EXPECT_EQ(before.devices, keep ? 1u : 0u);
+    for (int i = 0; i < 20; ++i) {
+      graph.keep_gpu_warm();
+      std::this_thread::sleep_for(std::chrono::microseconds(700));  // past the 0.5 ms interval
+    }
+    const Graph::KeepWarmCounts after = graph.keep_warm_counts();
+    if (keep) {
+      EXPECT_GE(after.rounds, 10u) << "one round a ping, unless the one before still ran";
+      EXPECT_EQ(after.errors, 0u);
+    } else {
+      EXPECT_EQ(after.rounds, 0u);
+    }
+  }
 }
 
 // A launch failure at chunk 5 in every stage of the resident graph: three hand-overs, and hits on
