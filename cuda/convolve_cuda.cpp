@@ -53,7 +53,9 @@ void convolve_full_cuda(const float* x, size_t n, const float* h, size_t m, floa
   }
   const uint32_t fft = std::max<uint32_t>(32, PartitionedFirBank::best_fft_size(m));
   constexpr uint32_t kChunk = 1u << 20;
-  OverlapSaveCuda os({std::vector<float>(h, h + m)}, 1, fft, kChunk);
+  // One plan a call, host memory each side: the multiply stays a pass of its own here, as the
+  // fused plan's callback is linked (JIT) each time a plan is made.
+  OverlapSaveCuda os({std::vector<float>(h, h + m)}, 1, fft, kChunk, nullptr, false);
   const size_t latency = os.latency_frames(), total_out = n + m - 1, total_in = total_out + latency;
   float *d_in = nullptr, *d_out = nullptr;
   VIGIL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d_in), kChunk * sizeof(float)));
