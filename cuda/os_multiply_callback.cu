@@ -8,8 +8,10 @@
 
 #include "cuda/os_multiply_callback.cuh"
 
-extern "C" __device__ void vigil_os_multiply_store(void* products, unsigned long long offset, cufftComplex x,
-                                                   void* caller_info, void* /*shared*/) {
+// C++ linkage: cuFFT finds the callback by its C++ name (an extern "C" one fails planning with
+// CUFFT_INTERNAL_ERROR: H100, CUDA 13.0, 2026-12-06).
+__device__ void vigil_os_multiply_store(void* products, unsigned long long offset, cufftComplex x,
+                                        void* caller_info, void* /*shared*/) {
   const auto* info = static_cast<const vigil::cuda::OsMultiplyInfo*>(caller_info);
   const unsigned int k = unsigned(offset % info->bins);  // offset = spectrum * bins + k
   float2* y = static_cast<float2*>(products) + offset;

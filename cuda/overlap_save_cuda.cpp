@@ -86,7 +86,7 @@ OverlapSaveCuda::OverlapSaveCuda(const std::vector<std::vector<float>>& band_tap
     cudaFree(d_padded);
 
     cufftHandle fwd = 0, inv = 0;
-    fused_multiply_ = fuse_multiply && plan_forward_with_multiply(int(spectra));
+    fused_multiply_ = fuse_multiply && n_ >= kFuseFromFftSize && plan_forward_with_multiply(int(spectra));
     if (fused_multiply_) {
       fwd = cufftHandle(plan_forward_);
     } else {

@@ -15,11 +15,17 @@ namespace vigil::cuda {
 
 class OverlapSaveCuda {
  public:
+  // Below it the callback costs more than the pass it saves (H100, 16 ch x 2^20, one call:
+  // 8 192 points 390 us fused against 276 us apart; 16 384 points 284 against 293; 32 768 points
+  // 380 against 395: bench/fir_cuda_bench BM_OverlapSaveCuda*, 2026-12-06).
+  static constexpr uint32_t kFuseFromFftSize = 16384;
+
   // band_taps: 1..256 bands of 1..2^20 taps; fft_size: a power of two > the longest filter,
   // 32..2^22; channels 1..4096; max_frames: the most frames one process() call gets (1..2^26).
-  // fuse_multiply: where cuFFT takes LTO callbacks (CUDA 13), the taps' spectra multiply each
-  // spectrum as the forward transform stores it (fused_multiply() says whether it did); otherwise,
-  // or if planning with the callback fails, in a pass of their own. The same products either way.
+  // fuse_multiply: where cuFFT takes LTO callbacks (CUDA 13) and the FFT has kFuseFromFftSize
+  // points or more, the taps' spectra multiply each spectrum as the forward transform stores it
+  // (fused_multiply() says whether it did); otherwise, or if planning with the callback fails, in
+  // a pass of their own. The same products either way.
   // Throws std::invalid_argument or CudaError.
   OverlapSaveCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t fft_size,
                   uint32_t max_frames, cudaStream_t stream = nullptr, bool fuse_multiply = true);
