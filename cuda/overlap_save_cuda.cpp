@@ -112,19 +112,22 @@ OverlapSaveCuda::~OverlapSaveCuda() { release(); }
 
 bool OverlapSaveCuda::plan_forward_with_multiply([[maybe_unused]] int spectra) {
 #ifdef VIGIL_OS_FUSED_MULTIPLY
-  const OsMultiplyInfo info{static_cast<const float2*>(d_taps_), (unsigned long long)spectra * bins_, bands_, bins_};
-  device_alloc(reinterpret_cast<OsMultiplyInfo*&>(d_multiply_info_), 1);
+  const OsMultiplyInfo info{static_cast<const float2*>(d_taps_), static_cast<unsigned long long>(spectra) * bins_,
+                            bands_, bins_};
+  device_alloc(reinterpret_cast<OsMultiplyInfo*&>(d_multiply_info_), 1);  // freed by release() if kept
   VIGIL_CUDA_CHECK(cudaMemcpy(d_multiply_info_, &info, sizeof info, cudaMemcpyHostToDevice));
-  cufftHandle plan = 0;
-  if (cufftCreate(&plan) != CUFFT_SUCCESS) return false;
   void* caller_info[1] = {d_multiply_info_};  // one per GPU of the plan
   int dims[1] = {int(n_)};
   size_t work = 0;
-  if (cufftXtSetJITCallback(plan, "vigil_os_multiply_store", vigil_os_multiply_fatbin, sizeof vigil_os_multiply_fatbin,
-                            CUFFT_CB_ST_COMPLEX, caller_info) != CUFFT_SUCCESS ||
-      cufftMakePlanMany(plan, 1, dims, nullptr, 1, int(n_), nullptr, 1, int(bins_), CUFFT_R2C, spectra, &work) !=
-          CUFFT_SUCCESS) {
-    cufftDestroy(plan);
+  cufftHandle plan = 0;
+  const bool made =
+      cufftCreate(&plan) == CUFFT_SUCCESS &&
+      cufftXtSetJITCallback(plan, "vigil_os_multiply_store", vigil_os_multiply_fatbin, sizeof vigil_os_multiply_fatbin,
+                            CUFFT_CB_ST_COMPLEX, caller_info) == CUFFT_SUCCESS &&
+      cufftMakePlanMany(plan, 1, dims, nullptr, 1, int(n_), nullptr, 1, int(bins_), CUFFT_R2C, spectra, &work) ==
+          CUFFT_SUCCESS;
+  if (!made) {
+    if (plan) cufftDestroy(plan);
     cudaFree(d_multiply_info_);
     d_multiply_info_ = nullptr;
     return false;

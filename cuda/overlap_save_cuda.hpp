@@ -25,7 +25,7 @@ class OverlapSaveCuda {
   // fuse_multiply: where cuFFT takes LTO callbacks (CUDA 13) and the FFT has kFuseFromFftSize
   // points or more, the taps' spectra multiply each spectrum as the forward transform stores it
   // (fused_multiply() says whether it did); otherwise, or if planning with the callback fails, in
-  // a pass of their own. The same products either way.
+  // a pass of their own. The same products either way (to float rounding: test::kGpuVsCpuRelL2).
   // Throws std::invalid_argument or CudaError.
   OverlapSaveCuda(const std::vector<std::vector<float>>& band_taps, uint32_t channels, uint32_t fft_size,
                   uint32_t max_frames, cudaStream_t stream = nullptr, bool fuse_multiply = true);
