@@ -336,8 +336,8 @@ void read_vita49_source(Reader& r, const YAML::Node& n, Settings& s) {
                                        v.listen_host);
   if (const YAML::Node ids = n["streams"]) {
     if (!ids.IsSequence() || ids.size() == 0 || ids.size() > kMaxChannels) {
-      r.error(ids.Mark(), where + ".streams: expected a list of 1.." + std::to_string(kMaxChannels) + " stream ids (0x01000000 or 16777216), got " +
-                              describe(ids));
+      r.error(ids.Mark(), where + ".streams: expected a list of 1.." + std::to_string(kMaxChannels) +
+                              " stream ids (0x01000000 or 16777216), got " + describe(ids));
     } else {
       for (size_t i = 0; i < ids.size(); ++i) {
         const std::string text = ids[i].IsScalar() ? ids[i].Scalar() : std::string();
@@ -390,8 +390,8 @@ void read_iio_source(Reader& r, const YAML::Node& n, Settings& s) {
   if (!ch) {
     r.error(n.Mark(), where + ": missing required key 'channels' (the channel ids to capture: [voltage0, voltage1])");
   } else if (!ch.IsSequence() || ch.size() == 0 || ch.size() > kMaxChannels) {
-    r.error(ch.Mark(), where + ".channels: expected a list of 1.." + std::to_string(kMaxChannels) + " channel ids ([voltage0, voltage1]), got " +
-                           describe(ch));
+    r.error(ch.Mark(), where + ".channels: expected a list of 1.." + std::to_string(kMaxChannels) +
+                           " channel ids ([voltage0, voltage1]), got " + describe(ch));
   } else {
     for (size_t i = 0; i < ch.size(); ++i) {
       const std::string id = ch[i].IsScalar() ? ch[i].Scalar() : std::string();
