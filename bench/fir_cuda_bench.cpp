@@ -65,7 +65,9 @@ void BM_FirBankCuda(benchmark::State& state) {
 }
 
 // The batched single-block layout: FFT size N, hop N - M + 1, the whole 2^20 frames in one call.
-void BM_OverlapSaveCuda(benchmark::State& state) {
+// fuse: the multiply in cuFFT's store where it pays (CUDA 13), else a pass of its own (the CUDA 12
+// path); the counters say which ran and what the constructor (plans, JIT link) took.
+void overlap_save(benchmark::State& state, bool fuse) {
   std::string why;
   if (!vigil::cuda::device_available(&why)) {
     state.SkipWithError(("no CUDA device: " + why).c_str());
@@ -75,28 +77,17 @@ void BM_OverlapSaveCuda(benchmark::State& state) {
   const auto fft = uint32_t(state.range(1));
   WholeSignal w(m);
   const auto t0 = std::chrono::steady_clock::now();
-  vigil::cuda::OverlapSaveCuda os({w.taps}, kChannels, fft, kFrames, w.stream);
+  vigil::cuda::OverlapSaveCuda os({w.taps}, kChannels, fft, kFrames, w.stream, fuse);
   const double plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   vigil::bench::time_on_stream(state, w.stream, [&] { return os.process(w.d_in, kFrames, kFrames, w.d_out, kFrames); }, 3);
   state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
-  state.counters["fused_multiply"] = os.fused_multiply() ? 1 : 0;  // the multiply in cuFFT's store (CUDA 13)
-  state.counters["plan_ms"] = plan_ms;                             // the constructor: plans, JIT link included
+  state.counters["fused_multiply"] = os.fused_multiply() ? 1 : 0;
+  state.counters["plan_ms"] = plan_ms;
 }
 
-// The same with the multiply in a pass of its own (the CUDA 12 path), for the side-by-side.
-void BM_OverlapSaveCudaSeparateMultiply(benchmark::State& state) {
-  std::string why;
-  if (!vigil::cuda::device_available(&why)) {
-    state.SkipWithError(("no CUDA device: " + why).c_str());
-    return;
-  }
-  const auto m = size_t(state.range(0));
-  const auto fft = uint32_t(state.range(1));
-  WholeSignal w(m);
-  vigil::cuda::OverlapSaveCuda os({w.taps}, kChannels, fft, kFrames, w.stream, false);
-  vigil::bench::time_on_stream(state, w.stream, [&] { return os.process(w.d_in, kFrames, kFrames, w.d_out, kFrames); }, 3);
-  state.SetItemsProcessed(int64_t(state.iterations()) * kChannels * kFrames);
-}
+void BM_OverlapSaveCuda(benchmark::State& state) { overlap_save(state, true); }
+// The same with the multiply in a pass of its own, for the side-by-side.
+void BM_OverlapSaveCudaSeparateMultiply(benchmark::State& state) { overlap_save(state, false); }
 
 // The GPU's FP32 fused multiply-adds a second at its boost clock: SMs x FP32 lanes per SM x clock.
 // Lanes per SM: 64 on sm_60/sm_70/sm_80 (P100, V100, A100), 128 on later ones (sm_86 to sm_90:
